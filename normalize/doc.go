@@ -1,0 +1,74 @@
+// Package normalize rewrites the response bodies of the legacy host
+// (variant B of SPEC.md) into the variant A contract that tradergate serves.
+// It is pure: bytes in, bytes out, no I/O. SHAPES.md beside this file fixes
+// the variant B shapes assumed for each endpoint.
+//
+// # How
+//
+// Nothing is decoded into maps or interfaces and no value passes through a
+// float, so every digit and the order of every member survive. Two engines
+// share the work, both validating as jsontext does by default (RFC 7493):
+// invalid or truncated JSON, invalid UTF-8, duplicate member names and
+// nesting deeper than 10000 make a body invalid (ErrInvalid), so the output
+// is always valid JSON that any strict client accepts.
+//
+//   - A validating scanner (scan.go) reads the envelope, and reads data that
+//     passes through unchanged (order book data, variant A data) while
+//     gathering Meta in the same pass. Order book pages are large and must
+//     be fast; the scanner is about 1.4x the speed of the token decoder on
+//     them. FuzzScanner holds it to jsontext's verdict on every input.
+//   - Data that is rewritten is streamed token by token by the jsontext
+//     decoder of github.com/go-json-experiment/json, started at the data
+//     value inside the caller's bytes (no copy), and appended by hand to the
+//     caller's buffer: compact, member order kept, renames in place.
+//
+// # Envelopes (SPEC.md "Response envelopes")
+//
+//   - A variant B success becomes {"message":"OK","status_code":"1","data":…},
+//     compact, keys in that order. The keys of the input may come in any
+//     order; unknown envelope keys are dropped.
+//   - success true with a code other than "0" is ErrInvalid: clients detect
+//     failure by code (SPEC.md "Errors"), so the body is contradictory and
+//     must not be served or cached as data.
+//   - A body already in variant A (status_code, no success) with status_code
+//     "1" keeps its data byte for byte; its envelope is written in the
+//     canonical form above, which is the same bytes for a canonical body.
+//     An envelope with both success and status_code is ErrInvalid.
+//   - success false, or status_code "0", is a *FailureError carrying code and
+//     message; Failure reads the same without rewriting.
+//
+// # Decimals and prices (SPEC.md "Conventions", DESIGN.md)
+//
+// A decimal field that arrives as a JSON number leaves as a string of the
+// same characters ("fee": 0.5 -> "fee": "0.5"; 1e-7 stays "1e-7"); strings
+// and null are copied. With Options.ShiftCents a price field is divided by
+// 100 by moving the decimal point on its digits (see ShiftCents): exact,
+// whatever its length. Without it, prices keep their digits and are only
+// checked to be decimals.
+//
+// Decisions on what counts as a price:
+//   - The accepted form is -?digits(.digits)?([eE][+-]?digits)?. Leading
+//     zeros are accepted ("007" -> "0.07"): unlike a JSON number, an upstream
+//     string is not bound by that rule and its value is unambiguous.
+//   - Exponent form is converted exactly, not passed through: "1e2" is 100
+//     cents and becomes "1"; "1.5E-3" becomes "0.000015". Clients expect
+//     plain decimals on a 0 to 1 scale, and shifting the point of a mantissa
+//     while keeping its exponent would be a second notation for one value.
+//     An exponent beyond ±1000 is ErrInvalid, so a few bytes of input cannot
+//     ask for gigabytes of zeros.
+//   - "", "+5", ".5", "5.", "1e", "0x10", " 5", "NaN" are ErrInvalid. An empty
+//     string in particular is not read as "no price": the contract has null
+//     for that (and null stays null), and a client parsing decimals would
+//     fail on "". A malformed price makes the whole page unservable (502)
+//     rather than cached with a wrong value.
+//
+// # Shapes (SHAPES.md "Per endpoint")
+//
+// Field renames happen in place. Should an object carry both a variant B name
+// and the variant A name it is renamed to, the first in the input is kept and
+// the other dropped: the output never repeats a name. A list whose data is
+// null (SPEC.md rule 1, nothing found) keeps data null and reports
+// Meta.DataNull; a list object without items is ErrInvalid. Transaction
+// detail: only sourceType "COMBO" selects the combo layout; any other source
+// type is rewritten as a TRADE.
+package normalize

@@ -1,0 +1,52 @@
+package normalize
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// ErrInvalid: src is not valid JSON, not an envelope, or data does not have
+// the shape's form (e.g. items not an array, a price that is not a decimal).
+// Returned wrapped with detail (errors.Is works). The proxy answers it as an
+// invalid upstream (502), never caches it.
+var ErrInvalid = errors.New("invalid upstream body")
+
+// FailureError: src is a failure envelope (variant B success:false, or
+// variant A status_code "0"; SPEC.md "Response envelopes").
+type FailureError struct {
+	// Code is variant B's code (the HTTP status as a string, e.g. "429"),
+	// or "0" for a variant A failure, which carries no HTTP status.
+	Code    string
+	Message string
+}
+
+func (e *FailureError) Error() string {
+	return fmt.Sprintf("upstream failure (code %q): %s", e.Code, e.Message)
+}
+
+// AppendError appends a variant A failure body
+// {"message":<msg>,"status_code":"0","data":null} (SPEC.md "Errors"), msg
+// JSON-escaped. The one place the variant A error envelope is written.
+func AppendError(dst []byte, message string) []byte {
+	dst = append(dst, `{"message":`...)
+	// AppendQuote replaces invalid UTF-8 with U+FFFD and reports it; the
+	// body is valid either way, and a client message is better than none.
+	dst, _ = jsontext.AppendQuote(dst, message)
+	return append(dst, `,"status_code":"0","data":null}`...)
+}
+
+// invalidf wraps ErrInvalid with detail.
+func invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
+}
+
+// syntaxErr wraps an error of the jsontext decoder (invalid or truncated
+// JSON, duplicate names, invalid UTF-8) as ErrInvalid; nil stays nil.
+func syntaxErr(err error) error {
+	if err == nil || errors.Is(err, ErrInvalid) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrInvalid, err)
+}
