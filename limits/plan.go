@@ -1,0 +1,34 @@
+// Package limits enforces per-key request allowances (SPEC "Limits") and the
+// caps that shield the legacy host.
+package limits
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Plan is a request allowance per fixed window (SPEC "Limits": allowances
+// vary by plan; once spent, every request of the key is refused until the
+// window resets). Quota and window are not shown by the spec, so they are
+// configuration.
+type Plan struct {
+	// Requests allowed per window. Required, at least 1.
+	Requests int64 `yaml:"requests"`
+	// Window is the length of the fixed window. Required, at least 1s.
+	Window time.Duration `yaml:"window"`
+}
+
+// Validate reports the first problem of the plan, naming the field.
+func (p Plan) Validate() error {
+	switch {
+	case p.Requests < 1:
+		return errors.New("requests: must be at least 1")
+	case p.Window < time.Second:
+		return fmt.Errorf("window: must be at least 1s, got %v", p.Window)
+	case p.Window%time.Second != 0:
+		// X-RateLimit-Reset and Retry-After are whole seconds.
+		return fmt.Errorf("window: must be whole seconds, got %v", p.Window)
+	}
+	return nil
+}

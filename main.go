@@ -1,0 +1,245 @@
+// Command tradergate is a caching edge proxy that serves the variant A /v1
+// contract in front of the legacy (variant B) host.
+//
+//	tradergate -config config.yaml   run the edge
+//	tradergate -demo                 run it against an in-process simulated legacy host
+//	tradergate hash-key              read a key on stdin, print its SHA-256 for keys[].sha256
+//
+// This file only wires: flags, configuration, the parts, serving, signals.
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"tradergate/legacysim"
+	"tradergate/proxy"
+)
+
+// embeddedConfig is config.yaml as shipped: the defaults `-demo` runs on.
+//
+//go:embed config.yaml
+var embeddedConfig []byte
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "tradergate:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) error {
+	if len(args) > 0 && args[0] == "hash-key" {
+		return hashKey(stdin, stdout)
+	}
+	fs := flag.NewFlagSet("tradergate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	m := &Main{Stdout: stdout, Getenv: getenv}
+	fs.StringVar(&m.ConfigPath, "config", "", "configuration file (default: the embedded config.yaml)")
+	fs.BoolVar(&m.Demo, "demo", false, "start a simulated legacy host in-process and point the edge at it")
+	fs.StringVar(&m.Listen, "listen", "", "client listen address, overriding server.listen")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q (commands: hash-key)", fs.Arg(0))
+	}
+	m.Logger = slog.New(slog.NewJSONHandler(stderr, nil))
+	return m.Run(ctx)
+}
+
+// hashKey prints the SHA-256 of the key read on stdin. The key is never
+// echoed; one trailing newline (from echo or a terminal) is not part of it.
+func hashKey(stdin io.Reader, stdout io.Writer) error {
+	key, err := io.ReadAll(io.LimitReader(stdin, 4096))
+	if err != nil {
+		return fmt.Errorf("read key: %w", err)
+	}
+	k := strings.TrimSuffix(strings.TrimSuffix(string(key), "\n"), "\r")
+	if k == "" || strings.TrimSpace(k) != k {
+		return errors.New("hash-key: give the key on stdin, without surrounding spaces")
+	}
+	_, err = fmt.Fprintln(stdout, proxy.HashKey(k))
+	return err
+}
+
+// Main runs the edge; it is a type so that tests can run it whole.
+type Main struct {
+	ConfigPath string
+	Demo       bool
+	Listen     string
+	Stdout     io.Writer
+	Logger     *slog.Logger
+	Getenv     func(string) string
+	// Ready, when set, is called with the listen address once serving.
+	Ready func(addr string)
+}
+
+// Run loads the configuration, builds the edge and serves until ctx ends.
+func (m *Main) Run(ctx context.Context) error {
+	data := embeddedConfig
+	if m.ConfigPath != "" {
+		var err error
+		if data, err = os.ReadFile(m.ConfigPath); err != nil {
+			return fmt.Errorf("config: %w", err)
+		}
+	}
+	cfg, err := proxy.ParseConfig(data)
+	if err != nil {
+		return fmt.Errorf("config %s: %w", m.configName(), err)
+	}
+	if m.Listen != "" {
+		cfg.Server.Listen = m.Listen
+	}
+	getenv := m.Getenv
+	var demo *demoHost
+	if m.Demo {
+		if demo, err = startDemo(ctx, cfg); err != nil {
+			return err
+		}
+		defer demo.close()
+		getenv = demo.getenv(getenv)
+	}
+	if err := cfg.Validate(getenv); err != nil {
+		return fmt.Errorf("config %s: %w", m.configName(), err)
+	}
+	srv, err := proxy.New(cfg, proxy.Options{Logger: m.Logger, AccessLog: true})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Server.Listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	addr := ln.Addr().String()
+	m.Logger.Info("serving", "addr", addr, "upstream", cfg.Upstream.BaseURL, "demo", m.Demo)
+	if demo != nil {
+		demo.printCurls(m.Stdout, addr)
+	}
+	if m.Ready != nil {
+		m.Ready(addr)
+	}
+	return srv.Serve(ctx, ln)
+}
+
+func (m *Main) configName() string {
+	if m.ConfigPath == "" {
+		return "(embedded config.yaml)"
+	}
+	return m.ConfigPath
+}
+
+// demoHost is the simulated legacy host of -demo, on loopback.
+type demoHost struct {
+	sim       *legacysim.Sim
+	srv       *http.Server
+	upKey     string
+	clientKey string
+	keyEnv    string
+}
+
+// startDemo starts legacysim in-process and points cfg at it: the upstream
+// base URL, the edge's legacy key, and a random client key on the first
+// plan of the config, since no key may ship in config.yaml.
+func startDemo(ctx context.Context, cfg *proxy.Config) (*demoHost, error) {
+	d := &demoHost{upKey: randomKey("sim"), clientKey: randomKey("tg_demo"), keyEnv: cfg.Upstream.KeyEnv}
+	d.sim = legacysim.New(legacysim.Config{Seed: 1, Key: d.upKey})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("demo: listen: %w", err)
+	}
+	d.srv = &http.Server{Handler: d.sim, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = d.srv.Serve(ln) }()
+	cfg.Upstream.BaseURL = "http://" + ln.Addr().String() + "/open-api"
+
+	plans := make([]string, 0, len(cfg.Plans))
+	for name := range cfg.Plans {
+		plans = append(plans, name)
+	}
+	slices.Sort(plans)
+	plan := "pro"
+	if _, ok := cfg.Plans[plan]; !ok && len(plans) > 0 {
+		plan = plans[0]
+	}
+	cfg.Keys = append(cfg.Keys, proxy.KeyConfig{ID: "demo", SHA256: proxy.HashKey(d.clientKey), Plan: plan, Routes: []string{"*"}})
+	return d, nil
+}
+
+func (d *demoHost) getenv(next func(string) string) func(string) string {
+	return func(name string) string {
+		if name == d.keyEnv {
+			return d.upKey
+		}
+		return next(name)
+	}
+}
+
+func (d *demoHost) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = d.srv.Shutdown(ctx)
+}
+
+// printCurls prints ready-to-paste requests for every endpoint.
+func (d *demoHost) printCurls(w io.Writer, addr string) {
+	host, port, _ := net.SplitHostPort(addr)
+	if host == "" || host == "::" || host == "0.0.0.0" {
+		host = "127.0.0.1"
+	}
+	base := "http://" + net.JoinHostPort(host, port)
+	wallet := d.sim.Wallets()[0]
+	market := d.sim.Markets()[0]
+	var signer string
+	for s, wl := range d.sim.Signers() {
+		if wl == wallet {
+			signer = s
+		}
+	}
+	paths := []string{
+		"/v1/orderbook/events?tokenId=" + url.QueryEscape(market.Tokens[0]) + "&eventType=book&order=desc&limit=1",
+		"/v1/trader/" + wallet + "/activity?limit=5",
+		"/v1/trader/" + wallet + "/deposits-withdrawals",
+		"/v1/trader/" + wallet + "/combo-positions/closed",
+		"/v1/trader/" + wallet + "/positions/closed",
+		"/v1/trader/" + wallet + "/positions/open",
+		"/v1/tx/" + d.sim.TradeTxs()[0],
+		"/v1/tx/" + d.sim.ComboTxs()[0],
+		"/v1/trader/wallet-address/" + signer,
+	}
+	bw := bufio.NewWriter(w)
+	fmt.Fprintf(bw, "\ntradergate demo: edge on %s, simulated legacy host in-process.\n", base)
+	fmt.Fprintf(bw, "Demo API key (valid for this run only): %s\n\nTry:\n", d.clientKey)
+	for _, p := range paths {
+		fmt.Fprintf(bw, "  curl -s -H 'Authorization: Bearer %s' '%s%s'\n", d.clientKey, base, p)
+	}
+	fmt.Fprintln(bw)
+	_ = bw.Flush()
+}
+
+func randomKey(prefix string) string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return prefix + "_" + hex.EncodeToString(b[:])
+}

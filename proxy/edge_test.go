@@ -1,0 +1,346 @@
+package proxy_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"tradergate/legacysim"
+	"tradergate/proxy"
+)
+
+// Keys of the test edge, in plain text here only.
+const (
+	keyAll    = "test-key-all-routes"
+	keyTxOnly = "test-key-tx-only"
+	legacyKey = "legacy-secret-of-the-edge"
+)
+
+// edge is tradergate in front of legacysim, both on loopback httptest
+// servers (STYLE.md "Tests").
+type edge struct {
+	t     *testing.T
+	sim   *legacysim.Sim
+	up    *httptest.Server
+	srv   *proxy.Server
+	front *httptest.Server
+	cfg   *proxy.Config
+}
+
+type edgeOption func(*proxy.Config)
+
+func testConfig(baseURL string) string {
+	return `
+server:
+  listen: "127.0.0.1:0"
+upstream:
+  base_url: "` + baseURL + `"
+  timeout: 5s
+keys:
+  - id: all
+    sha256: "` + proxy.HashKey(keyAll) + `"
+    plan: pro
+    routes: ["*"]
+  - id: txonly
+    sha256: "` + proxy.HashKey(keyTxOnly) + `"
+    plan: free
+    routes: [tx]
+plans:
+  free: {requests: 60, window: 1m}
+  pro: {requests: 100000, window: 1m}
+`
+}
+
+func newEdge(t *testing.T, opts ...edgeOption) *edge {
+	t.Helper()
+	sim := legacysim.New(legacysim.Config{Seed: 7, Key: legacyKey})
+	up := httptest.NewServer(sim)
+	t.Cleanup(up.Close)
+	cfg, err := proxy.ParseConfig([]byte(testConfig(up.URL + "/open-api")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range opts {
+		o(cfg)
+	}
+	if err := cfg.Validate(func(k string) string {
+		switch k {
+		case "TRADERGATE_UPSTREAM_KEY":
+			return legacyKey
+		case "WRONG_KEY_VAR":
+			return "not-the-legacy-key"
+		}
+		return ""
+	}); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := proxy.New(cfg, proxy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := httptest.NewServer(srv.Handler())
+	t.Cleanup(front.Close)
+	return &edge{t: t, sim: sim, up: up, srv: srv, front: front, cfg: cfg}
+}
+
+// get sends a GET with the all-routes key unless headers say otherwise.
+func (e *edge) get(path string, headers ...string) (*http.Response, []byte) {
+	e.t.Helper()
+	return e.do(http.MethodGet, path, append([]string{"Authorization", "Bearer " + keyAll}, headers...)...)
+}
+
+func (e *edge) do(method, path string, headers ...string) (*http.Response, []byte) {
+	e.t.Helper()
+	req, err := http.NewRequest(method, e.front.URL+path, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		if headers[i+1] == "" {
+			req.Header.Del(headers[i])
+			continue
+		}
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := e.front.Client().Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return resp, body
+}
+
+// legacy fetches what the legacy host answers to the request the edge last
+// sent it: the input the rewrite must have worked from.
+func (e *edge) legacy() []byte {
+	e.t.Helper()
+	recent := e.sim.Recent()
+	if len(recent) == 0 {
+		e.t.Fatal("no request reached the legacy host")
+	}
+	last := recent[len(recent)-1]
+	req, _ := http.NewRequest(http.MethodGet, e.up.URL+last.Path+"?"+last.Query.Encode(), nil)
+	req.Header.Set("Authorization", "Bearer "+legacyKey)
+	resp, err := e.up.Client().Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return b
+}
+
+// failure asserts a variant A failure body (SPEC "Errors").
+func failure(t *testing.T, resp *http.Response, body []byte, status int, msg string) {
+	t.Helper()
+	if resp.StatusCode != status {
+		t.Errorf("status = %d, want %d (body %s)", resp.StatusCode, status, body)
+	}
+	want := `{"message":` + jsonString(msg) + `,"status_code":"0","data":null}`
+	if string(body) != want {
+		t.Errorf("body = %s, want %s", body, want)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("Content-Type = %q", ct)
+	}
+}
+
+func jsonString(s string) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+func decode(t *testing.T, b []byte) any {
+	t.Helper()
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		t.Fatalf("invalid JSON %q: %v", b, err)
+	}
+	return v
+}
+
+func TestAuthentication(t *testing.T) {
+	e := newEdge(t)
+	tx := "/v1/tx/" + e.sim.TradeTxs()[0]
+	act := "/v1/trader/" + e.sim.Wallets()[0] + "/activity"
+	tests := []struct {
+		name, path, authz string
+		status            int
+		msg               string
+	}{
+		{"no header", tx, "", 401, "Missing or invalid API key"},
+		{"unknown key", tx, "Bearer nope", 401, "Missing or invalid API key"},
+		{"wrong scheme", tx, "Basic " + keyAll, 401, "Missing or invalid API key"},
+		{"empty bearer", tx, "Bearer ", 401, "Missing or invalid API key"},
+		{"huge key", tx, "Bearer " + strings.Repeat("k", 4000), 401, "Missing or invalid API key"},
+		{"unknown path without key", "/v1/nothing", "", 401, "Missing or invalid API key"},
+		{"route not allowed", act, "Bearer " + keyTxOnly, 403, "API key is not allowed to use this resource"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e.sim.ResetStats()
+			resp, body := e.do(http.MethodGet, tc.path, "Authorization", tc.authz)
+			failure(t, resp, body, tc.status, tc.msg)
+			if tc.status == 401 && resp.Header.Get("WWW-Authenticate") == "" {
+				t.Error("401 without WWW-Authenticate")
+			}
+			if n := e.sim.Stats().Requests; n != 0 {
+				t.Errorf("%d requests reached the legacy host", n)
+			}
+		})
+	}
+	t.Run("scheme case-insensitive and allowed route", func(t *testing.T) {
+		resp, body := e.do(http.MethodGet, tx, "Authorization", "bearer "+keyTxOnly)
+		if resp.StatusCode != 200 {
+			t.Fatalf("status %d: %s", resp.StatusCode, body)
+		}
+	})
+}
+
+func TestNotFoundAndMethod(t *testing.T) {
+	e := newEdge(t)
+	resp, body := e.get("/v1/nothing")
+	failure(t, resp, body, 404, "Not found")
+	resp, body = e.get("/v1/tx/" + e.sim.TradeTxs()[0] + "/")
+	failure(t, resp, body, 404, "Not found")
+
+	resp, body = e.do(http.MethodPost, "/v1/tx/"+e.sim.TradeTxs()[0], "Authorization", "Bearer "+keyAll)
+	failure(t, resp, body, 405, "Method not allowed")
+	if got := resp.Header.Get("Allow"); got != "GET, HEAD" {
+		t.Errorf("Allow = %q", got)
+	}
+
+	resp, body = e.do(http.MethodHead, "/v1/tx/"+e.sim.TradeTxs()[0], "Authorization", "Bearer "+keyAll)
+	if resp.StatusCode != 200 || len(body) != 0 || resp.Header.Get("Content-Length") == "0" {
+		t.Errorf("HEAD: %d, %d body bytes, Content-Length %q", resp.StatusCode, len(body), resp.Header.Get("Content-Length"))
+	}
+}
+
+func TestValidationNeverReachesUpstream(t *testing.T) {
+	e := newEdge(t)
+	w := e.sim.Wallets()[0]
+	tests := []struct{ path, msg string }{
+		{"/v1/orderbook/events", "tokenId, marketId, or conditionId is required"},
+		{"/v1/orderbook/events?tokenId=1&limit=0", "Invalid limit: must be an integer from 1 to 10000"},
+		{"/v1/orderbook/events?tokenId=1&from=9&to=1", "Invalid range: to must be >= from"},
+		{"/v1/orderbook/events?tokenId=1&eventType=trade", "Invalid eventType: values must be book or price_change"},
+		{"/v1/orderbook/events?tokenId=1&order=sideways", "Invalid order: must be asc or desc"},
+		{"/v1/trader/0x12/activity", "Invalid address format"},
+		{"/v1/trader/" + w + "/activity?limit=0", "Invalid limit: must be an integer from 1 to 100"},
+		{"/v1/trader/" + w + "/deposits-withdrawals?type=gift", "Invalid type: must be deposit or withdrawal"},
+		{"/v1/trader/" + w + "/positions/open?limit=101", "Invalid limit: must be an integer from 1 to 100"},
+		{"/v1/tx/0x1234", "Invalid txHash format"},
+		{"/v1/trader/wallet-address/0xnothex", "Invalid address format"},
+	}
+	for _, tc := range tests {
+		resp, body := e.get(tc.path)
+		failure(t, resp, body, 400, tc.msg)
+	}
+	if n := e.sim.Stats().Requests; n != 0 {
+		t.Errorf("%d invalid requests reached the legacy host", n)
+	}
+}
+
+func TestUpstreamGetsCanonicalRequest(t *testing.T) {
+	e := newEdge(t)
+	w := e.sim.Wallets()[0]
+	upper := "0x" + strings.ToUpper(w[2:])
+	tests := []struct {
+		path, wantPath, wantQuery string
+	}{
+		// Activity: the legacy default is 50, variant A's 20: sent explicitly.
+		{"/v1/trader/" + upper + "/activity?apiKey=x&foo=1", "/open-api/v1/trader/" + w + "/activity", "limit=20"},
+		{"/v1/trader/" + w + "/activity?limit=1000", "/open-api/v1/trader/" + w + "/activity", "limit=100"},
+		{"/v1/trader/" + w + "/deposits-withdrawals?type=Withdrawal", "/open-api/v1/trader/" + w + "/deposits-withdrawals", "limit=20&type=withdrawal"},
+		{"/v1/trader/" + w + "/positions/open?marketIds=1", "/open-api/v1/trader/" + w + "/positions/open", "limit=20"},
+		{"/v1/trader/" + w + "/positions/closed", "/open-api/v1/trader/" + w + "/positions/closed", "limit=20"},
+		{"/v1/trader/" + w + "/combo-positions/closed", "/open-api/v1/trader/" + w + "/combo-positions/closed", "limit=20"},
+		{"/v1/orderbook/events?tokenId=b,a&tokenId=a", "/open-api/v1/orderbook/events", "limit=1000&order=asc&tokenId=a%2Cb"},
+		{"/v1/tx/0x" + strings.ToUpper(e.sim.TradeTxs()[0][2:]) + "?x=1", "/open-api/v1/tx/" + e.sim.TradeTxs()[0], ""},
+	}
+	for _, tc := range tests {
+		e.get(tc.path, "X-Request-Id", "trace-12345678")
+		recent := e.sim.Recent()
+		last := recent[len(recent)-1]
+		if last.Path != tc.wantPath || last.Query.Encode() != tc.wantQuery {
+			t.Errorf("%s: upstream got %s?%s, want %s?%s", tc.path, last.Path, last.Query.Encode(), tc.wantPath, tc.wantQuery)
+		}
+		if got := last.Header.Get("Authorization"); got != "Bearer "+legacyKey {
+			t.Errorf("upstream Authorization = %q, want the edge's own key", got)
+		}
+		if got := last.Header.Get("X-Request-Id"); got != "trace-12345678" {
+			t.Errorf("upstream X-Request-Id = %q", got)
+		}
+	}
+}
+
+func TestUpstreamErrors(t *testing.T) {
+	tests := []struct {
+		name       string
+		faults     legacysim.Faults
+		opts       []edgeOption
+		status     int
+		msg        string
+		retryAfter string
+	}{
+		{"legacy 400 keeps its message", legacysim.Faults{FailStatus: 400}, nil, 400, "", ""},
+		{"legacy 401 is our credential", legacysim.Faults{FailStatus: 401}, nil, 502, "Upstream rejected the gateway's credential", ""},
+		{"legacy 403 is our credential", legacysim.Faults{FailStatus: 403}, nil, 502, "Upstream rejected the gateway's credential", ""},
+		{"legacy 429 with Retry-After", legacysim.Faults{FailStatus: 429, RetryAfter: 7}, nil, 503, "Upstream rate limited", "7"},
+		{"legacy 500", legacysim.Faults{FailStatus: 500}, nil, 502, "Upstream error", ""},
+		{"legacy 503", legacysim.Faults{FailStatus: 503}, nil, 502, "Upstream error", ""},
+		{"malformed body", legacysim.Faults{Malformed: true}, nil, 502, "Invalid upstream response", ""},
+		{"truncated body", legacysim.Faults{Truncate: true}, nil, 502, "Upstream error", ""},
+		{"body over the cap", legacysim.Faults{PadBytes: 8 << 10}, []edgeOption{func(c *proxy.Config) { c.Upstream.MaxBodyBytes = 4 << 10 }}, 502, "Upstream response too large", ""},
+		{"timeout", legacysim.Faults{Hang: true}, []edgeOption{func(c *proxy.Config) { c.Upstream.Timeout = 200 * time.Millisecond }}, 504, "Upstream timeout", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEdge(t, tc.opts...)
+			e.sim.SetFaults(tc.faults)
+			resp, body := e.get("/v1/tx/" + e.sim.TradeTxs()[0])
+			msg := tc.msg
+			if msg == "" {
+				// The legacy host's own words reach the client on a 400.
+				var b struct{ Message string }
+				_ = json.Unmarshal(e.legacy(), &b)
+				msg = b.Message
+				if msg == "" {
+					t.Fatal("legacy 400 has no message")
+				}
+			}
+			failure(t, resp, body, tc.status, msg)
+			if got := resp.Header.Get("Retry-After"); got != tc.retryAfter {
+				t.Errorf("Retry-After = %q, want %q", got, tc.retryAfter)
+			}
+		})
+	}
+	t.Run("unreachable", func(t *testing.T) {
+		e := newEdge(t)
+		e.up.Close()
+		resp, body := e.get("/v1/tx/" + e.sim.TradeTxs()[0])
+		failure(t, resp, body, 502, "Upstream unreachable")
+	})
+	t.Run("wrong edge credential", func(t *testing.T) {
+		e := newEdge(t, func(c *proxy.Config) { c.Upstream.KeyEnv = "WRONG_KEY_VAR" })
+		resp, body := e.get("/v1/tx/" + e.sim.TradeTxs()[0])
+		failure(t, resp, body, 502, "Upstream rejected the gateway's credential")
+		if bytes.Contains(body, []byte("not-the-legacy-key")) {
+			t.Error("the edge's credential leaked into a response")
+		}
+	})
+}

@@ -1,0 +1,182 @@
+package proxy
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"time"
+)
+
+// The middleware chain: each step is a func(next http.Handler) http.Handler,
+// composed in one place (Server.Handler) that reads top to bottom like the
+// request's way through the edge (DESIGN.md "The way a request travels").
+
+// exchange is what the steps learn about one request and hand on: one
+// allocation per request, carried in the context by the outermost step.
+type exchange struct {
+	id        string
+	start     time.Time
+	principal *Principal
+	keyID     string
+	route     string
+	req       *Request
+	cache     string // X-Cache value, when the page step ran
+	upStatus  int    // status of the upstream call, if one was made
+	upDur     time.Duration
+	status    int // set by writeError for answers never sent (499)
+}
+
+type exchangeKey struct{}
+
+// state returns the request's exchange. Every request passes the outermost
+// step first, so it is always there inside the chain.
+func state(r *http.Request) *exchange {
+	return r.Context().Value(exchangeKey{}).(*exchange)
+}
+
+func recordStatus(r *http.Request, status int) { state(r).status = status }
+
+// chain composes steps so that the first one listed is the outermost.
+func chain(h http.Handler, steps ...func(http.Handler) http.Handler) http.Handler {
+	for i := len(steps) - 1; i >= 0; i-- {
+		h = steps[i](h)
+	}
+	return h
+}
+
+// observe gives the request its id and exchange, and writes the access log
+// line once the answer is sent. It is outermost so it sees every response.
+func (s *Server) observe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		st := &exchange{id: requestID(r.Header.Get("X-Request-Id")), start: s.now()}
+		w.Header().Set("X-Request-Id", st.id)
+		sw := &statusWriter{ResponseWriter: w}
+		r = r.WithContext(context.WithValue(r.Context(), exchangeKey{}, st))
+		next.ServeHTTP(sw, r)
+
+		status := sw.status
+		if st.status != 0 {
+			status = st.status
+		}
+		if status == 0 {
+			status = http.StatusOK
+		}
+		if s.accessLog {
+			s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+				slog.String("request_id", st.id),
+				slog.String("method", r.Method),
+				slog.String("route", st.route),
+				slog.Int("status", status),
+				slog.String("cache", st.cache),
+				slog.Duration("duration", s.now().Sub(st.start)),
+				slog.Int64("bytes", sw.bytes),
+				slog.Int("upstream_status", st.upStatus),
+				slog.Duration("upstream_duration", st.upDur),
+				slog.String("key_id", st.keyID),
+			)
+		}
+	})
+}
+
+// requestID keeps a client's X-Request-Id when it is well-formed (so a trace
+// can span client, edge and legacy host), and makes one otherwise.
+func requestID(h string) string {
+	if n := len(h); n >= 8 && n <= 64 {
+		ok := true
+		for i := 0; i < n && ok; i++ {
+			c := h[i]
+			ok = '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '-' || c == '_' || c == '.'
+		}
+		if ok {
+			return h
+		}
+	}
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// recoverPanics turns a panic in a handler into a variant A 500 and a log
+// line, never a dropped process (net/http would only drop the connection).
+func (s *Server) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if v == http.ErrAbortHandler {
+				panic(v) // the deliberate way to abort a response
+			}
+			s.log.Error("panic in handler", "request_id", state(r).id, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			if sw, ok := w.(*statusWriter); ok && sw.status != 0 {
+				// Headers are gone; all that is left is cutting the body short.
+				panic(http.ErrAbortHandler)
+			}
+			writeError(w, r, &Error{Status: http.StatusInternalServerError, Message: msgInternal})
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// route matches the path, refuses wrong methods and routes the key may not
+// use, and validates the request (SPEC "Endpoints", "Errors").
+func (s *Server) route(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		st := state(r)
+		rt, param := s.router.match(r.URL.Path)
+		if rt == nil {
+			writeError(w, r, &Error{Status: http.StatusNotFound, Message: msgNotFound})
+			return
+		}
+		st.route = rt.Name
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			// SPEC: every endpoint uses GET; HEAD is GET without a body
+			// (RFC 9110 section 9.3.2).
+			w.Header().Set("Allow", "GET, HEAD")
+			writeError(w, r, &Error{Status: http.StatusMethodNotAllowed, Message: msgMethod})
+			return
+		}
+		if !st.principal.Allowed(rt) {
+			writeError(w, r, &Error{Status: http.StatusForbidden, Message: msgForbidden})
+			return
+		}
+		req, err := rt.Validate(param, r.URL.RawQuery)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		st.req = req
+		next.ServeHTTP(w, r)
+	})
+}
+
+// statusWriter records the status and size of a response for the log.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(p)
+	w.bytes += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -1,0 +1,210 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"tradergate/normalize"
+)
+
+// Messages of upstream failures (variant A bodies; DESIGN.md, STYLE.md
+// "Errors").
+const (
+	msgUpstreamTimeout     = "Upstream timeout"
+	msgUpstreamUnreachable = "Upstream unreachable"
+	msgUpstreamError       = "Upstream error"
+	msgUpstreamInvalid     = "Invalid upstream response"
+	msgUpstreamTooLarge    = "Upstream response too large"
+	msgUpstreamCredential  = "Upstream rejected the gateway's credential"
+	msgUpstreamRateLimited = "Upstream rate limited"
+)
+
+// Page is a variant A answer ready to serve.
+type Page struct {
+	Body []byte
+	Meta normalize.Meta
+}
+
+// upstream calls the legacy host with the edge's own credential and rewrites
+// its answers. A client's key is never forwarded (SPEC "Authentication",
+// DESIGN.md).
+type upstream struct {
+	base    string
+	auth    string // "Bearer <edge key>"
+	client  *http.Client
+	timeout time.Duration
+	maxBody int64
+	shift   bool
+	bufs    sync.Pool
+}
+
+func newUpstream(c UpstreamConfig) *upstream {
+	tr := &http.Transport{
+		Proxy: http.ProxyFromEnvironment,
+		DialContext: (&net.Dialer{
+			Timeout:   c.DialTimeout,
+			KeepAlive: 30 * time.Second,
+		}).DialContext,
+		TLSHandshakeTimeout:   c.DialTimeout,
+		ResponseHeaderTimeout: c.ResponseHeaderTimeout,
+		MaxIdleConns:          c.MaxIdleConns,
+		MaxIdleConnsPerHost:   c.MaxIdleConns,
+		IdleConnTimeout:       90 * time.Second,
+		ForceAttemptHTTP2:     true,
+		// Compression stays on: the transport asks the legacy host for gzip
+		// and inflates it, and maxBody caps the inflated size.
+	}
+	return &upstream{
+		base:    c.BaseURL,
+		auth:    "Bearer " + c.Key,
+		client:  &http.Client{Transport: tr, CheckRedirect: noRedirects},
+		timeout: c.Timeout,
+		maxBody: c.MaxBodyBytes,
+		shift:   c.PriceScale == PriceScaleCents,
+	}
+}
+
+// noRedirects: a redirect from the legacy host is an answer to report, not
+// to follow with the edge's credential to wherever it points.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+func (u *upstream) close() { u.client.CloseIdleConnections() }
+
+// fetch calls the legacy host for req and returns the rewritten page. Errors
+// are *Error values with the status the client gets (issue: upstream 400 ->
+// 400, 401/403 -> 502, 429 -> 503, 5xx and unreachable -> 502, timeout ->
+// 504), or the context's error when the caller went away.
+func (u *upstream) fetch(ctx context.Context, req *Request, requestID string) (*Page, int, error) {
+	ctx, cancel := context.WithTimeout(ctx, u.timeout)
+	defer cancel()
+
+	target := u.base + req.UpstreamPath()
+	if req.RawQuery != "" {
+		target += "?" + req.RawQuery
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	if err != nil {
+		return nil, 0, &Error{Status: http.StatusBadGateway, Message: msgUpstreamUnreachable, Err: err}
+	}
+	hr.Header.Set("Authorization", u.auth)
+	hr.Header.Set("Accept", "application/json")
+	hr.Header.Set("User-Agent", "tradergate")
+	hr.Header.Set("X-Request-Id", requestID)
+
+	resp, err := u.client.Do(hr)
+	if err != nil {
+		return nil, 0, transportError(ctx, err, msgUpstreamUnreachable)
+	}
+	defer resp.Body.Close()
+
+	buf := u.getBuf()
+	defer u.bufs.Put(buf)
+	if _, err := buf.ReadFrom(io.LimitReader(resp.Body, u.maxBody+1)); err != nil {
+		// The answer broke off midway (a reset, a truncated body).
+		return nil, resp.StatusCode, transportError(ctx, err, msgUpstreamError)
+	}
+	if int64(buf.Len()) > u.maxBody {
+		return nil, resp.StatusCode, &Error{Status: http.StatusBadGateway, Message: msgUpstreamTooLarge,
+			Err: errors.New("body over upstream.max_body_bytes")}
+	}
+	body := buf.Bytes()
+
+	if resp.StatusCode != http.StatusOK {
+		return nil, resp.StatusCode, statusError(resp, body)
+	}
+	out, meta, err := normalize.Rewrite(make([]byte, 0, len(body)+len(body)/8+64), body,
+		normalize.Options{Shape: req.Route.Shape, ShiftCents: u.shift, TimeField: req.Route.TimeField})
+	if err != nil {
+		if fe, ok := errors.AsType[*normalize.FailureError](err); ok {
+			// A failure envelope under a 200: trust its code.
+			code, _ := strconv.Atoi(fe.Code)
+			return nil, resp.StatusCode, mapStatus(code, fe.Message, 0)
+		}
+		return nil, resp.StatusCode, &Error{Status: http.StatusBadGateway, Message: msgUpstreamInvalid, Err: err}
+	}
+	return &Page{Body: out, Meta: meta}, resp.StatusCode, nil
+}
+
+func (u *upstream) getBuf() *bytes.Buffer {
+	if b, ok := u.bufs.Get().(*bytes.Buffer); ok {
+		b.Reset()
+		return b
+	}
+	return new(bytes.Buffer)
+}
+
+// transportError classifies a failed call: our deadline is a 504, the
+// caller's cancellation stays a context error (499 in logs), anything else
+// is a 502 with msg.
+func transportError(ctx context.Context, err error, msg string) error {
+	if ctx.Err() == context.DeadlineExceeded || isTimeout(err) {
+		return &Error{Status: http.StatusGatewayTimeout, Message: msgUpstreamTimeout, Err: err}
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return &Error{Status: http.StatusBadGateway, Message: msg, Err: err}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// statusError maps a non-200 legacy answer.
+func statusError(resp *http.Response, body []byte) error {
+	_, msg, ok := normalize.Failure(body)
+	if !ok && resp.StatusCode < 500 && resp.StatusCode != http.StatusTooManyRequests {
+		// A 4xx without a variant B body is not the legacy API talking
+		// (a wrong base_url, a proxy in between): the client's request is
+		// not at fault.
+		return &Error{Status: http.StatusBadGateway, Message: msgUpstreamInvalid,
+			Err: errors.New("upstream " + resp.Status + " without an envelope")}
+	}
+	return mapStatus(resp.StatusCode, msg, parseRetryAfter(resp.Header.Get("Retry-After")))
+}
+
+// mapStatus is the table of upstream statuses (issue 2 item 6).
+func mapStatus(code int, msg string, retryAfter time.Duration) error {
+	cause := errors.New("upstream answered " + strconv.Itoa(code) + ": " + msg)
+	switch {
+	case code == http.StatusUnauthorized || code == http.StatusForbidden:
+		// The edge's own credential was refused: not the client's fault,
+		// and the upstream message must not reach the client.
+		return &Error{Status: http.StatusBadGateway, Message: msgUpstreamCredential, Err: cause}
+	case code == http.StatusTooManyRequests:
+		// The edge as a whole is over the legacy host's limit, not this
+		// client: 503 with the upstream's Retry-After.
+		return &Error{Status: http.StatusServiceUnavailable, Message: msgUpstreamRateLimited,
+			RetryAfter: max(retryAfter, time.Second), Err: cause}
+	case code >= 400 && code < 500:
+		if msg == "" {
+			msg = http.StatusText(code)
+		}
+		return &Error{Status: code, Message: msg, Err: cause}
+	default:
+		return &Error{Status: http.StatusBadGateway, Message: msgUpstreamError, Err: cause}
+	}
+}
+
+// parseRetryAfter reads delay-seconds or an HTTP-date (RFC 9110 section
+// 10.2.3); zero when absent or unreadable.
+func parseRetryAfter(v string) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
+		return time.Duration(min(n, 86400)) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(time.Until(t), 0)
+	}
+	return 0
+}
