@@ -1,0 +1,123 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Page sizes of issue 3's benchmarks: a small page (a lookup), a 20-item
+// list page and a 1000-event order book page.
+var benchSizes = []struct {
+	name string
+	n    int
+}{
+	{"small", 300},
+	{"20items", 8 << 10},
+	{"1000events", 400 << 10},
+}
+
+func benchCache(b *testing.B) *Cache {
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	// A clock that stands still: hits stay hits for the whole run.
+	return newTestCache(b, Config{}, nil, Options{Now: func() time.Time { return t0 }})
+}
+
+// BenchmarkGetHit: the hit path, from all Ps at once, on one hot key and
+// spread over 256 keys.
+func BenchmarkGetHit(b *testing.B) {
+	for _, size := range benchSizes {
+		for _, keys := range []int{1, 256} {
+			b.Run(fmt.Sprintf("%s/keys=%d", size.name, keys), func(b *testing.B) {
+				c := benchCache(b)
+				body := page(size.n, 1)
+				names := make([]string, keys)
+				for i := range names {
+					names[i] = "orderbook_events|tokenId=" + strconv.Itoa(i)
+					mustGetB(b, c, names[i], body)
+				}
+				var next atomic.Uint64
+				b.ReportAllocs()
+				b.ResetTimer()
+				b.RunParallel(func(pb *testing.PB) {
+					i := next.Add(1)
+					ctx := context.Background()
+					for pb.Next() {
+						i++
+						e, st, err := c.Get(ctx, names[i%uint64(keys)], nil)
+						if err != nil || st != Hit || len(e.Body) == 0 {
+							b.Fatalf("%v %v", st, err)
+						}
+					}
+				})
+			})
+		}
+	}
+}
+
+func mustGetB(b *testing.B, c *Cache, key string, body []byte) {
+	b.Helper()
+	if _, _, err := c.Get(context.Background(), key, func(context.Context) ([]byte, Facts, error) {
+		return body, liveFacts, nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkGetMiss: the miss path on unique keys with a fetch that costs
+// nothing, so what is measured is the cache's own work: flight, policy,
+// ETag, gzip copy, Set and Wait. "nowait" skips the Wait after the Set, to
+// show what it costs; "immutable" compresses at the higher level.
+func BenchmarkGetMiss(b *testing.B) {
+	immutable := Facts{Route: "tx", Class: ClassLookup}
+	for _, size := range benchSizes {
+		for _, v := range []struct {
+			name   string
+			facts  Facts
+			noWait bool
+		}{
+			{"fresh", liveFacts, false},
+			{"fresh-nowait", liveFacts, true},
+			{"immutable", immutable, false},
+		} {
+			b.Run(size.name+"/"+v.name, func(b *testing.B) {
+				c := benchCache(b)
+				c.store.skipWait = v.noWait
+				body := page(size.n, 1)
+				fetch := func(context.Context) ([]byte, Facts, error) { return body, v.facts, nil }
+				ctx := context.Background()
+				b.SetBytes(int64(len(body)))
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					i++
+					if _, st, err := c.Get(ctx, "k"+strconv.Itoa(i), fetch); err != nil || st != Miss {
+						b.Fatalf("%v %v", st, err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkCompress: the gzip copy made at insert, at each level.
+func BenchmarkCompress(b *testing.B) {
+	var z compressor
+	for _, size := range benchSizes[1:] {
+		body := page(size.n, 1)
+		for _, immutable := range []bool{false, true} {
+			b.Run(fmt.Sprintf("%s/immutable=%v", size.name, immutable), func(b *testing.B) {
+				b.SetBytes(int64(len(body)))
+				b.ReportAllocs()
+				var out []byte
+				for b.Loop() {
+					out = z.gzip(body, immutable)
+				}
+				b.ReportMetric(float64(len(out))/float64(len(body)), "ratio")
+			})
+		}
+	}
+}

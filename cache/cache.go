@@ -1,0 +1,185 @@
+// Package cache is the edge's page cache (issue 3): variant A pages kept in
+// a bytes-bounded ristretto store, under the immutable-vs-fresh policy of
+// DESIGN.md "Decisions already taken", with identical misses coalesced into
+// one upstream call and stale pages served while a refresh runs or when the
+// upstream fails.
+//
+// The package knows nothing of HTTP: the proxy builds the key from the
+// canonical request, passes a Fetch that calls the legacy host and
+// normalizes, and turns the returned Entry and Status into headers.
+package cache
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+)
+
+// ErrClosed is returned by Get once Close has begun.
+var ErrClosed = errors.New("cache: closed")
+
+// Fetch produces a fresh page: the variant A body and its Facts. It is
+// called at most once per key at a time. Its ctx carries the values of the
+// call that started it but not its cancellation (other callers wait on the
+// same fetch); it is cancelled only by Close, so Fetch applies its own
+// upstream deadline. Fetch may run after the Get that passed it has returned
+// (a background refresh, or a flight whose starter left), so it must not
+// use per-request state such as an http.ResponseWriter. The cache owns body
+// once Fetch returns it and never modifies it.
+type Fetch func(ctx context.Context) (body []byte, facts Facts, err error)
+
+// Options are the injected dependencies of a Cache.
+type Options struct {
+	// Now is the clock; nil: time.Now. Tests move it instead of sleeping.
+	Now func() time.Time
+	// StaleOK reports whether a fetch error allows serving a stale entry:
+	// yes for upstream 5xx, timeouts, an open breaker or a full upstream
+	// shield; no for an error that is the client's fault. nil: every error.
+	StaleOK func(error) bool
+	// Logger receives what the cache handles without returning it: a stale
+	// page served in place of an error, a failed background refresh, a
+	// recovered panic. nil: nothing is logged.
+	Logger *slog.Logger
+}
+
+// Cache is the page cache. It is safe for concurrent use.
+type Cache struct {
+	store   *store
+	group   singleflight.Group
+	z       compressor
+	cfg     atomic.Pointer[settings]
+	now     func() time.Time
+	staleOK func(error) bool
+	log     *slog.Logger
+
+	// Background work (flights, refreshes) is owned here: it registers in
+	// wg under mu unless closed, and its contexts end with stop.
+	mu     sync.RWMutex
+	closed bool
+	wg     sync.WaitGroup
+	stop   context.Context
+	cancel context.CancelFunc
+
+	stats counters
+
+	// testHookWaiting, when set by a test, runs once a miss waits on its
+	// flight: a barrier that needs no sleeping.
+	testHookWaiting func()
+}
+
+// New builds a Cache from cfg (zero fields take their defaults).
+func New(cfg Config, opt Options) (*Cache, error) {
+	s, err := resolve(cfg)
+	if err != nil {
+		return nil, err
+	}
+	maxBytes := cfg.MaxBytes
+	if maxBytes == 0 {
+		maxBytes = DefaultMaxBytes
+	}
+	st, err := newStore(maxBytes)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cache{
+		store:   st,
+		now:     opt.Now,
+		staleOK: opt.StaleOK,
+		log:     opt.Logger,
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	if c.staleOK == nil {
+		c.staleOK = func(error) bool { return true }
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	c.cfg.Store(s)
+	c.stop, c.cancel = context.WithCancel(context.Background())
+	return c, nil
+}
+
+// SetConfig replaces the policy figures and compress_min_bytes for entries
+// stored from now on; entries already held keep theirs. MaxBytes is fixed at
+// New and ignored here. An invalid cfg is refused and the running one kept.
+// (Returning the error is an addition to the brief's signature: a reload must
+// not half-apply; callers that ignore it still compile.)
+func (c *Cache) SetConfig(cfg Config) error {
+	s, err := resolve(cfg)
+	if err != nil {
+		return err
+	}
+	if cfg.MaxBytes != 0 && cfg.MaxBytes != c.store.max {
+		// Not an error: the rest of the reload applies.
+		c.log.Warn("cache: max_bytes changes on restart only", slog.Int64("running", c.store.max), slog.Int64("configured", cfg.MaxBytes))
+	}
+	c.cfg.Store(s)
+	return nil
+}
+
+// Close cancels the contexts of running fetches, waits for every flight and
+// background refresh to end, and closes the store. Calls of Get that are
+// still running may return ErrClosed or a fetch error; call Close after the
+// server has stopped serving.
+func (c *Cache) Close() {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.closed = true
+	c.mu.Unlock()
+	c.cancel()
+	c.wg.Wait()
+	c.store.close()
+}
+
+// enter registers one piece of background work, or reports that the cache
+// is closed. Registering under mu, which Close takes before Wait, keeps the
+// WaitGroup rule: no Add from zero runs concurrently with Wait.
+func (c *Cache) enter() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.closed {
+		return false
+	}
+	c.wg.Add(1)
+	return true
+}
+
+// Get returns the page for key:
+//
+//   - a fresh entry: Hit;
+//   - inside stale_while_revalidate: the entry as Stale, while one
+//     background refresh runs (shared with any miss of the same key);
+//   - otherwise the result of a flight (miss.go), shared by every identical
+//     concurrent call: Miss, Bypass when the policy says not to store, Stale
+//     when the fetch failed with an error StaleOK accepts and the entry is
+//     inside stale_if_error, or the error (errors are never cached).
+//
+// When ctx ends before the flight, Get returns ctx.Err() at once; the flight
+// goes on for the other callers and for the store.
+func (c *Cache) Get(ctx context.Context, key string, fetch Fetch) (*Entry, Status, error) {
+	e := c.store.get(key)
+	if e != nil {
+		switch e.state(c.now()) {
+		case fresh:
+			c.stats.hits.Add(1)
+			return e, Hit, nil
+		case revalidate:
+			c.refresh(ctx, key, e, fetch)
+			c.stats.stale.Add(1)
+			return e, Stale, nil
+		case unusable:
+			e = nil
+		}
+	}
+	return c.miss(ctx, key, fetch, e)
+}

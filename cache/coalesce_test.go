@@ -1,0 +1,137 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// barrier returns a hook for Cache.testHookWaiting that closes the returned
+// channel once n calls wait on their flight.
+func barrier(n int64) (hook func(), all <-chan struct{}) {
+	ch := make(chan struct{})
+	var k atomic.Int64
+	return func() {
+		if k.Add(1) == n {
+			close(ch)
+		}
+	}, ch
+}
+
+// TestCoalesce: 100 goroutines on one cold key make exactly one fetch
+// (groupcache TestDoDupSuppress). The fetch blocks until all 100 wait on its
+// flight, so none can come late and find the stored entry instead.
+func TestCoalesce(t *testing.T) {
+	const n = 100
+	c := newTestCache(t, Config{}, newClock(), Options{})
+	hook, all := barrier(n)
+	c.testHookWaiting = hook
+	var fetches atomic.Int64
+	fetch := func(context.Context) ([]byte, Facts, error) {
+		fetches.Add(1)
+		<-all
+		return []byte(`{"data":1}`), liveFacts, nil
+	}
+	var wg sync.WaitGroup
+	entries := make([]*Entry, n)
+	for i := range n {
+		wg.Go(func() {
+			e, st, err := c.Get(context.Background(), "k", fetch)
+			if err != nil || st != Miss {
+				t.Errorf("Get: %v, %v", st, err)
+			}
+			entries[i] = e
+		})
+	}
+	wg.Wait()
+	if got := fetches.Load(); got != 1 {
+		t.Fatalf("fetches = %d, want 1", got)
+	}
+	for _, e := range entries {
+		if e != entries[0] {
+			t.Fatal("callers got different entries")
+		}
+	}
+	s := c.Stats()
+	if s.Coalesced != n-1 || s.Misses != n || s.Fetches != 1 || s.Waiting != 0 {
+		t.Errorf("stats %+v: want coalesced %d, misses %d, fetches 1, waiting 0", s, n-1, n)
+	}
+	mustGet(t, c, "k", fetch, Hit)
+}
+
+type ctxKey struct{}
+
+// TestCoalesceCancelledWaiter: a waiter whose ctx ends returns ctx.Err() at
+// once, even the one that started the flight; the fetch goes on with a ctx
+// that is not cancelled but still carries the starter's values, and the
+// other waiters get the page.
+func TestCoalesceCancelledWaiter(t *testing.T) {
+	c := newTestCache(t, Config{}, newClock(), Options{})
+	hookFirst, first := barrier(1)
+	hookAll, all := barrier(3)
+	c.testHookWaiting = func() { hookFirst(); hookAll() }
+	release := make(chan struct{})
+	type seen struct {
+		err error
+		val any
+	}
+	seenCh := make(chan seen, 1)
+	var fetches atomic.Int64
+	fetch := func(ctx context.Context) ([]byte, Facts, error) {
+		fetches.Add(1)
+		<-release
+		seenCh <- seen{ctx.Err(), ctx.Value(ctxKey{})}
+		return []byte("page"), liveFacts, nil
+	}
+
+	leaderCtx, cancel := context.WithCancel(context.WithValue(context.Background(), ctxKey{}, "req-1"))
+	leaderErr := make(chan error, 1)
+	go func() {
+		_, _, err := c.Get(leaderCtx, "k", fetch)
+		leaderErr <- err
+	}()
+	<-first // the leader's flight runs
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			e, st, err := c.Get(context.Background(), "k", fetch)
+			if err != nil || st != Miss || string(e.Body) != "page" {
+				t.Errorf("other waiter: %v %v", st, err)
+			}
+		})
+	}
+	<-all
+	cancel()
+	if err := <-leaderErr; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled leader got %v, want context.Canceled", err)
+	}
+	close(release) // only now: the leader returned while the fetch was blocked
+	wg.Wait()
+	got := <-seenCh
+	if got.err != nil {
+		t.Errorf("fetch ctx cancelled by a waiter: %v", got.err)
+	}
+	if got.val != "req-1" {
+		t.Errorf("fetch ctx lost the leader's values: %v", got.val)
+	}
+	if fetches.Load() != 1 {
+		t.Errorf("fetches = %d, want 1", fetches.Load())
+	}
+	mustGet(t, c, "k", fetch, Hit) // the abandoned flight still stored the page
+}
+
+// TestCancelledBeforeGet: a caller already gone starts no fetch.
+func TestCancelledBeforeGet(t *testing.T) {
+	c := newTestCache(t, Config{}, newClock(), Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var fetches atomic.Int64
+	if _, _, err := c.Get(ctx, "k", counting(&fetches, "x", liveFacts)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v", err)
+	}
+	if fetches.Load() != 0 {
+		t.Error("fetched for a cancelled caller")
+	}
+}

@@ -1,0 +1,200 @@
+package cache
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Config is the `cache:` section of config.yaml. Every figure is optional:
+// the comment on a field says what its zero value means, and ApplyDefaults
+// (also run by New and SetConfig) fills those zeros (gobreaker Settings
+// style, STYLE.md "Shape").
+type Config struct {
+	// MaxBytes bounds the bytes the page cache holds: identity bodies, their
+	// gzip copies, keys and a fixed per-entry overhead. Zero: 256 MiB. At
+	// least 1 MiB, so that a value meant in MiB is not taken as bytes. Fixed
+	// at start: a reload does not resize the cache.
+	MaxBytes int64 `yaml:"max_bytes"`
+	// CompressMinBytes: a page larger than this is also kept gzip-compressed,
+	// made once at insert and served to clients that accept gzip. Zero: 1024
+	// (the issue's 1 KiB). Negative: never compress.
+	CompressMinBytes int `yaml:"compress_min_bytes"`
+	// Policy holds the figures of every route (DESIGN.md "Immutable vs
+	// fresh"). A zero field takes the default named on Policy.
+	Policy Policy `yaml:"policy"`
+	// Routes overrides Policy per route name (orderbook_events, activity,
+	// ...). A zero field inherits the value of Policy.
+	Routes map[string]Policy `yaml:"routes"`
+}
+
+// Policy holds the figures of the caching policy of DESIGN.md "Decisions
+// already taken" (immutable vs fresh). For the TTLs and the stale windows a
+// negative value means "off": such pages are not cached (X-Cache: BYPASS), or
+// no stale page is served.
+type Policy struct {
+	// FreshTTL is the TTL of pages that may still change. Zero: 1s. At most
+	// 1m: SPEC "What the service does" promises data within seconds.
+	FreshTTL time.Duration `yaml:"fresh_ttl"`
+	// ImmutableTTL is the TTL of settled pages and of found lookups. Zero: 24h.
+	ImmutableTTL time.Duration `yaml:"immutable_ttl"`
+	// NegativeTTL is the TTL of "not found" answers (data null, SPEC
+	// "Response envelopes" rule 1), the one kind of negative entry DESIGN.md
+	// allows. Zero: 2s. At most 1m.
+	NegativeTTL time.Duration `yaml:"negative_ttl"`
+	// SettleWindow: items older than this are settled, never to change. Zero:
+	// 5m (DESIGN.md). Must not be negative.
+	SettleWindow time.Duration `yaml:"settle_window"`
+	// StaleWhileRevalidate: this long past its TTL a page is still served
+	// (X-Cache: STALE) while one background refresh runs. Zero: 1s. At most
+	// 1m, for the same promise as FreshTTL.
+	StaleWhileRevalidate time.Duration `yaml:"stale_while_revalidate"`
+	// StaleIfError: this long past its TTL a page is served instead of an
+	// upstream failure (5xx, timeout, open breaker). Zero: 5m.
+	StaleIfError time.Duration `yaml:"stale_if_error"`
+}
+
+// Defaults of the zero values above.
+const (
+	DefaultMaxBytes         = 256 << 20
+	DefaultCompressMinBytes = 1024
+
+	DefaultFreshTTL             = time.Second
+	DefaultImmutableTTL         = 24 * time.Hour
+	DefaultNegativeTTL          = 2 * time.Second
+	DefaultSettleWindow         = 5 * time.Minute
+	DefaultStaleWhileRevalidate = time.Second
+	DefaultStaleIfError         = 5 * time.Minute
+)
+
+// Bounds checked by Validate.
+const (
+	minMaxBytes = 1 << 20
+	// maxShortTTL caps the figures that decide how old a changing page may
+	// be when served: the spec promises data "within seconds".
+	maxShortTTL = time.Minute
+)
+
+// ApplyDefaults fills the zero fields of c.Policy with the defaults, and the
+// zero fields of every route override with the values of c.Policy, so that
+// each entry of Routes is complete. Running it twice changes nothing.
+func (c *Config) ApplyDefaults() {
+	if c.MaxBytes == 0 {
+		c.MaxBytes = DefaultMaxBytes
+	}
+	if c.CompressMinBytes == 0 {
+		c.CompressMinBytes = DefaultCompressMinBytes
+	}
+	c.Policy = c.Policy.withDefaults()
+	for name, p := range c.Routes {
+		c.Routes[name] = p.inherit(c.Policy)
+	}
+}
+
+// withDefaults fills zero fields with the package defaults. The zero Policy
+// is thereby the default policy.
+func (p Policy) withDefaults() Policy {
+	return p.inherit(Policy{
+		FreshTTL:             DefaultFreshTTL,
+		ImmutableTTL:         DefaultImmutableTTL,
+		NegativeTTL:          DefaultNegativeTTL,
+		SettleWindow:         DefaultSettleWindow,
+		StaleWhileRevalidate: DefaultStaleWhileRevalidate,
+		StaleIfError:         DefaultStaleIfError,
+	})
+}
+
+// inherit fills the zero fields of p from base.
+func (p Policy) inherit(base Policy) Policy {
+	or := func(v, def time.Duration) time.Duration {
+		if v == 0 {
+			return def
+		}
+		return v
+	}
+	return Policy{
+		FreshTTL:             or(p.FreshTTL, base.FreshTTL),
+		ImmutableTTL:         or(p.ImmutableTTL, base.ImmutableTTL),
+		NegativeTTL:          or(p.NegativeTTL, base.NegativeTTL),
+		SettleWindow:         or(p.SettleWindow, base.SettleWindow),
+		StaleWhileRevalidate: or(p.StaleWhileRevalidate, base.StaleWhileRevalidate),
+		StaleIfError:         or(p.StaleIfError, base.StaleIfError),
+	}
+}
+
+// Validate checks every field, before or after ApplyDefaults. routes lists
+// the route names the edge knows; nil skips the check of the Routes keys.
+// All problems are reported on one line, each naming its field path
+// ("cache.policy.fresh_ttl: ..."), sorted, like the proxy's own Validate.
+func (c Config) Validate(routes []string) error {
+	var errs []string
+	add := func(field, format string, args ...any) {
+		errs = append(errs, field+": "+fmt.Sprintf(format, args...))
+	}
+	switch {
+	case c.MaxBytes < 0:
+		add("cache.max_bytes", "must not be negative, got %d", c.MaxBytes)
+	case c.MaxBytes > 0 && c.MaxBytes < minMaxBytes:
+		add("cache.max_bytes", "must be at least %d (1 MiB; the unit is bytes), got %d", minMaxBytes, c.MaxBytes)
+	}
+	c.Policy.validate("cache.policy", add)
+	for name, p := range c.Routes {
+		field := "cache.routes." + name
+		if routes != nil && !slices.Contains(routes, name) {
+			add(field, "unknown route (routes: %s)", strings.Join(routes, ", "))
+			continue
+		}
+		p.validate(field, add)
+	}
+	if len(errs) > 0 {
+		slices.Sort(errs)
+		return errors.New(strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+func (p Policy) validate(prefix string, add func(field, format string, args ...any)) {
+	short := func(name string, d time.Duration) {
+		if d > maxShortTTL {
+			add(prefix+"."+name, "must be at most %v (SPEC: data within seconds; negative turns it off), got %v", maxShortTTL, d)
+		}
+	}
+	short("fresh_ttl", p.FreshTTL)
+	short("negative_ttl", p.NegativeTTL)
+	short("stale_while_revalidate", p.StaleWhileRevalidate)
+	if p.SettleWindow < 0 {
+		add(prefix+".settle_window", "must not be negative, got %v", p.SettleWindow)
+	}
+}
+
+// settings is one resolved configuration: what New and SetConfig build and
+// Get reads through an atomic pointer, so a reload never races a request.
+type settings struct {
+	compressMin int // < 0: never compress
+	global      Policy
+	routes      map[string]Policy
+}
+
+// resolve validates cfg (without route names) and resolves its defaults.
+func resolve(cfg Config) (*settings, error) {
+	if err := cfg.Validate(nil); err != nil {
+		return nil, err
+	}
+	// ApplyDefaults writes into Routes: work on a copy, never on the
+	// caller's map.
+	cfg.Routes = maps.Clone(cfg.Routes)
+	cfg.ApplyDefaults()
+	return &settings{compressMin: cfg.CompressMinBytes, global: cfg.Policy, routes: cfg.Routes}, nil
+}
+
+// policy returns the resolved policy of a route; unknown or empty names get
+// the global one.
+func (s *settings) policy(route string) Policy {
+	if p, ok := s.routes[route]; ok {
+		return p
+	}
+	return s.global
+}

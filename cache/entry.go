@@ -1,0 +1,138 @@
+package cache
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// Status is how Get answered; String gives the X-Cache header value (issue
+// 3, "Headers").
+type Status uint8
+
+const (
+	// Hit: a fresh entry from memory, or one stored by a flight that ended
+	// just before this call's own flight began.
+	Hit Status = iota + 1
+	// Miss: the page was fetched for this call, or for a concurrent identical
+	// call whose fetch this one shared.
+	Miss
+	// Stale: an entry past its TTL, inside stale_while_revalidate (a refresh
+	// runs) or stale_if_error (the fetch failed).
+	Stale
+	// Bypass: fetched and not stored, because the policy gives ttl <= 0.
+	Bypass
+)
+
+func (s Status) String() string {
+	switch s {
+	case Hit:
+		return "HIT"
+	case Miss:
+		return "MISS"
+	case Stale:
+		return "STALE"
+	case Bypass:
+		return "BYPASS"
+	}
+	return "Status(" + strconv.Itoa(int(s)) + ")"
+}
+
+// Entry is one cached page. Its exported fields are never written after the
+// entry is built, so it is shared by every goroutine that serves it; callers
+// must not modify Body or Gzip either.
+type Entry struct {
+	// Body is the variant A body.
+	Body []byte
+	// Gzip is Body gzip-compressed, made once at insert (issue 3,
+	// "Compression"); nil when Body is at most compress_min_bytes long, or
+	// when gzip does not make it smaller.
+	Gzip []byte
+	// ETag is the strong ETag of Body, quoted: a 64-bit xxHash of the bytes,
+	// in hex. Strong, because it changes with any byte of the body.
+	ETag string
+	// Stored is when the page was fetched, by the cache's clock.
+	Stored time.Time
+	// TTL is how long after Stored the page is fresh; zero for a BYPASS
+	// entry, which is never stored.
+	TTL time.Duration
+	// Immutable: the page is settled (DESIGN.md), for Cache-Control's
+	// immutable directive.
+	Immutable bool
+
+	gzipETag string
+	// Stale windows of the policy at insert, negative ones as zero: a reload
+	// changes later entries only.
+	swr, sie time.Duration
+	cost     int64 // bytes charged to the store (store.go)
+	// refreshing is the one field that changes after insert, and it is
+	// scheduling state, not page content: set while the background refresh
+	// of this entry runs, so a burst of stale hits starts one refresh.
+	refreshing atomic.Bool
+}
+
+// Age is how long ago the page was fetched (Age header); never negative.
+func (e *Entry) Age(now time.Time) time.Duration {
+	return max(now.Sub(e.Stored), 0)
+}
+
+// FreshFor is the freshness left, never negative: max-age of Cache-Control.
+// It is zero for a stale or BYPASS entry.
+func (e *Entry) FreshFor(now time.Time) time.Duration {
+	return max(e.TTL-e.Age(now), 0)
+}
+
+// GzipETag is the ETag of the gzip representation. RFC 9110 section 8.8.3:
+// a strong validator differs between representations, and the gzip bytes are
+// another representation of the same page, so the identity tag gets a
+// "-gzip" suffix inside its quotes.
+func (e *Entry) GzipETag() string { return e.gzipETag }
+
+// freshness is where an entry stands at a given time.
+type freshness uint8
+
+const (
+	fresh      freshness = iota
+	revalidate           // inside stale_while_revalidate: serve, refresh
+	expired              // past it: fetch; maybe serve if the fetch fails
+	unusable             // past every window
+)
+
+// state judges the entry by the injected clock. ristretto's own expiry runs
+// on the wall clock and is set later than every window (store.go), so it only
+// ever drops entries this function already calls unusable.
+func (e *Entry) state(now time.Time) freshness {
+	age := now.Sub(e.Stored)
+	switch {
+	case age < e.TTL:
+		return fresh
+	case e.swr > 0 && age <= e.TTL+e.swr:
+		return revalidate
+	case e.sie > 0 && age <= e.TTL+e.sie:
+		return expired
+	}
+	return unusable
+}
+
+// servableOnError: RFC 5861 stale-if-error, "up to" the window past the TTL.
+func (e *Entry) servableOnError(now time.Time) bool {
+	return e.sie > 0 && now.Sub(e.Stored) <= e.TTL+e.sie
+}
+
+// etags returns the identity and gzip ETags of body. Computed once, at
+// insert; xxHash runs at many GB/s, so even a 1000-event page costs
+// microseconds.
+func etags(body []byte) (identity, gzipped string) {
+	var sum [8]byte
+	binary.BigEndian.PutUint64(sum[:], xxhash.Sum64(body))
+	var buf [1 + 16 + len("-gzip") + 1]byte
+	b := append(buf[:0], '"')
+	b = hex.AppendEncode(b, sum[:])
+	identity = string(append(b, '"'))
+	gzipped = string(append(b, `-gzip"`...))
+	return identity, gzipped
+}

@@ -1,0 +1,193 @@
+package cache
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+)
+
+// A miss goes through a flight: one singleflight call per key at a time
+// (issue 3, item 4), which fetches, classifies, builds the entry, stores it
+// and hands it to every caller waiting on the key.
+
+// call is one caller's bid to start the flight of a key. Only the first
+// caller's run executes; ran tells the others that they were coalesced.
+type call struct {
+	c     *Cache
+	ctx   context.Context
+	key   string
+	fetch Fetch
+	// held is an expired entry the caller saw: the page to serve if the
+	// fetch fails (stale_if_error).
+	held *Entry
+	ran  atomic.Bool
+}
+
+// result is what a flight hands to its callers.
+type result struct {
+	e  *Entry
+	st Status
+}
+
+// miss waits for the flight of key, starting it if none runs. DoChan, not
+// Do: a caller whose ctx ends stops waiting, while the flight, in its own
+// goroutine, goes on for the others and for the store; its channel is
+// buffered, so nothing blocks on a caller that left.
+func (c *Cache) miss(ctx context.Context, key string, fetch Fetch, held *Entry) (*Entry, Status, error) {
+	if err := ctx.Err(); err != nil {
+		// The client is gone already: no upstream call on its behalf.
+		c.stats.misses.Add(1)
+		return nil, Miss, err
+	}
+	cl := &call{c: c, ctx: ctx, key: key, fetch: fetch, held: held}
+	ch := c.group.DoChan(key, cl.run)
+	c.stats.waiting.Add(1)
+	defer c.stats.waiting.Add(-1)
+	if c.testHookWaiting != nil {
+		c.testHookWaiting() // this call has joined (or started) the flight
+	}
+	select {
+	case r := <-ch:
+		// The receive orders this load after run's store.
+		if !cl.ran.Load() {
+			c.stats.coalesced.Add(1)
+		}
+		if r.Err != nil {
+			c.stats.misses.Add(1)
+			return nil, Miss, r.Err
+		}
+		res := r.Val.(result)
+		c.stats.count(res.st)
+		return res.e, res.st, nil
+	case <-ctx.Done():
+		c.stats.misses.Add(1)
+		return nil, Miss, ctx.Err()
+	}
+}
+
+// refresh starts the background refresh of a stale entry, unless one runs
+// already (stale_while_revalidate, issue 3 item 5). It joins the flight of
+// the key, so a refresh and the misses of the same key make one upstream
+// call between them.
+func (c *Cache) refresh(ctx context.Context, key string, e *Entry, fetch Fetch) {
+	if !e.refreshing.CompareAndSwap(false, true) {
+		return
+	}
+	if !c.enter() {
+		e.refreshing.Store(false)
+		return
+	}
+	c.stats.refreshes.Add(1)
+	cl := &call{c: c, ctx: ctx, key: key, fetch: fetch, held: e}
+	go func() {
+		defer c.wg.Done()
+		// Cleared even on failure, so a later stale hit may try again; on
+		// success e is replaced and the flag no longer matters.
+		defer e.refreshing.Store(false)
+		if _, err, _ := c.group.Do(key, cl.run); err != nil {
+			// Nobody else receives this error unless a miss joined the
+			// flight, and that miss returns it: a debug line only.
+			c.log.LogAttrs(context.WithoutCancel(ctx), slog.LevelDebug, "cache: background refresh failed",
+				slog.String("key", key), slog.Any("error", err))
+		}
+	}()
+}
+
+// run is the flight of cl.key, executed for the first caller only, in a
+// goroutine of its own (DoChan) or of the refresh. It is tracked by the
+// Cache so that Close waits for it, and it recovers panics: singleflight
+// re-panics a DoChan panic in a fresh goroutine, which would end the
+// process.
+func (cl *call) run() (v any, err error) {
+	cl.ran.Store(true)
+	c := cl.c
+	if !c.enter() {
+		return nil, ErrClosed
+	}
+	defer c.wg.Done()
+	defer func() {
+		if p := recover(); p != nil {
+			// The stack is only here: log it once for all the waiters.
+			c.log.LogAttrs(context.WithoutCancel(cl.ctx), slog.LevelError, "cache: panic in flight",
+				slog.String("key", cl.key), slog.Any("panic", p), slog.String("stack", string(debug.Stack())))
+			v, err = nil, fmt.Errorf("cache: flight of %q panicked: %v", cl.key, p)
+		}
+	}()
+	return c.flight(cl.ctx, cl.key, cl.fetch, cl.held)
+}
+
+// flight checks the store again, fetches, and stores by policy.
+func (c *Cache) flight(parent context.Context, key string, fetch Fetch, held *Entry) (any, error) {
+	start := c.now()
+	// Check again inside the flight (groupcache load()): a flight that ended
+	// between the caller's lookup and this one has stored the page.
+	if e := c.store.get(key); e != nil {
+		switch e.state(start) {
+		case fresh:
+			return result{e, Hit}, nil
+		case revalidate, expired:
+			held = e
+		}
+	}
+
+	// The fetch serves every waiter and the store, so no one caller's
+	// cancellation may end it; the caller's values (request id) stay. Close
+	// ends it through c.stop.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
+	defer cancel()
+	defer context.AfterFunc(c.stop, cancel)()
+
+	c.stats.fetches.Add(1)
+	body, facts, err := fetch(ctx)
+	if err != nil {
+		now := c.now()
+		if held != nil && held.servableOnError(now) && c.staleOK(err) {
+			// The error is not returned, so it is logged (STYLE.md
+			// "Errors").
+			c.log.LogAttrs(ctx, slog.LevelWarn, "cache: fetch failed; the held page stays in use",
+				slog.String("key", key), slog.Duration("age", held.Age(now)), slog.Any("error", err))
+			return result{held, Stale}, nil
+		}
+		return nil, err // errors are never cached (DESIGN.md)
+	}
+
+	s := c.cfg.Load()
+	p := s.policy(facts.Route)
+	ttl, immutable := p.Classify(facts, start)
+	e := c.newEntry(s, p, body, start, ttl, immutable)
+	if ttl <= 0 {
+		return result{e, Bypass}, nil
+	}
+	c.store.put(key, e)
+	return result{e, Miss}, nil
+}
+
+// newEntry builds the entry of a fetched page. Stored is the time the fetch
+// began: the page is at least that old, so its age is never understated
+// (RFC 9111 section 4.2.3 counts from the request time likewise).
+func (c *Cache) newEntry(s *settings, p Policy, body []byte, stored time.Time, ttl time.Duration, immutable bool) *Entry {
+	if cap(body)-len(body) > len(body)/8+8<<10 {
+		// A body read into a much larger buffer would hold all of it, and
+		// the store charges capacity: keep a copy instead. Smaller spare
+		// room is what any allocation of len(body) gets from Go's size
+		// classes (up to 1/8, or a page of 8 KiB), so a copy would not trim.
+		body = bytes.Clone(body)
+	}
+	e := &Entry{
+		Body:      body,
+		Stored:    stored,
+		TTL:       ttl,
+		Immutable: immutable,
+		swr:       max(p.StaleWhileRevalidate, 0),
+		sie:       max(p.StaleIfError, 0),
+	}
+	if s.compressMin >= 0 && len(body) > s.compressMin {
+		e.Gzip = c.z.gzip(body, immutable)
+	}
+	e.ETag, e.gzipETag = etags(body)
+	return e
+}

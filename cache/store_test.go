@@ -1,0 +1,189 @@
+package cache
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/klauspost/compress/gzip"
+)
+
+// page returns a JSON-like body of about n bytes: compressible, like the
+// real pages, but different for every seed.
+func page(n int, seed uint64) []byte {
+	r := rand.New(rand.NewPCG(seed, 7))
+	var b bytes.Buffer
+	b.WriteString(`{"message":"OK","status_code":"1","data":{"items":[`)
+	for b.Len() < n-40 {
+		fmt.Fprintf(&b, `{"price":"0.%02d","size":"%d.%d","timestamp":%d},`,
+			r.IntN(100), r.IntN(100000), r.IntN(100), 1772366400000+r.Int64N(1e9))
+	}
+	b.WriteString(`{}],"nextCursor":null}}`)
+	return bytes.Clone(b.Bytes()) // exact capacity, as a fetch would hand over
+}
+
+// heldCost sums the costs of the entries the store holds, independently of
+// ristretto's ledger.
+func heldCost(c *Cache) int64 {
+	var sum int64
+	c.store.rc.IterValues(func(e *Entry) bool { sum += e.cost; return false })
+	return sum
+}
+
+// TestByteBound inserts 50 times max_bytes in pages of varied sizes, new
+// keys and replacements that grow, from several goroutines at once. The
+// store's ledger never exceeds max_bytes; between rounds, once ristretto has
+// applied every buffered set (Wait), neither does the sum of the costs of the
+// entries it holds. (While sets are applied, ristretto stores a new entry
+// just before it drops the victims that make room for it.)
+func TestByteBound(t *testing.T) {
+	const maxBytes = 1 << 20
+	clk := newClock()
+	c := newTestCache(t, Config{MaxBytes: maxBytes}, clk, Options{})
+	var bases [][]byte // built once: page() is slow under -race
+	for _, n := range []int{300, 2 << 10, 8 << 10, 40 << 10, 120 << 10, 240 << 10} {
+		bases = append(bases, page(n, uint64(n)))
+	}
+	ledger := func() {
+		t.Helper()
+		if s := c.Stats(); s.Bytes > maxBytes {
+			t.Errorf("Stats().Bytes = %d > max_bytes %d", s.Bytes, maxBytes)
+		}
+		if used := c.store.rc.MaxCost() - c.store.rc.RemainingCost(); used > maxBytes {
+			t.Errorf("ristretto's ledger holds %d > %d", used, maxBytes)
+		}
+	}
+	var inserted atomic.Int64
+	for round := 0; inserted.Load() < 50*maxBytes; round++ {
+		var wg sync.WaitGroup
+		for w := range 4 {
+			wg.Go(func() {
+				for i := range 32 {
+					key := fmt.Sprintf("r%d-w%d-k%d", round, w, i)
+					base := bases[(i+w)%(len(bases)-1)]
+					if i%4 == 0 {
+						// A quarter are replacements of a few keys, growing.
+						key = fmt.Sprintf("w%d-hot%d", w, i%8)
+						base = bases[len(bases)-3+(round+i)%3]
+					}
+					body := bytes.Clone(base)
+					copy(body[1:], key) // distinct content per key
+					inserted.Add(int64(len(body)))
+					_, _, err := c.Get(context.Background(), key, func(context.Context) ([]byte, Facts, error) {
+						return body, liveFacts, nil
+					})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					ledger()
+				}
+			})
+		}
+		wg.Wait()
+		c.store.rc.Wait()
+		ledger()
+		if sum := heldCost(c); sum > maxBytes {
+			t.Fatalf("round %d: entries held cost %d > %d", round, sum, maxBytes)
+		}
+		clk.Add(3 * time.Second) // held pages expire: the next round replaces them
+	}
+	s := c.Stats()
+	if s.Evictions == 0 || s.Entries == 0 {
+		t.Errorf("stats %+v: want evictions and entries", s)
+	}
+	t.Logf("inserted %d MiB into 1 MiB: %+v", inserted.Load()>>20, s)
+}
+
+// TestTooLarge: a page larger than the whole store is served (the flight
+// hands it over) but never stored; correctness does not depend on a Set.
+func TestTooLarge(t *testing.T) {
+	c := newTestCache(t, Config{MaxBytes: 1 << 20}, newClock(), Options{})
+	var n atomic.Int64
+	big := string(page(2<<20, 1))
+	if e := mustGet(t, c, "big", counting(&n, big, liveFacts), Miss); len(e.Body) != len(big) {
+		t.Fatal("wrong body")
+	}
+	mustGet(t, c, "big", counting(&n, big, liveFacts), Miss)
+	if n.Load() != 2 || c.Stats().Rejected != 2 {
+		t.Errorf("fetches %d, rejected %d", n.Load(), c.Stats().Rejected)
+	}
+}
+
+// TestGzip: pages over compress_min_bytes carry a gzip copy whose
+// decompression is the identity body; small and incompressible pages none.
+func TestGzip(t *testing.T) {
+	c := newTestCache(t, Config{}, newClock(), Options{})
+	get := func(key string, b []byte) *Entry {
+		return mustGet(t, c, key, func(context.Context) ([]byte, Facts, error) { return b, liveFacts, nil }, Miss)
+	}
+	for _, n := range []int{1025, 8 << 10, 400 << 10} {
+		e := get(fmt.Sprint("big", n), page(n, uint64(n)))
+		if e.Gzip == nil || len(e.Gzip) >= len(e.Body) {
+			t.Fatalf("%d B: gzip %d B", n, len(e.Gzip))
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(e.Gzip))
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain, err := io.ReadAll(zr)
+		if err != nil || !bytes.Equal(plain, e.Body) {
+			t.Fatalf("%d B: gunzip differs from body (%v)", n, err)
+		}
+		if e.ETag == "" || e.GzipETag() != strings.TrimSuffix(e.ETag, `"`)+`-gzip"` {
+			t.Errorf("etags %s %s", e.ETag, e.GzipETag())
+		}
+	}
+	if e := get("small", page(1024, 1)[:1024]); e.Gzip != nil {
+		t.Error("a 1024 B page got a gzip copy")
+	}
+	noise := make([]byte, 4096)
+	_, _ = rand.NewChaCha8([32]byte{1}).Read(noise)
+	if e := get("noise", noise); e.Gzip != nil {
+		t.Error("an incompressible page got a gzip copy")
+	}
+
+	off := newTestCache(t, Config{CompressMinBytes: -1}, newClock(), Options{})
+	e := mustGet(t, off, "k", func(context.Context) ([]byte, Facts, error) { return page(8<<10, 1), liveFacts, nil }, Miss)
+	if e.Gzip != nil {
+		t.Error("compress_min_bytes -1 still compressed")
+	}
+}
+
+// TestETag: strong, quoted, equal for equal bodies only.
+func TestETag(t *testing.T) {
+	a, ag := etags([]byte("abc"))
+	b, _ := etags([]byte("abc"))
+	d, _ := etags([]byte("abd"))
+	if a != b || a == d || len(a) != 18 || a[0] != '"' || a[17] != '"' || ag != a[:17]+`-gzip"` {
+		t.Errorf("etags %s %s %s %s", a, b, d, ag)
+	}
+}
+
+// TestBodyTrimmed: a body in a larger buffer is copied, so the store does
+// not hold (or charge) the spare capacity.
+func TestBodyTrimmed(t *testing.T) {
+	c := newTestCache(t, Config{}, newClock(), Options{})
+	buf := make([]byte, 100, 1<<20)
+	e := mustGet(t, c, "k", func(context.Context) ([]byte, Facts, error) { return buf, liveFacts, nil }, Miss)
+	if cap(e.Body) > 128 {
+		t.Errorf("cap(Body) = %d, want a copy of about 100", cap(e.Body))
+	}
+}
+
+// TestEntryOverhead keeps the fixed per-entry charge honest if Entry grows:
+// the struct and its two ETag strings, plus ~300 B for ristretto's records.
+func TestEntryOverhead(t *testing.T) {
+	e, eg := etags([]byte("x"))
+	if got := int(unsafe.Sizeof(Entry{})) + len(e) + len(eg) + 300; got > entryOverhead {
+		t.Errorf("an entry takes about %d B beyond its bodies, entryOverhead is %d", got, entryOverhead)
+	}
+}
