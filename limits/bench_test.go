@@ -1,0 +1,90 @@
+package limits
+
+import (
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"tradergate/limits/redistest"
+)
+
+// BenchmarkTake measures the limiter's cost per request (issue 4,
+// "Benchmark"): go test -bench Take -benchmem ./limits/
+// The allowance is never spent, so every Take goes the whole way.
+func BenchmarkTake(b *testing.B) {
+	plan := Plan{Requests: 1 << 40, Window: time.Minute}
+	stores := []struct {
+		name string
+		cfg  func(b *testing.B) Config
+	}{
+		{"memory", func(*testing.B) Config { return Config{} }},
+		{"redis", func(b *testing.B) Config {
+			return Config{RedisURL: redistest.Start(b).URL(), StoreTimeout: time.Second}
+		}},
+	}
+	for _, st := range stores {
+		b.Run(st.name, func(b *testing.B) {
+			l := newLimiter(b, st.cfg(b), Options{})
+			b.Run("serial", func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if d := l.Take(bg, "key:bench", plan, "free"); !d.Allowed {
+						b.Fatal(d)
+					}
+				}
+			})
+			// Many keys at once: one bucket per goroutine.
+			b.Run("parallel", func(b *testing.B) {
+				b.ReportAllocs()
+				var id atomic.Int64
+				b.RunParallel(func(pb *testing.PB) {
+					bucket := "key:bench" + strconv.FormatInt(id.Add(1), 10)
+					for pb.Next() {
+						if d := l.Take(bg, bucket, plan, "free"); !d.Allowed {
+							b.Error(d)
+							return
+						}
+					}
+				})
+			})
+			// One hot key from every goroutine: contention on one counter.
+			b.Run("parallel-hotkey", func(b *testing.B) {
+				b.ReportAllocs()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						if d := l.Take(bg, "key:hot", plan, "free"); !d.Allowed {
+							b.Error(d)
+							return
+						}
+					}
+				})
+			})
+		})
+	}
+}
+
+// BenchmarkShieldAcquire is the shield's cost on a call that does not wait.
+func BenchmarkShieldAcquire(b *testing.B) {
+	s := NewShield(ShieldConfig{MaxConcurrent: 1 << 20, PerSecond: 1e12})
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			release, err := s.Acquire(bg)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			release()
+		}
+	})
+}
+
+func BenchmarkClientIP(b *testing.B) {
+	l := newLimiter(b, Config{TrustedProxies: []string{"10.0.0.0/8"}}, Options{})
+	r := newRequest("10.1.2.3:80", "198.51.100.1, 10.0.0.9")
+	b.ReportAllocs()
+	for b.Loop() {
+		l.ClientIP(r)
+	}
+}

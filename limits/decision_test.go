@@ -1,0 +1,110 @@
+package limits
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+)
+
+func TestSetHeaders(t *testing.T) {
+	now := time.Unix(1_800_000_018, 0)
+	reset := now.Add(42 * time.Second)
+	storeErr := fmt.Errorf("%w: boom", ErrStoreUnavailable)
+	tests := []struct {
+		name string
+		d    Decision
+		now  time.Time
+		want map[string]string // "" = absent
+	}{
+		{
+			name: "allowed",
+			d:    Decision{Policy: "free", Limit: 60, Remaining: 59, Reset: reset, Window: time.Minute, Allowed: true},
+			now:  now,
+			want: map[string]string{
+				"X-RateLimit-Limit":     "60",
+				"X-RateLimit-Remaining": "59",
+				"X-RateLimit-Reset":     "1800000060",
+				"RateLimit-Policy":      `"free";q=60;w=60`,
+				"RateLimit":             `"free";r=59;t=42`,
+				"Retry-After":           "",
+			},
+		},
+		{
+			name: "refused",
+			d:    Decision{Policy: "free", Limit: 60, Remaining: 0, Reset: reset, Window: time.Minute},
+			now:  now.Add(500 * time.Millisecond), // 41.5s to go: rounded up
+			want: map[string]string{
+				"X-RateLimit-Limit":     "60",
+				"X-RateLimit-Remaining": "0",
+				"X-RateLimit-Reset":     "1800000060",
+				"RateLimit-Policy":      `"free";q=60;w=60`,
+				"RateLimit":             `"free";r=0;t=42`,
+				"Retry-After":           "42",
+			},
+		},
+		{
+			name: "refused at the last instant: Retry-After at least 1",
+			d:    Decision{Policy: "pro", Limit: 1200, Remaining: 0, Reset: reset, Window: time.Minute},
+			now:  reset,
+			want: map[string]string{
+				"RateLimit":   `"pro";r=0;t=0`,
+				"Retry-After": "1",
+			},
+		},
+		{
+			name: "store failed, allow: nothing invented",
+			d:    Decision{Policy: "free", Limit: 60, Remaining: -1, Reset: reset, Window: time.Minute, Allowed: true, StoreErr: storeErr},
+			now:  now,
+			want: map[string]string{
+				"X-RateLimit-Limit":     "60",
+				"X-RateLimit-Remaining": "",
+				"X-RateLimit-Reset":     "1800000060",
+				"RateLimit-Policy":      `"free";q=60;w=60`,
+				"RateLimit":             "",
+				"Retry-After":           "",
+			},
+		},
+		{
+			name: "store failed, deny",
+			d:    Decision{Policy: "free", Limit: 60, Remaining: -1, Reset: reset, Window: time.Minute, StoreErr: storeErr},
+			now:  now,
+			want: map[string]string{
+				"X-RateLimit-Remaining": "",
+				"RateLimit":             "",
+				"Retry-After":           "1",
+			},
+		},
+		{
+			name: "policy name escaped as a Structured Field String",
+			d:    Decision{Policy: `a"b\c` + "\x01é", Limit: 1, Remaining: 1, Reset: reset, Window: time.Second, Allowed: true},
+			now:  now,
+			want: map[string]string{
+				"RateLimit-Policy": `"a\"b\\c___";q=1;w=1`,
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := http.Header{}
+			tt.d.SetHeaders(h, tt.now)
+			for k, want := range tt.want {
+				if got := h.Get(k); got != want {
+					t.Errorf("%s = %q, want %q", k, got, want)
+				}
+			}
+		})
+	}
+}
+
+func TestSetHeadersReplacesStaleValues(t *testing.T) {
+	// A response that already carries rate limit fields (a reused header
+	// map) gets this decision's, and none of a store failure's guesses.
+	h := http.Header{}
+	now := time.Unix(1_800_000_000, 0)
+	Decision{Policy: "free", Limit: 60, Remaining: 10, Reset: now.Add(time.Minute), Window: time.Minute, Allowed: true}.SetHeaders(h, now)
+	Decision{Policy: "free", Limit: 60, Remaining: -1, Reset: now.Add(time.Minute), Window: time.Minute, Allowed: true, StoreErr: ErrStoreUnavailable}.SetHeaders(h, now)
+	if h.Get("X-RateLimit-Remaining") != "" || h.Get("RateLimit") != "" {
+		t.Fatalf("stale remaining kept: %v", h)
+	}
+}

@@ -1,0 +1,172 @@
+package limits
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sony/gobreaker/v2"
+	"github.com/ulule/limiter/v3"
+)
+
+// AnonymousPolicy is the policy name of the per-IP bucket of requests
+// without a valid key (issue 4, item 4).
+const AnonymousPolicy = "anonymous"
+
+// ErrStoreUnavailable is wrapped by Decision.StoreErr: the store failed or
+// did not answer within StoreTimeout.
+var ErrStoreUnavailable = errors.New("limits: rate limit store unavailable")
+
+// Options are the collaborators of a Limiter.
+type Options struct {
+	// Now is the clock that places requests in windows. nil: time.Now.
+	// The stores expire old counters on their own wall clock, so a clock
+	// that drifts from it only matters to garbage collection.
+	Now func() time.Time
+	// Logger receives store failures (at most one line per 10s, carrying
+	// the running count) and recoveries. Keys and buckets are never logged.
+	// nil: discard.
+	Logger *slog.Logger
+}
+
+// Limiter charges requests to fixed-window allowances (SPEC "Limits") kept
+// in memory or in Redis. It is safe for concurrent use.
+type Limiter struct {
+	cfg     Config
+	now     func() time.Time
+	log     *slog.Logger
+	store   counterStore
+	breaker *gobreaker.CircuitBreaker[limiter.Context] // Redis only (failmode.go)
+	deny    bool                                       // on_store_error: deny
+	trusted []netip.Prefix
+	plans   atomic.Pointer[map[string]Plan]
+
+	storeErrs  atomic.Uint64
+	lastLogged atomic.Int64 // unix nanos of the last store error logged
+	failing    atomic.Bool
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// New builds the limiter for cfg (defaults are applied to a copy) and plans
+// by name. With cfg.RedisURL set it uses Redis; if Redis is unreachable New
+// still succeeds, logs it, and applies on_store_error until Redis answers.
+// Close releases what it started.
+func New(cfg Config, plans map[string]Plan, opt Options) (*Limiter, error) {
+	cfg.ApplyDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	for name, p := range plans {
+		if err := p.Validate(); err != nil {
+			return nil, fmt.Errorf("plans.%s.%w", name, err)
+		}
+	}
+	l := &Limiter{
+		cfg:  cfg,
+		now:  opt.Now,
+		log:  opt.Logger,
+		deny: cfg.OnStoreError == OnStoreErrorDeny,
+	}
+	if l.now == nil {
+		l.now = time.Now
+	}
+	if l.log == nil {
+		l.log = slog.New(slog.DiscardHandler)
+	}
+	for _, s := range cfg.TrustedProxies {
+		p, _ := parseTrusted(s) // validated above
+		l.trusted = append(l.trusted, p)
+	}
+	l.SetPlans(plans)
+	if cfg.RedisURL == "" {
+		l.store = newMemoryStore(l.log)
+		return l, nil
+	}
+	rs, err := newRedisStore(cfg, l.log)
+	if err != nil {
+		return nil, err
+	}
+	l.store, l.breaker = rs, newStoreBreaker()
+	return l, nil
+}
+
+// Close stops the store's goroutines and closes the Redis client. Take
+// after Close reports a store error in Redis mode.
+func (l *Limiter) Close() error {
+	l.closeOnce.Do(func() { l.closeErr = l.store.close() })
+	return l.closeErr
+}
+
+// Take charges one request of bucket ("key:<keyID>" or "ip:<addr>", see
+// IPBucket) against plan, a key's own plan or a named one, and reports the
+// decision under policy. It never waits longer than StoreTimeout: past it,
+// or on any store error, on_store_error decides (see Decision).
+//
+// Refused requests are charged too, which changes nothing within the window
+// (SPEC "Limits" rule 2: a retry before the reset is refused again). An
+// invalid plan (a bug: plans are validated when loaded) is refused with a
+// StoreErr, whatever on_store_error says.
+func (l *Limiter) Take(ctx context.Context, bucket string, plan Plan, policy string) Decision {
+	d := Decision{Policy: policy, Limit: plan.Requests, Window: plan.Window, Remaining: -1}
+	if err := plan.Validate(); err != nil {
+		// A programming error: plans are validated when loaded.
+		d.StoreErr = fmt.Errorf("%w: invalid plan %q: %v", ErrStoreUnavailable, policy, err)
+		return d
+	}
+	now := l.now()
+	start, end := window(bucket, plan.Window, now)
+	d.Reset = end
+	key := counterKey(bucket, plan.Window, start)
+	// The counter outlives its window by keyGrace plus the longest a store
+	// call may take, so no call still in flight can find it gone.
+	ttl := end.Sub(now) + keyGrace + l.cfg.StoreTimeout
+
+	res, err := l.incr(ctx, key, plan.Requests, ttl)
+	if err != nil {
+		d.StoreErr = fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
+		d.Allowed = !l.deny
+		if !errors.Is(err, errCallerGone) {
+			l.storeFailed(err)
+		}
+		return d
+	}
+	l.storeAnswered()
+	d.Remaining = res.Remaining
+	d.Allowed = !res.Reached
+	return d
+}
+
+// StoreErrors is the number of Takes since New that the store did not
+// answer (failed, timed out, or skipped by the open breaker), so that
+// on_store_error decided; for the metrics issue.
+func (l *Limiter) StoreErrors() uint64 { return l.storeErrs.Load() }
+
+// Anonymous is the per-IP allowance of requests without a valid key; charge
+// it under AnonymousPolicy.
+func (l *Limiter) Anonymous() Plan { return l.cfg.Anonymous }
+
+// SetPlans replaces the named plans (hot reload on SIGHUP). The map is
+// copied, so the caller may reuse it; plans should be validated first (Take
+// refuses an invalid plan with a StoreErr). Takes in flight finish with the
+// plan they were given; counters carry over unless a plan's window changes.
+func (l *Limiter) SetPlans(plans map[string]Plan) {
+	m := maps.Clone(plans)
+	if m == nil {
+		m = map[string]Plan{}
+	}
+	l.plans.Store(&m)
+}
+
+// Plan looks a plan up by name.
+func (l *Limiter) Plan(name string) (Plan, bool) {
+	p, ok := (*l.plans.Load())[name]
+	return p, ok
+}

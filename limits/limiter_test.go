@@ -1,0 +1,298 @@
+package limits
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"tradergate/limits/redistest"
+)
+
+// takeParallel fires n Takes at once against bucket and returns them.
+func takeParallel(ls []*Limiter, n int, bucket string, plan Plan) []Decision {
+	out := make([]Decision, n)
+	var start, wg sync.WaitGroup
+	start.Add(1)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start.Wait()
+			out[i] = ls[i%len(ls)].Take(bg, bucket, plan, "free")
+		}()
+	}
+	start.Done()
+	wg.Wait()
+	return out
+}
+
+// checkExact asserts that exactly plan.Requests of ds were allowed and that
+// each remaining count from plan.Requests-1 down to 0 was handed out once
+// (SPEC "Limits" rule 1, and Remaining counting down one per request).
+func checkExact(t *testing.T, ds []Decision, plan Plan) {
+	t.Helper()
+	seen := map[int64]int{}
+	allowed := 0
+	for _, d := range ds {
+		if d.StoreErr != nil {
+			t.Fatalf("store error: %v", d.StoreErr)
+		}
+		if d.Allowed {
+			allowed++
+			seen[d.Remaining]++
+		} else if d.Remaining != 0 {
+			t.Errorf("refused with Remaining %d, want 0", d.Remaining)
+		}
+	}
+	if allowed != int(plan.Requests) || len(ds)-allowed != len(ds)-int(plan.Requests) {
+		t.Fatalf("allowed %d, refused %d; want %d and %d", allowed, len(ds)-allowed, plan.Requests, len(ds)-int(plan.Requests))
+	}
+	for r := range plan.Requests {
+		if seen[r] != 1 {
+			t.Errorf("Remaining %d handed out %d times, want once", r, seen[r])
+		}
+	}
+}
+
+func TestTakeExactUnderConcurrency(t *testing.T) {
+	plan := Plan{Requests: 50, Window: time.Minute}
+	for _, kind := range storeKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			// A fixed clock: a real one could cross a window boundary
+			// mid-burst and legitimately allow more.
+			clk := newFakeClock(t0.Add(250 * time.Millisecond))
+			l := newLimiter(t, kind.cfg(t), Options{Now: clk.Now})
+			checkExact(t, takeParallel([]*Limiter{l}, 200, "key:k1", plan), plan)
+		})
+	}
+}
+
+func TestTwoLimitersShareRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	plan := Plan{Requests: 50, Window: time.Minute}
+	clk := newFakeClock(t0.Add(250 * time.Millisecond))
+	cfg := Config{RedisURL: srv.URL(), StoreTimeout: countingStoreTimeout}
+	a := newLimiter(t, cfg, Options{Now: clk.Now})
+	b := newLimiter(t, cfg, Options{Now: clk.Now})
+
+	ds := takeParallel([]*Limiter{a, b}, 200, "key:shared", plan)
+	checkExact(t, ds, plan)
+	perEdge := [2]int{}
+	for i, d := range ds {
+		if d.Allowed {
+			perEdge[i%2]++
+		}
+	}
+	t.Logf("allowed per edge: %v", perEdge)
+
+	// Another bucket is not charged by this one.
+	if d := a.Take(bg, "key:other", plan, "free"); !d.Allowed || d.Remaining != 49 {
+		t.Fatalf("other bucket: %+v", d)
+	}
+}
+
+// parseHeaders reads SetHeaders' output back as numbers.
+func parseHeaders(t *testing.T, h http.Header) (limit, remaining, reset, retryAfter int64) {
+	t.Helper()
+	num := func(name string) int64 {
+		v := h.Get(name)
+		if v == "" {
+			return -1
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			t.Fatalf("%s: %q is not a number", name, v)
+		}
+		return n
+	}
+	return num("X-RateLimit-Limit"), num("X-RateLimit-Remaining"), num("X-RateLimit-Reset"), num("Retry-After")
+}
+
+func TestWindowReset(t *testing.T) {
+	plan := Plan{Requests: 3, Window: 10 * time.Second}
+	for _, kind := range storeKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			clk := newFakeClock(t0.Add(250 * time.Millisecond))
+			l := newLimiter(t, kind.cfg(t), Options{Now: clk.Now})
+			const bucket = "key:reset"
+
+			var first Decision
+			for i := range plan.Requests {
+				d := l.Take(bg, bucket, plan, "free")
+				if !d.Allowed || d.Remaining != plan.Requests-1-i {
+					t.Fatalf("request %d: allowed %v remaining %d, want true %d", i, d.Allowed, d.Remaining, plan.Requests-1-i)
+				}
+				if i == 0 {
+					first = d
+				} else if !d.Reset.Equal(first.Reset) {
+					t.Fatalf("Reset moved within a window: %v then %v", first.Reset, d.Reset)
+				}
+			}
+			if first.Reset.Nanosecond() != 0 || !first.Reset.After(clk.Now()) || first.Reset.Sub(clk.Now()) > plan.Window {
+				t.Fatalf("Reset %v is not a whole second within one window after %v", first.Reset, clk.Now())
+			}
+
+			// Spent: refused until the reset, with Retry-After pointing at it
+			// (SPEC "Limits" rules 1 and 2).
+			for _, at := range []time.Time{clk.Now(), first.Reset.Add(-time.Nanosecond)} {
+				clk.Set(at)
+				d := l.Take(bg, bucket, plan, "free")
+				if d.Allowed || d.Remaining != 0 || d.StoreErr != nil {
+					t.Fatalf("at %v: %+v, want refused with 0 remaining", at, d)
+				}
+				h := http.Header{}
+				d.SetHeaders(h, at)
+				limit, remaining, reset, retryAfter := parseHeaders(t, h)
+				if limit != 3 || remaining != 0 || reset != first.Reset.Unix() {
+					t.Fatalf("headers %v", h)
+				}
+				// Reset and Retry-After agree: now + Retry-After is the
+				// reset, rounded up to the second.
+				want := ceilSeconds(time.Unix(reset, 0).Sub(at))
+				if retryAfter != max(want, 1) {
+					t.Fatalf("at %v: Retry-After %d, X-RateLimit-Reset %d: want Retry-After %d", at, retryAfter, reset, want)
+				}
+				if got := h.Get("RateLimit"); got != `"free";r=0;t=`+strconv.FormatInt(retryAfter, 10) {
+					t.Fatalf("RateLimit %q disagrees with Retry-After %d", got, retryAfter)
+				}
+			}
+
+			// At the reset the key is served again, counting from the top.
+			clk.Set(first.Reset)
+			d := l.Take(bg, bucket, plan, "free")
+			if !d.Allowed || d.Remaining != plan.Requests-1 {
+				t.Fatalf("after reset: %+v", d)
+			}
+			if want := first.Reset.Add(plan.Window); !d.Reset.Equal(want) {
+				t.Fatalf("next Reset %v, want %v", d.Reset, want)
+			}
+		})
+	}
+}
+
+func TestRedisCountersExpire(t *testing.T) {
+	srv := redistest.Start(t)
+	clk := newFakeClock(t0.Add(250 * time.Millisecond))
+	l := newLimiter(t, Config{RedisURL: srv.URL(), StoreTimeout: countingStoreTimeout}, Options{Now: clk.Now})
+	plan := Plan{Requests: 5, Window: 10 * time.Second}
+	d := l.Take(bg, "key:ttl", plan, "free")
+	if !d.Allowed {
+		t.Fatalf("%+v", d)
+	}
+
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	defer c.Close()
+	start := d.Reset.Add(-plan.Window)
+	key := DefaultRedisPrefix + ":" + counterKey("key:ttl", plan.Window, start)
+	n, err := c.Get(bg, key).Int64()
+	if err != nil || n != 1 {
+		t.Fatalf("GET %s = %d, %v; want 1", key, n, err)
+	}
+	// Counters carry a TTL (window end + keyGrace + StoreTimeout), so Redis
+	// never fills up with dead windows.
+	ttl, err := c.PTTL(bg, key).Result()
+	maxTTL := d.Reset.Sub(clk.Now()) + keyGrace + countingStoreTimeout
+	if err != nil || ttl <= 0 || ttl > maxTTL {
+		t.Fatalf("PTTL %s = %v, %v; want in (0, %v]", key, ttl, err, maxTTL)
+	}
+}
+
+func TestMemoryStoreCleans(t *testing.T) {
+	s := newMemoryStore(new(logBuffer).Logger())
+	defer s.close()
+	if _, err := s.incr(bg, "old", 1, 10*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.incr(bg, "live", 1, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(30 * time.Millisecond) // only has to outlast the 10ms TTL
+	s.clean(new(logBuffer).Logger())
+	if _, ok := s.cache.Load("old"); ok {
+		t.Error("expired counter kept")
+	}
+	if _, ok := s.cache.Load("live"); !ok {
+		t.Error("live counter dropped")
+	}
+}
+
+func TestWindowBounds(t *testing.T) {
+	now := t0.Add(1234 * time.Millisecond)
+	phases := map[int64]bool{}
+	for i := range 50 {
+		bucket := "key:" + strconv.Itoa(i)
+		start, end := window(bucket, time.Minute, now)
+		if start.After(now) || !end.After(now) || end.Sub(start) != time.Minute || start.Nanosecond() != 0 {
+			t.Fatalf("%s: window [%v, %v) does not hold %v", bucket, start, end, now)
+		}
+		// The same bucket gets the same window at any instant inside it.
+		if s2, _ := window(bucket, time.Minute, end.Add(-time.Nanosecond)); !s2.Equal(start) {
+			t.Fatalf("%s: window moved within itself", bucket)
+		}
+		if s3, _ := window(bucket, time.Minute, end); !s3.Equal(end) {
+			t.Fatalf("%s: next window starts at %v, want %v", bucket, s3, end)
+		}
+		phases[start.Unix()%60] = true
+	}
+	// Buckets do not all reset on the same second.
+	if len(phases) < 10 {
+		t.Errorf("only %d distinct phases over 50 buckets", len(phases))
+	}
+}
+
+func TestPlansReload(t *testing.T) {
+	l := newLimiter(t, Config{}, Options{})
+	if p, ok := l.Plan("free"); !ok || p.Requests != 60 {
+		t.Fatalf("Plan(free) = %v, %v", p, ok)
+	}
+	plans := map[string]Plan{"pro": {Requests: 1200, Window: time.Minute}}
+	l.SetPlans(plans)
+	plans["pro"] = Plan{Requests: 1, Window: time.Second} // the limiter holds a copy
+	if _, ok := l.Plan("free"); ok {
+		t.Error("free survived the reload")
+	}
+	if p, _ := l.Plan("pro"); p.Requests != 1200 {
+		t.Errorf("pro = %v", p)
+	}
+
+	// Reloading under load is safe (run with -race).
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range 200 {
+				if i%2 == 0 {
+					l.SetPlans(map[string]Plan{"pro": {Requests: int64(j + 1), Window: time.Minute}})
+				} else if p, ok := l.Plan("pro"); ok {
+					l.Take(bg, "key:reload", p, "pro")
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func TestTakeInvalidPlan(t *testing.T) {
+	l := newLimiter(t, Config{}, Options{})
+	d := l.Take(bg, "key:x", Plan{}, "broken")
+	if d.Allowed || !errors.Is(d.StoreErr, ErrStoreUnavailable) {
+		t.Fatalf("%+v", d)
+	}
+}
+
+func TestAnonymousPlan(t *testing.T) {
+	l := newLimiter(t, Config{}, Options{})
+	if got := l.Anonymous(); got != defaultAnonymous {
+		t.Fatalf("Anonymous() = %v", got)
+	}
+	l2 := newLimiter(t, Config{Anonymous: Plan{Requests: 5, Window: time.Second}}, Options{})
+	if got := l2.Anonymous(); got.Requests != 5 {
+		t.Fatalf("Anonymous() = %v", got)
+	}
+}

@@ -1,0 +1,94 @@
+package limits
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/ulule/limiter/v3"
+	"github.com/ulule/limiter/v3/drivers/store/common"
+	"github.com/ulule/limiter/v3/drivers/store/memory"
+)
+
+// counterStore charges one request to the counter named key and reports the
+// outcome against limit. ttl is how long the counter must outlive this call.
+// Implementations: memoryStore (one node) and redisStore (every replica).
+type counterStore interface {
+	incr(ctx context.Context, key string, limit int64, ttl time.Duration) (limiter.Context, error)
+	close() error
+}
+
+// memoryStore is ulule/limiter's in-memory counter cache
+// (drivers/store/memory/cache.go) with a cleaner this package owns.
+//
+// Counting is exact under concurrency: a counter is created once by
+// sync.Map.LoadOrStore and incremented under its own mutex
+// (Cache.Increment, Counter.Increment), so every request sees a distinct
+// count and exactly limit of them see count <= limit.
+//
+// ulule's memory.Store is not used as is, for two reasons. Its cleaner
+// goroutine (cache.go startCleaner) is stopped only by a GC finalizer on the
+// store, so a closed Limiter would leave it running (goleak, STYLE
+// "every goroutine has a stop path"); and it hides its cache, so with
+// CleanUpInterval 0 nothing could ever remove old counters. Its Clean checks
+// expiry and deletes in two steps, which could drop a counter revived in
+// between; with per-window keys (window.go) no request names a counter
+// after its TTL, so that race cannot lose a count here.
+type memoryStore struct {
+	cache *memory.CacheWrapper
+	stop  chan struct{}
+	wg    sync.WaitGroup
+	once  sync.Once
+}
+
+// memoryCleanInterval is how often expired counters are dropped; ulule's own
+// default.
+const memoryCleanInterval = limiter.DefaultCleanUpInterval
+
+func newMemoryStore(log *slog.Logger) *memoryStore {
+	s := &memoryStore{
+		cache: memory.NewCache(0), // 0: no cleaner goroutine of ulule's
+		stop:  make(chan struct{}),
+	}
+	s.wg.Add(1)
+	go s.cleanLoop(log)
+	return s
+}
+
+func (s *memoryStore) incr(_ context.Context, key string, limit int64, ttl time.Duration) (limiter.Context, error) {
+	count, expiration := s.cache.Increment(key, 1, ttl)
+	return common.GetContextFromState(time.Now(), limiter.Rate{Limit: limit, Period: ttl}, expiration, count), nil
+}
+
+func (s *memoryStore) cleanLoop(log *slog.Logger) {
+	defer s.wg.Done()
+	t := time.NewTicker(memoryCleanInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			s.clean(log)
+		}
+	}
+}
+
+// clean drops expired counters. A panic is reported, not fatal: the next
+// sweep retries, and counting does not depend on sweeping.
+func (s *memoryStore) clean(log *slog.Logger) {
+	defer func() {
+		if r := recover(); r != nil {
+			log.Error("rate limit memory store: cleaner panicked", "panic", fmt.Sprint(r))
+		}
+	}()
+	s.cache.Clean()
+}
+
+func (s *memoryStore) close() error {
+	s.once.Do(func() { close(s.stop) })
+	s.wg.Wait()
+	return nil
+}

@@ -1,0 +1,76 @@
+package limits
+
+import (
+	"strconv"
+	"time"
+)
+
+// The fixed window of a bucket (SPEC "Limits" rules 1-2: once the allowance
+// is spent, every request of the key is refused until the window resets).
+//
+// Windows are computed here, from the clock, rather than left to
+// ulule/limiter, whose stores open a window at the first request and report
+// its end truncated to the second (drivers/store/common/context.go:
+// expiration.Unix()); a client that waited for that X-RateLimit-Reset would
+// come back up to a second early and be refused again. Here every window
+// starts and ends on a whole second (Plan.Validate insists on whole-second
+// windows), so X-RateLimit-Reset is exact and Retry-After agrees with it.
+//
+// Each bucket's windows are shifted by a phase taken from a hash of the
+// bucket, so that the keys of a fleet do not all reset on the same second and
+// send every throttled client back to the legacy host at once. The hash is
+// FNV-1a, not a seeded map hash: every replica must compute the same windows.
+//
+// The window's start is part of the store key, so a new window is a new
+// counter: counting never depends on a store-side expiry racing a request,
+// and the store's TTL (window end + keyGrace + StoreTimeout) only collects
+// old counters.
+
+// keyGrace keeps a counter alive past its window's end (on top of
+// StoreTimeout, which covers a store call in flight across the boundary). It
+// covers clock skew between replicas; once it has passed, no request can
+// still name that window.
+const keyGrace = 5 * time.Second
+
+// window returns the bounds of the window of bucket that holds now.
+func window(bucket string, length time.Duration, now time.Time) (start, end time.Time) {
+	w := int64(length / time.Second)
+	phase := int64(uint64(fnv32a(bucket)) % uint64(w))
+	t := now.Unix() - phase
+	s := t - mod(t, w) + phase
+	return time.Unix(s, 0), time.Unix(s+w, 0)
+}
+
+// mod is the non-negative remainder, so that instants before 1970 (only seen
+// with a broken clock) still fall in a window that holds them.
+func mod(a, b int64) int64 {
+	m := a % b
+	if m < 0 {
+		m += b
+	}
+	return m
+}
+
+// fnv32a is FNV-1a over s, inlined to keep Take free of allocations.
+func fnv32a(s string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(s); i++ {
+		h ^= uint32(s[i])
+		h *= 16777619
+	}
+	return h
+}
+
+// counterKey names the counter of one window of a bucket:
+// "<bucket>:<window seconds>:<window start unix>". The window length is part
+// of it so that a plan whose window changes on reload starts a new count
+// rather than inheriting one measured against another window.
+func counterKey(bucket string, length time.Duration, start time.Time) string {
+	var buf [64]byte // on the stack for usual buckets: one allocation, the string
+	b := append(buf[:0], bucket...)
+	b = append(b, ':')
+	b = strconv.AppendInt(b, int64(length/time.Second), 10)
+	b = append(b, ':')
+	b = strconv.AppendInt(b, start.Unix(), 10)
+	return string(b)
+}
