@@ -29,6 +29,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"tradergate/legacysim"
 	"tradergate/proxy"
 )
@@ -67,6 +69,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return fmt.Errorf("unexpected argument %q (commands: hash-key)", fs.Arg(0))
 	}
 	m.Logger = slog.New(slog.NewJSONHandler(stderr, nil))
+	// go-redis logs dial failures through a process-wide logger; the
+	// limiter already reports store outages (rate-limited), so these are
+	// debug lines.
+	redis.SetLogger(redisLog{m.Logger})
 	return m.Run(ctx)
 }
 
@@ -129,6 +135,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	defer srv.Close()
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
@@ -236,6 +243,13 @@ func (d *demoHost) printCurls(w io.Writer, addr string) {
 	}
 	fmt.Fprintln(bw)
 	_ = bw.Flush()
+}
+
+// redisLog sends go-redis's own log lines to slog.
+type redisLog struct{ log *slog.Logger }
+
+func (l redisLog) Printf(ctx context.Context, format string, v ...any) {
+	l.log.Log(ctx, slog.LevelDebug, "redis: "+fmt.Sprintf(format, v...))
 }
 
 func randomKey(prefix string) string {

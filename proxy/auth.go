@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"net/http"
 	"strings"
+
+	"tradergate/limits"
 )
 
 // Authentication at the edge (SPEC "Authentication"; DESIGN.md: auth comes
@@ -16,6 +18,8 @@ import (
 type Principal struct {
 	KeyID string
 	Plan  string
+	// Limit is the key's allowance: its plan's, or its own override.
+	Limit limits.Plan
 	// routes has bit i set when the key may use route index i.
 	routes uint64
 }
@@ -33,14 +37,17 @@ type keySet struct {
 // maxKeyLen bounds the work an unauthenticated client can ask for.
 const maxKeyLen = 512
 
-func newKeySet(keys []KeyConfig, routes []*Route) *keySet {
+func newKeySet(keys []KeyConfig, plans map[string]limits.Plan, routes []*Route) *keySet {
 	ks := &keySet{byHash: make(map[[sha256.Size]byte]*Principal, len(keys))}
 	for _, k := range keys {
 		var h [sha256.Size]byte
 		if _, err := hex.Decode(h[:], []byte(k.SHA256)); err != nil {
 			continue // Validate refuses such keys before this runs.
 		}
-		p := &Principal{KeyID: k.ID, Plan: k.Plan}
+		p := &Principal{KeyID: k.ID, Plan: k.Plan, Limit: plans[k.Plan]}
+		if k.Limit != nil {
+			p.Limit = *k.Limit
+		}
 		for _, name := range k.Routes {
 			for _, r := range routes {
 				if name == "*" || name == r.Name {

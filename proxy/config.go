@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"tradergate/cache"
 	"tradergate/limits"
 )
 
@@ -20,6 +21,8 @@ type Config struct {
 	Upstream UpstreamConfig         `yaml:"upstream"`
 	Keys     []KeyConfig            `yaml:"keys"`
 	Plans    map[string]limits.Plan `yaml:"plans"`
+	Limits   limits.Config          `yaml:"limits"`
+	Cache    cache.Config           `yaml:"cache"`
 }
 
 // ServerConfig is the client-facing HTTP server.
@@ -41,6 +44,8 @@ type ServerConfig struct {
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
 	// MaxHeaderBytes caps request line plus headers; zero: 16384.
 	MaxHeaderBytes int `yaml:"max_header_bytes"`
+	// TLS is TLS at the edge; zero: off (plain HTTP).
+	TLS TLSConfig `yaml:"tls"`
 }
 
 // Price scales of the legacy host (SPEC "Conventions"): cents (variant B as
@@ -72,6 +77,13 @@ type UpstreamConfig struct {
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
 	// MaxIdleConns is the keep-alive pool to the legacy host; zero: 256.
 	MaxIdleConns int `yaml:"max_idle_conns"`
+	// MaxConcurrent caps legacy calls in flight across the edge; zero: 64.
+	MaxConcurrent int `yaml:"max_concurrent"`
+	// PerSecond caps legacy calls started per second; zero: 200.
+	PerSecond float64 `yaml:"per_second"`
+	// QueueTimeout is how long a miss may wait for a slot under those caps
+	// before it is served stale, or a 503; zero: 1s.
+	QueueTimeout time.Duration `yaml:"queue_timeout"`
 
 	// Key is the resolved value of KeyEnv; never printed.
 	Key string `yaml:"-"`
@@ -91,6 +103,8 @@ type KeyConfig struct {
 	// Routes the key may use: route names, or "*" for all. Required: a key
 	// that may use nothing is a mistake, not a default.
 	Routes []string `yaml:"routes"`
+	// Limit overrides the plan's allowance for this key; absent: the plan's.
+	Limit *limits.Plan `yaml:"limit"`
 }
 
 // ParseConfig decodes a configuration file strictly (unknown fields are
@@ -113,6 +127,7 @@ func (c *Config) applyDefaults() {
 	s.IdleTimeout = cmp(s.IdleTimeout, 120*time.Second)
 	s.ShutdownTimeout = cmp(s.ShutdownTimeout, 15*time.Second)
 	s.MaxHeaderBytes = cmp(s.MaxHeaderBytes, 16<<10)
+	s.TLS.applyDefaults()
 
 	u := &c.Upstream
 	u.KeyEnv = cmp(u.KeyEnv, "TRADERGATE_UPSTREAM_KEY")
@@ -122,6 +137,17 @@ func (c *Config) applyDefaults() {
 	u.PriceScale = cmp(u.PriceScale, PriceScaleCents)
 	u.MaxBodyBytes = cmp(u.MaxBodyBytes, 32<<20)
 	u.MaxIdleConns = cmp(u.MaxIdleConns, 256)
+	sh := u.shield()
+	sh.ApplyDefaults()
+	u.MaxConcurrent, u.PerSecond, u.QueueTimeout = sh.MaxConcurrent, sh.PerSecond, sh.QueueTimeout
+
+	c.Limits.ApplyDefaults()
+	c.Cache.ApplyDefaults()
+}
+
+// shield is the upstream caps as the limits package takes them.
+func (u *UpstreamConfig) shield() limits.ShieldConfig {
+	return limits.ShieldConfig{MaxConcurrent: u.MaxConcurrent, PerSecond: u.PerSecond, QueueTimeout: u.QueueTimeout}
 }
 
 // cmp returns v, or def when v is the zero value.
@@ -158,6 +184,7 @@ func (c *Config) Validate(getenv func(string) string) error {
 	if s.MaxHeaderBytes < 1024 {
 		add("server.max_header_bytes", "must be at least 1024, got %d", s.MaxHeaderBytes)
 	}
+	errs = append(errs, s.TLS.validate()...)
 
 	u := &c.Upstream
 	if bu, err := url.Parse(u.BaseURL); u.BaseURL == "" {
@@ -182,6 +209,15 @@ func (c *Config) Validate(getenv func(string) string) error {
 		add("server.write_timeout", "must exceed upstream.timeout (%v), or slow upstream answers are cut off mid-write", u.Timeout)
 	}
 
+	if err := u.shield().Validate(); err != nil {
+		errs = append(errs, err.Error())
+	}
+	if err := c.Limits.Validate(); err != nil {
+		errs = append(errs, err.Error())
+	}
+	if err := c.Cache.Validate(RouteNames()); err != nil {
+		errs = append(errs, err.Error())
+	}
 	for name, p := range c.Plans {
 		if err := p.Validate(); err != nil {
 			add("plans."+name, "%v", err)
@@ -212,6 +248,11 @@ func (c *Config) Validate(getenv func(string) string) error {
 		hashes[k.SHA256] = true
 		if _, ok := c.Plans[k.Plan]; !ok {
 			add(f+".plan", "unknown plan %q (plans: %s)", k.Plan, strings.Join(sortedKeys(c.Plans), ", "))
+		}
+		if k.Limit != nil {
+			if err := k.Limit.Validate(); err != nil {
+				add(f+".limit", "%v", err)
+			}
 		}
 		if len(k.Routes) == 0 {
 			add(f+".routes", "is required: route names or \"*\" (routes: %s)", strings.Join(routes, ", "))

@@ -24,7 +24,7 @@ const (
 // edge is tradergate in front of legacysim, both on loopback httptest
 // servers (STYLE.md "Tests").
 type edge struct {
-	t     *testing.T
+	t     testing.TB
 	sim   *legacysim.Sim
 	up    *httptest.Server
 	srv   *proxy.Server
@@ -32,7 +32,32 @@ type edge struct {
 	cfg   *proxy.Config
 }
 
-type edgeOption func(*proxy.Config)
+// edgeSetup is what options may change before the edge is built.
+type edgeSetup struct {
+	sim  legacysim.Config
+	wrap func(http.Handler) http.Handler // around legacysim
+	now  func() time.Time                // the edge's clock
+	cfg  []func(*proxy.Config)
+	env  map[string]string
+}
+
+type edgeOption func(*edgeSetup)
+
+// withConfig edits the parsed configuration before it is validated.
+func withConfig(f func(*proxy.Config)) edgeOption {
+	return func(s *edgeSetup) { s.cfg = append(s.cfg, f) }
+}
+
+// withSim sets legacysim's configuration (its Key is always legacyKey).
+func withSim(c legacysim.Config) edgeOption { return func(s *edgeSetup) { s.sim = c } }
+
+// withUpstream wraps legacysim, to hold or observe requests.
+func withUpstream(wrap func(http.Handler) http.Handler) edgeOption {
+	return func(s *edgeSetup) { s.wrap = wrap }
+}
+
+// withClock gives the edge a clock the test moves.
+func withClock(now func() time.Time) edgeOption { return func(s *edgeSetup) { s.now = now } }
 
 func testConfig(baseURL string) string {
 	return `
@@ -56,33 +81,38 @@ plans:
 `
 }
 
-func newEdge(t *testing.T, opts ...edgeOption) *edge {
+func newEdge(t testing.TB, opts ...edgeOption) *edge {
 	t.Helper()
-	sim := legacysim.New(legacysim.Config{Seed: 7, Key: legacyKey})
-	up := httptest.NewServer(sim)
+	setup := edgeSetup{sim: legacysim.Config{Seed: 7}, env: map[string]string{
+		"TRADERGATE_UPSTREAM_KEY": legacyKey,
+		"WRONG_KEY_VAR":           "not-the-legacy-key",
+	}}
+	for _, o := range opts {
+		o(&setup)
+	}
+	setup.sim.Key = legacyKey
+	sim := legacysim.New(setup.sim)
+	var upstream http.Handler = sim
+	if setup.wrap != nil {
+		upstream = setup.wrap(sim)
+	}
+	up := httptest.NewServer(upstream)
 	t.Cleanup(up.Close)
 	cfg, err := proxy.ParseConfig([]byte(testConfig(up.URL + "/open-api")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, o := range opts {
-		o(cfg)
+	for _, f := range setup.cfg {
+		f(cfg)
 	}
-	if err := cfg.Validate(func(k string) string {
-		switch k {
-		case "TRADERGATE_UPSTREAM_KEY":
-			return legacyKey
-		case "WRONG_KEY_VAR":
-			return "not-the-legacy-key"
-		}
-		return ""
-	}); err != nil {
+	if err := cfg.Validate(func(k string) string { return setup.env[k] }); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := proxy.New(cfg, proxy.Options{})
+	srv, err := proxy.New(cfg, proxy.Options{Now: setup.now})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = srv.Close() })
 	front := httptest.NewServer(srv.Handler())
 	t.Cleanup(front.Close)
 	return &edge{t: t, sim: sim, up: up, srv: srv, front: front, cfg: cfg}
@@ -305,8 +335,8 @@ func TestUpstreamErrors(t *testing.T) {
 		{"legacy 503", legacysim.Faults{FailStatus: 503}, nil, 502, "Upstream error", ""},
 		{"malformed body", legacysim.Faults{Malformed: true}, nil, 502, "Invalid upstream response", ""},
 		{"truncated body", legacysim.Faults{Truncate: true}, nil, 502, "Upstream error", ""},
-		{"body over the cap", legacysim.Faults{PadBytes: 8 << 10}, []edgeOption{func(c *proxy.Config) { c.Upstream.MaxBodyBytes = 4 << 10 }}, 502, "Upstream response too large", ""},
-		{"timeout", legacysim.Faults{Hang: true}, []edgeOption{func(c *proxy.Config) { c.Upstream.Timeout = 200 * time.Millisecond }}, 504, "Upstream timeout", ""},
+		{"body over the cap", legacysim.Faults{PadBytes: 8 << 10}, []edgeOption{withConfig(func(c *proxy.Config) { c.Upstream.MaxBodyBytes = 4 << 10 })}, 502, "Upstream response too large", ""},
+		{"timeout", legacysim.Faults{Hang: true}, []edgeOption{withConfig(func(c *proxy.Config) { c.Upstream.Timeout = 200 * time.Millisecond })}, 504, "Upstream timeout", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -336,7 +366,7 @@ func TestUpstreamErrors(t *testing.T) {
 		failure(t, resp, body, 502, "Upstream unreachable")
 	})
 	t.Run("wrong edge credential", func(t *testing.T) {
-		e := newEdge(t, func(c *proxy.Config) { c.Upstream.KeyEnv = "WRONG_KEY_VAR" })
+		e := newEdge(t, withConfig(func(c *proxy.Config) { c.Upstream.KeyEnv = "WRONG_KEY_VAR" }))
 		resp, body := e.get("/v1/tx/" + e.sim.TradeTxs()[0])
 		failure(t, resp, body, 502, "Upstream rejected the gateway's credential")
 		if bytes.Contains(body, []byte("not-the-legacy-key")) {

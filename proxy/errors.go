@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"tradergate/limits"
 	"tradergate/normalize"
 )
 
@@ -55,6 +56,9 @@ const StatusClientClosed = 499
 func AsError(err error) *Error {
 	if e, ok := errors.AsType[*Error](err); ok {
 		return e
+	}
+	if e, ok := errors.AsType[*limits.ShieldFullError](err); ok {
+		return &Error{Status: http.StatusServiceUnavailable, Message: msgUpstreamBusy, RetryAfter: e.RetryAfter, Err: err}
 	}
 	switch {
 	case errors.Is(err, context.Canceled):

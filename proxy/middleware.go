@@ -25,9 +25,8 @@ type exchange struct {
 	route     string
 	req       *Request
 	cache     string // X-Cache value, when the page step ran
-	upStatus  int    // status of the upstream call, if one was made
-	upDur     time.Duration
-	status    int // set by writeError for answers never sent (499)
+	status    int    // set by writeError for answers never sent (499)
+	upstreamInfo
 }
 
 type exchangeKey struct{}
@@ -74,8 +73,8 @@ func (s *Server) observe(next http.Handler) http.Handler {
 				slog.String("cache", st.cache),
 				slog.Duration("duration", s.now().Sub(st.start)),
 				slog.Int64("bytes", sw.bytes),
-				slog.Int("upstream_status", st.upStatus),
-				slog.Duration("upstream_duration", st.upDur),
+				slog.Int("upstream_status", int(st.upStatus.Load())),
+				slog.Duration("upstream_duration", time.Duration(st.upDur.Load())),
 				slog.String("key_id", st.keyID),
 			)
 		}

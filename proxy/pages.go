@@ -1,16 +1,164 @@
 package proxy
 
-import "net/http"
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
 
-// servePage answers a validated request with its variant A page.
+	"tradergate/cache"
+	"tradergate/limits"
+)
+
+// msgUpstreamBusy: the upstream shield had no slot for a miss within
+// upstream.queue_timeout and nothing stale was held (issue 4, item 5).
+const msgUpstreamBusy = "Upstream busy"
+
+// servePage answers a validated request from the page cache, which calls
+// the legacy host on a miss (DESIGN.md "The way a request travels").
 func (s *Server) servePage(w http.ResponseWriter, r *http.Request) {
 	st := state(r)
-	start := s.now()
-	page, status, err := s.up.fetch(r.Context(), st.req, st.id)
-	st.upStatus, st.upDur = status, s.now().Sub(start)
+	entry, status, err := s.cache.Get(r.Context(), st.req.Key, s.fetcher(st))
+	st.cache = status.String()
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	writeBody(w, r, http.StatusOK, page.Body)
+	s.writeEntry(w, r, entry, status)
+}
+
+// fetcher returns the cache's Fetch for one request: shield, legacy call,
+// rewrite. It may run after its request is gone (a coalesced flight whose
+// starter left, a background refresh), so it records into the exchange only
+// through atomics and never touches the ResponseWriter.
+func (s *Server) fetcher(st *exchange) cache.Fetch {
+	req, id := st.req, st.id
+	return func(ctx context.Context) ([]byte, cache.Facts, error) {
+		release, err := s.shield.Acquire(ctx)
+		if err != nil {
+			return nil, cache.Facts{}, err
+		}
+		defer release()
+		start := s.now()
+		page, status, err := s.up.fetch(ctx, req, id)
+		st.upStatus.Store(int32(status))
+		st.upDur.Store(int64(s.now().Sub(start)))
+		if err != nil {
+			return nil, cache.Facts{}, err
+		}
+		return page.Body, factsOf(req, page), nil
+	}
+}
+
+// factsOf tells the cache policy what it needs of a request and its page.
+func factsOf(req *Request, page *Page) cache.Facts {
+	unit := time.Second
+	if req.Route.TimeUnitMs {
+		unit = time.Millisecond
+	}
+	return cache.Facts{
+		Route:        req.Route.Name,
+		Class:        req.Route.Class,
+		Cursor:       req.Cursor,
+		Upper:        req.Upper,
+		HasUpper:     req.HasUpper,
+		UpperIsBlock: req.UpperIsBlock,
+		TimeUnit:     unit,
+		Meta:         page.Meta,
+	}
+}
+
+// staleOK says which fetch errors may be answered with a stale page: the
+// legacy host failing or being shielded, never a request the legacy host
+// refused as the client's fault (issue 3, item 5).
+func staleOK(err error) bool {
+	if errors.Is(err, limits.ErrShieldFull) || errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	e, ok := errors.AsType[*Error](err)
+	return ok && e.Status >= 500
+}
+
+// writeEntry sends a cached page with its cache headers (issue 3, item 6),
+// gzip-compressed to clients that accept it, and answers If-None-Match.
+func (s *Server) writeEntry(w http.ResponseWriter, r *http.Request, e *cache.Entry, status cache.Status) {
+	now := s.now()
+	h := w.Header()
+	h.Set("X-Cache", status.String())
+	h.Set("Age", strconv.FormatInt(int64(e.Age(now)/time.Second), 10))
+	// The answer depends on Accept-Encoding whenever a gzip copy exists;
+	// saying so always keeps downstream caches simple.
+	h.Set("Vary", "Accept-Encoding")
+	cc := "private, max-age=" + strconv.FormatInt(int64(e.FreshFor(now)/time.Second), 10)
+	if e.Immutable {
+		cc += ", immutable"
+	}
+	// private: the page was served to an authenticated key; a shared cache
+	// downstream must not hand it to requests the edge never saw.
+	h.Set("Cache-Control", cc)
+
+	body, etag := e.Body, e.ETag
+	gz := e.Gzip != nil && acceptsGzip(r.Header.Get("Accept-Encoding"))
+	if gz {
+		body, etag = e.Gzip, e.GzipETag()
+	}
+	h.Set("ETag", etag)
+	if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatches(inm, e) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	if gz {
+		h.Set("Content-Encoding", "gzip")
+	}
+	writeBody(w, r, http.StatusOK, body)
+}
+
+// etagMatches implements If-None-Match's weak comparison (RFC 9110 section
+// 13.1.2): either representation's tag, with or without W/, or "*".
+func etagMatches(header string, e *cache.Entry) bool {
+	for tag := range strings.SplitSeq(header, ",") {
+		tag = strings.TrimPrefix(strings.TrimSpace(tag), "W/")
+		if tag == "*" || tag == e.ETag || (e.Gzip != nil && tag == e.GzipETag()) {
+			return true
+		}
+	}
+	return false
+}
+
+// acceptsGzip reads Accept-Encoding (RFC 9110 section 12.5.3): gzip (or
+// x-gzip) with a q-value above zero, or else * with one.
+func acceptsGzip(h string) bool {
+	if h == "" {
+		return false
+	}
+	gzip, star := -1, -1 // -1: not named; 0: refused; 1: accepted
+	for part := range strings.SplitSeq(h, ",") {
+		coding, params, _ := strings.Cut(part, ";")
+		ok := 1
+		if v, found := strings.CutPrefix(strings.ToLower(strings.TrimSpace(params)), "q="); found {
+			if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && f == 0 {
+				ok = 0
+			}
+		}
+		switch strings.ToLower(strings.TrimSpace(coding)) {
+		case "gzip", "x-gzip":
+			gzip = ok
+		case "*":
+			star = ok
+		}
+	}
+	if gzip >= 0 {
+		return gzip == 1
+	}
+	return star == 1
+}
+
+// upstreamInfo carries the upstream status and duration of the flight a
+// request started, for its access log line.
+type upstreamInfo struct {
+	upStatus atomic.Int32
+	upDur    atomic.Int64
 }

@@ -219,7 +219,7 @@ func expectedKeys(bkeys []string, combo, tx bool) []string {
 func TestRewriteEveryEndpoint(t *testing.T) {
 	for _, scale := range []string{proxy.PriceScaleCents, proxy.PriceScaleUnit} {
 		t.Run(scale, func(t *testing.T) {
-			e := newEdge(t, func(c *proxy.Config) { c.Upstream.PriceScale = scale })
+			e := newEdge(t, withConfig(func(c *proxy.Config) { c.Upstream.PriceScale = scale }))
 			shift := scale == proxy.PriceScaleCents
 			w := pickWallet(t, e)
 			m := e.sim.Markets()[0]

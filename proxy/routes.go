@@ -3,6 +3,7 @@ package proxy
 import (
 	"strings"
 
+	"tradergate/cache"
 	"tradergate/normalize"
 )
 
@@ -50,7 +51,8 @@ type Route struct {
 	Params []Param
 	// Check holds the rules that span several parameters; nil when none.
 	Check func(q *Query) error
-	// Shape and TimeField drive the rewrite and the cache policy.
+	// Class, Shape and TimeField drive the rewrite and the cache policy.
+	Class     cache.Class
 	Shape     normalize.Shape
 	TimeField string
 	// TimeUnitMs is true when TimeField (and the from/to bounds) are Unix
@@ -105,6 +107,7 @@ func NewRoutes() []*Route {
 				cursor,
 			},
 			Check:      checkOrderBook,
+			Class:      cache.ClassList,
 			Shape:      normalize.OrderBook,
 			TimeField:  "timestamp",
 			TimeUnitMs: true,
@@ -128,6 +131,7 @@ func NewRoutes() []*Route {
 				{Name: "limit", Kind: KindPageSize, Min: 1, Max: pageMax, DefaultInt: pageDefault, Cap: true},
 			},
 			Check:     checkRanges("fromBlock", "toBlock", "fromTimestamp", "toTimestamp"),
+			Class:     cache.ClassList,
 			Shape:     normalize.Activity,
 			TimeField: "blockTimestamp",
 		},
@@ -145,6 +149,7 @@ func NewRoutes() []*Route {
 				{Name: assumedPageSize, Kind: KindPageSize, Min: 1, Max: pageMax, DefaultInt: pageDefault},
 			},
 			Check:     checkRanges(assumedFromTime, assumedToTime),
+			Class:     cache.ClassList,
 			Shape:     normalize.Transfers,
 			TimeField: "blockTimestamp",
 		},
@@ -157,6 +162,7 @@ func NewRoutes() []*Route {
 				cursor, marketIDs,
 				{Name: assumedPageSize, Kind: KindPageSize, Min: 1, Max: pageMax, DefaultInt: pageDefault},
 			},
+			Class:     cache.ClassList,
 			Shape:     normalize.ComboPositions,
 			TimeField: "recentTradeTime",
 		},
@@ -169,6 +175,7 @@ func NewRoutes() []*Route {
 				cursor, marketIDs,
 				{Name: assumedPageSize, Kind: KindPageSize, Min: 1, Max: pageMax, DefaultInt: pageDefault},
 			},
+			Class:     cache.ClassList,
 			Shape:     normalize.Positions,
 			TimeField: "recentTradeTime",
 		},
@@ -181,6 +188,8 @@ func NewRoutes() []*Route {
 				cursor,
 				{Name: assumedPageSize, Kind: KindPageSize, Min: 1, Max: pageMax, DefaultInt: pageDefault},
 			},
+			// Open positions change with every trade: always fresh (DESIGN.md).
+			Class:     cache.ClassLive,
 			Shape:     normalize.Positions,
 			TimeField: "recentTradeTime",
 		},
@@ -189,6 +198,7 @@ func NewRoutes() []*Route {
 			Pattern: "/v1/tx/{txHash}",
 			Legacy:  "/v1/tx/{txHash}",
 			Path:    pathTxHash,
+			Class:   cache.ClassLookup,
 			Shape:   normalize.Transaction,
 		},
 		{
@@ -196,6 +206,7 @@ func NewRoutes() []*Route {
 			Pattern: "/v1/trader/wallet-address/{address}",
 			Legacy:  "/v1/trader/wallet-address/{address}",
 			Path:    pathAddress,
+			Class:   cache.ClassLookup,
 			Shape:   normalize.WalletAddress,
 		},
 	}

@@ -11,6 +11,9 @@ import (
 	"net/http"
 	"sync/atomic"
 	"time"
+
+	"tradergate/cache"
+	"tradergate/limits"
 )
 
 // Options are the parts a Server takes from its caller rather than from the
@@ -33,6 +36,9 @@ type Server struct {
 	router    router
 	keys      atomic.Pointer[keySet]
 	up        *upstream
+	cache     *cache.Cache
+	limiter   *limits.Limiter
+	shield    *limits.Shield
 	handler   http.Handler
 }
 
@@ -52,16 +58,40 @@ func New(cfg *Config, opt Options) (*Server, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	s.keys.Store(newKeySet(cfg.Keys, s.router.routes))
+	s.keys.Store(newKeySet(cfg.Keys, cfg.Plans, s.router.routes))
+	var err error
+	if s.cache, err = cache.New(cfg.Cache, cache.Options{Now: s.now, StaleOK: staleOK, Logger: s.log}); err != nil {
+		return nil, err
+	}
+	if s.limiter, err = limits.New(cfg.Limits, cfg.Plans, limits.Options{Now: s.now, Logger: s.log}); err != nil {
+		s.cache.Close()
+		return nil, err
+	}
+	s.shield = limits.NewShield(cfg.Upstream.shield())
+
 	// The request's way through the edge, outermost first (DESIGN.md).
 	s.handler = chain(http.HandlerFunc(s.servePage),
 		s.observe,       // request id, access log
 		s.recoverPanics, // a panic is a 500, not a dropped process
 		s.authenticate,  // Bearer key -> principal
+		s.rateLimit,     // per key, or per client IP without one; 429
 		s.requireKey,    // 401
 		s.route,         // 404 / 405 / 403 / 400; canonical request
+		// servePage: cache, coalescing, shield, legacy call, rewrite
 	)
 	return s, nil
+}
+
+// CacheStats are the page cache's counters.
+func (s *Server) CacheStats() cache.Stats { return s.cache.Stats() }
+
+// Close releases what New started: the cache's background work, the
+// limiter's store, idle upstream connections. Call it after Serve returns.
+func (s *Server) Close() error {
+	s.cache.Close()
+	err := s.limiter.Close()
+	s.up.close()
+	return err
 }
 
 // Handler is the edge as an http.Handler.
@@ -81,6 +111,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		MaxHeaderBytes:    c.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	if c.TLS.Mode != TLSOff {
+		return s.serveTLS(ctx, ln, hs)
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()

@@ -1,0 +1,365 @@
+package proxy_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"tradergate/legacysim"
+)
+
+// clock is a clock the test moves (STYLE.md: inject the clock, never sleep).
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock(t time.Time) *clock { return &clock{t: t} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// waitFor polls cond for up to 10s: for state another goroutine reaches,
+// never as a timing assertion.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func TestCoalescing(t *testing.T) {
+	gate := make(chan struct{})
+	e := newEdge(t, withUpstream(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			<-gate // hold the legacy call until every client waits on it
+			next.ServeHTTP(w, r)
+		})
+	}))
+	path := "/v1/trader/" + e.sim.Wallets()[0] + "/activity"
+
+	// One client gives up while the shared fetch is running.
+	leaver, leave := context.WithCancel(context.Background())
+	leaverDone := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(leaver, http.MethodGet, e.front.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer "+keyAll)
+		resp, err := e.front.Client().Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		leaverDone <- err
+	}()
+	waitFor(t, "the leaving client to wait", func() bool { return e.srv.CacheStats().Waiting == 1 })
+
+	const n = 100
+	var wg sync.WaitGroup
+	bodies := make([][]byte, n)
+	statuses := make([]int, n)
+	for i := range n {
+		wg.Go(func() {
+			resp, body := e.get(path)
+			bodies[i], statuses[i] = body, resp.StatusCode
+		})
+	}
+	waitFor(t, "all clients to join the flight", func() bool { return e.srv.CacheStats().Waiting == n+1 })
+	leave()
+	if err := <-leaverDone; err == nil {
+		t.Error("the leaving client got an answer")
+	}
+	waitFor(t, "the leaving client to stop waiting", func() bool { return e.srv.CacheStats().Waiting == n })
+	close(gate)
+	wg.Wait()
+
+	if got := e.sim.Stats().Requests; got != 1 {
+		t.Errorf("legacy host saw %d requests, want 1", got)
+	}
+	for i := range n {
+		if statuses[i] != 200 || !bytes.Equal(bodies[i], bodies[0]) {
+			t.Fatalf("client %d: %d %.100s", i, statuses[i], bodies[i])
+		}
+	}
+	st := e.srv.CacheStats()
+	if st.Coalesced < n-1 || st.Fetches != 1 {
+		t.Errorf("coalesced %d, fetches %d", st.Coalesced, st.Fetches)
+	}
+	// The flight is over: the page is held and the next request is a hit.
+	resp, _ := e.get(path)
+	if got := resp.Header.Get("X-Cache"); got != "HIT" {
+		t.Errorf("after the flight: X-Cache %q", got)
+	}
+}
+
+func TestFreshnessAndStaleWhileRevalidate(t *testing.T) {
+	base := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	edgeClock, simClock := newClock(base), newClock(base)
+	e := newEdge(t, withClock(edgeClock.Now),
+		withSim(legacysim.Config{Seed: 7, Now: simClock.Now, End: base.Add(24 * time.Hour)}))
+	path := "/v1/trader/" + e.sim.Wallets()[0] + "/activity?limit=5"
+
+	resp, first := e.get(path)
+	if x := resp.Header.Get("X-Cache"); x != "MISS" || resp.StatusCode != 200 {
+		t.Fatalf("first: %d %s", resp.StatusCode, x)
+	}
+	if cc := resp.Header.Get("Cache-Control"); cc != "private, max-age=1" {
+		t.Errorf("first page Cache-Control %q, want a fresh one", cc)
+	}
+
+	edgeClock.Advance(500 * time.Millisecond) // inside fresh_ttl (1s)
+	resp, body := e.get(path)
+	if x := resp.Header.Get("X-Cache"); x != "HIT" || !bytes.Equal(body, first) {
+		t.Errorf("within TTL: %s", x)
+	}
+
+	simClock.Advance(12 * time.Hour)   // the legacy host has new trades now
+	edgeClock.Advance(1 * time.Second) // 1.5s: past TTL, inside stale_while_revalidate (1s)
+	resp, body = e.get(path)
+	if x := resp.Header.Get("X-Cache"); x != "STALE" || !bytes.Equal(body, first) {
+		t.Errorf("inside stale_while_revalidate: %s", x)
+	}
+	if got := resp.Header.Get("Age"); got != "1" {
+		t.Errorf("Age = %q, want 1", got)
+	}
+	// One background refresh, however many stale hits.
+	e.get(path)
+	waitFor(t, "the background refresh", func() bool { return e.sim.Stats().Requests == 2 })
+	waitFor(t, "the refreshed page to land", func() bool {
+		resp, body := e.get(path)
+		return resp.Header.Get("X-Cache") == "HIT" && !bytes.Equal(body, first)
+	})
+	if got := e.srv.CacheStats().Refreshes; got != 1 {
+		t.Errorf("refreshes = %d, want 1", got)
+	}
+
+	// Past TTL plus the stale window the old page is never served again.
+	simClock.Advance(6 * time.Hour)
+	_, refreshed := e.get(path)
+	edgeClock.Advance(2*time.Second + time.Millisecond)
+	resp, body = e.get(path)
+	if x := resp.Header.Get("X-Cache"); x != "MISS" || bytes.Equal(body, refreshed) {
+		t.Errorf("past TTL+stale_while_revalidate: %s, changed %v", x, !bytes.Equal(body, refreshed))
+	}
+}
+
+func TestStaleIfError(t *testing.T) {
+	base := time.Now()
+	edgeClock := newClock(base)
+	e := newEdge(t, withClock(edgeClock.Now))
+	held := "/v1/trader/" + e.sim.Wallets()[0] + "/activity"
+	cold := "/v1/trader/" + e.sim.Wallets()[1] + "/activity"
+
+	_, first := e.get(held)
+	e.sim.SetFaults(legacysim.Faults{FailStatus: 500})
+	edgeClock.Advance(time.Minute) // past TTL and stale_while_revalidate, inside stale_if_error (5m)
+
+	resp, body := e.get(held)
+	if resp.StatusCode != 200 || resp.Header.Get("X-Cache") != "STALE" || !bytes.Equal(body, first) {
+		t.Errorf("held page: %d %s", resp.StatusCode, resp.Header.Get("X-Cache"))
+	}
+	if cc := resp.Header.Get("Cache-Control"); cc != "private, max-age=0" {
+		t.Errorf("stale Cache-Control = %q", cc)
+	}
+	resp, body = e.get(cold)
+	failure(t, resp, body, 502, "Upstream error")
+
+	// A refusal that is the client's fault is never papered over.
+	e.sim.SetFaults(legacysim.Faults{FailStatus: 400})
+	edgeClock.Advance(time.Minute)
+	resp, _ = e.get(held)
+	if resp.StatusCode != 400 {
+		t.Errorf("upstream 400 with a stale page held: %d", resp.StatusCode)
+	}
+
+	// Past stale_if_error the error is the answer.
+	e.sim.SetFaults(legacysim.Faults{FailStatus: 503})
+	edgeClock.Advance(10 * time.Minute)
+	resp, body = e.get(held)
+	failure(t, resp, body, 502, "Upstream error")
+}
+
+func TestConditionalAndGzip(t *testing.T) {
+	e := newEdge(t)
+	token := e.sim.Markets()[0].Tokens[0]
+	big := "/v1/orderbook/events?tokenId=" + url.QueryEscape(token) + "&limit=1000"
+
+	resp, plain := e.get(big, "Accept-Encoding", "identity")
+	if resp.Header.Get("Content-Encoding") != "" || !json.Valid(plain) {
+		t.Fatalf("identity: encoding %q", resp.Header.Get("Content-Encoding"))
+	}
+	tag := resp.Header.Get("ETag")
+	resp, zipped := e.get(big, "Accept-Encoding", "gzip, deflate")
+	if resp.Header.Get("Content-Encoding") != "gzip" || resp.Header.Get("Vary") != "Accept-Encoding" {
+		t.Fatalf("gzip: encoding %q vary %q", resp.Header.Get("Content-Encoding"), resp.Header.Get("Vary"))
+	}
+	gzTag := resp.Header.Get("ETag")
+	if gzTag == tag || !strings.HasPrefix(tag, `"`) {
+		t.Errorf("ETags: identity %s, gzip %s", tag, gzTag)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(zipped))
+	if err != nil {
+		t.Fatal(err)
+	}
+	unzipped, err := io.ReadAll(zr)
+	if err != nil || !bytes.Equal(unzipped, plain) {
+		t.Fatalf("gunzip differs from identity (%v)", err)
+	}
+	if len(zipped) >= len(plain) {
+		t.Errorf("gzip %d bytes, identity %d", len(zipped), len(plain))
+	}
+	if resp, _ := e.get(big, "Accept-Encoding", "gzip;q=0"); resp.Header.Get("Content-Encoding") != "" {
+		t.Error("gzip;q=0 got gzip")
+	}
+
+	for _, inm := range []string{tag, gzTag, "W/" + tag, `"other", ` + tag, "*"} {
+		resp, body := e.get(big, "If-None-Match", inm, "Accept-Encoding", "identity")
+		if resp.StatusCode != 304 || len(body) != 0 || resp.Header.Get("ETag") != tag {
+			t.Errorf("If-None-Match %s: %d, %d bytes, ETag %s", inm, resp.StatusCode, len(body), resp.Header.Get("ETag"))
+		}
+	}
+	if resp, _ := e.get(big, "If-None-Match", `"other"`); resp.StatusCode != 200 {
+		t.Errorf("non-matching If-None-Match: %d", resp.StatusCode)
+	}
+
+	// A small page is never compressed.
+	resp, _ = e.get("/v1/trader/wallet-address/"+e.sim.Wallets()[0], "Accept-Encoding", "gzip")
+	if resp.Header.Get("Content-Encoding") != "" {
+		t.Error("small page gzip-compressed")
+	}
+}
+
+func TestSameMeaningSharesOneEntry(t *testing.T) {
+	e := newEdge(t)
+	m := e.sim.Markets()[0]
+	a, b := url.QueryEscape(m.Tokens[0]), url.QueryEscape(m.Tokens[1])
+	w := e.sim.Wallets()[0]
+	pairs := [][2]string{
+		{"/v1/orderbook/events?tokenId=" + a + "," + b, "/v1/orderbook/events?tokenId=" + b + "&tokenId=" + a},
+		{"/v1/orderbook/events?marketId=" + m.ID + "&order=DESC", "/v1/orderbook/events?order=desc&marketId=" + m.ID},
+		{"/v1/trader/" + w + "/activity", "/v1/trader/0x" + strings.ToUpper(w[2:]) + "/activity?limit=20&unknown=1"},
+	}
+	for _, p := range pairs {
+		e.get(p[0])
+		if resp, _ := e.get(p[1]); resp.Header.Get("X-Cache") != "HIT" {
+			t.Errorf("%s after %s: X-Cache %s", p[1], p[0], resp.Header.Get("X-Cache"))
+		}
+	}
+	if got := e.sim.Stats().Requests; got != int64(len(pairs)) {
+		t.Errorf("legacy host saw %d requests, want %d", got, len(pairs))
+	}
+}
+
+// cacheControl fetches path and returns its Cache-Control.
+func cacheControl(t *testing.T, e *edge, path string) string {
+	t.Helper()
+	resp, body := e.get(path)
+	if resp.StatusCode != 200 {
+		t.Fatalf("%s: %d %s", path, resp.StatusCode, body)
+	}
+	return resp.Header.Get("Cache-Control")
+}
+
+// nextCursor returns data.nextCursor of a list page.
+func nextCursor(t *testing.T, e *edge, path string) string {
+	t.Helper()
+	_, body := e.get(path)
+	var env struct{ Data struct{ NextCursor *string } }
+	if err := json.Unmarshal(body, &env); err != nil || env.Data.NextCursor == nil {
+		t.Fatalf("%s: no nextCursor in %.200s", path, body)
+	}
+	return url.QueryEscape(*env.Data.NextCursor)
+}
+
+// openWithCursor is a second page of some wallet's open positions.
+func openWithCursor(t *testing.T, e *edge) string {
+	t.Helper()
+	for _, w := range e.sim.Wallets() {
+		p := "/v1/trader/" + w + "/positions/open?limit=1"
+		_, body := e.get(p)
+		var env struct{ Data struct{ NextCursor *string } }
+		if json.Unmarshal(body, &env) == nil && env.Data.NextCursor != nil {
+			return p + "&cursor=" + url.QueryEscape(*env.Data.NextCursor)
+		}
+	}
+	t.Fatal("no wallet has two open positions")
+	return ""
+}
+
+// TestPolicyPerRoute classifies a request of every route through the edge
+// (issue 3: immutable, fresh and null), moving the clock across the settle
+// window.
+func TestPolicyPerRoute(t *testing.T) {
+	base := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	edgeClock := newClock(base)
+	e := newEdge(t, withClock(edgeClock.Now), withSim(legacysim.Config{Seed: 7, Now: func() time.Time { return base }, End: base}))
+	const (
+		immutable = "private, max-age=86400, immutable"
+		fresh     = "private, max-age=1"
+		negative  = "private, max-age=2"
+	)
+	w := e.sim.Wallets()[0]
+	token := url.QueryEscape(e.sim.Markets()[0].Tokens[0])
+	hourAgo := base.Add(-time.Hour)
+	tr := "/v1/trader/" + w
+	tests := []struct {
+		name, path, want string
+	}{
+		{"orderbook open-ended", "/v1/orderbook/events?tokenId=" + token + "&order=desc&limit=5", fresh},
+		{"orderbook settled to", "/v1/orderbook/events?tokenId=" + token + "&to=" + strconv.FormatInt(hourAgo.UnixMilli(), 10), immutable},
+		{"orderbook old cursor", "/v1/orderbook/events?tokenId=" + token + "&limit=5&cursor=" +
+			nextCursor(t, e, "/v1/orderbook/events?tokenId="+token+"&limit=5"), immutable},
+		{"activity first page", tr + "/activity", fresh},
+		{"activity settled toTimestamp", tr + "/activity?toTimestamp=" + strconv.FormatInt(hourAgo.Unix(), 10), immutable},
+		{"activity cursor", tr + "/activity?cursor=" + nextCursor(t, e, tr+"/activity?limit=20"), immutable},
+		{"activity toBlock only", tr + "/activity?toBlock=1", fresh},
+		{"transfers first page", tr + "/deposits-withdrawals", fresh},
+		{"transfers settled", tr + "/deposits-withdrawals?toTimestamp=" + strconv.FormatInt(hourAgo.Unix(), 10), immutable},
+		{"combos first page", tr + "/combo-positions/closed", fresh},
+		{"combos cursor", tr + "/combo-positions/closed?limit=1&cursor=" + nextCursor(t, e, tr+"/combo-positions/closed?limit=1"), immutable},
+		{"closed first page", tr + "/positions/closed", fresh},
+		{"closed cursor", tr + "/positions/closed?limit=1&cursor=" + nextCursor(t, e, tr+"/positions/closed?limit=1"), immutable},
+		{"open positions always fresh", openWithCursor(t, e), fresh},
+		{"tx found", "/v1/tx/" + e.sim.TradeTxs()[0], immutable},
+		{"tx null", "/v1/tx/0x" + strings.Repeat("ab", 32), negative},
+		{"wallet found", "/v1/trader/wallet-address/" + w, immutable},
+		{"wallet null", "/v1/trader/wallet-address/0x" + strings.Repeat("cd", 20), negative},
+	}
+	for _, tc := range tests {
+		if got := cacheControl(t, e, tc.path); got != tc.want {
+			t.Errorf("%s: Cache-Control %q, want %q", tc.name, got, tc.want)
+		}
+	}
+
+	// Across the settle window (5m): the newest events up to 4 minutes back
+	// may still change; 2 minutes later, once the fresh entry has expired,
+	// the same request is settled.
+	recent := "/v1/orderbook/events?tokenId=" + token + "&order=desc&limit=5&to=" + strconv.FormatInt(base.Add(-4*time.Minute).UnixMilli(), 10)
+	if got := cacheControl(t, e, recent); got != fresh {
+		t.Errorf("to 4m ago: %q, want fresh", got)
+	}
+	edgeClock.Advance(2 * time.Minute)
+	if got := cacheControl(t, e, recent); got != immutable {
+		t.Errorf("to 6m ago: %q, want immutable", got)
+	}
+}

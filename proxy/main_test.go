@@ -1,0 +1,21 @@
+package proxy_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+)
+
+// quietRedis drops go-redis's process-wide dial-failure lines: the tests
+// stop Redis on purpose.
+type quietRedis struct{}
+
+func (quietRedis) Printf(context.Context, string, ...any) {}
+
+func TestMain(m *testing.M) {
+	redis.SetLogger(quietRedis{})
+	// Every test closes what it starts: no goroutine outlives the package.
+	goleak.VerifyTestMain(m)
+}
