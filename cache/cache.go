@@ -66,6 +66,7 @@ type Cache struct {
 	cancel context.CancelFunc
 
 	stats counters
+	wants wants // callers waiting per key, for Abandoned
 
 	// testHookWaiting, when set by a test, runs once a miss waits on its
 	// flight: a barrier that needs no sleeping.

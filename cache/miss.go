@@ -44,6 +44,7 @@ func (c *Cache) miss(ctx context.Context, key string, fetch Fetch, held *Entry) 
 		return nil, Miss, err
 	}
 	cl := &call{c: c, ctx: ctx, key: key, fetch: fetch, held: held}
+	defer c.wants.wait(key)()
 	ch := c.group.DoChan(key, cl.run)
 	c.stats.waiting.Add(1)
 	defer c.stats.waiting.Add(-1)
@@ -140,6 +141,9 @@ func (c *Cache) flight(parent context.Context, key string, fetch Fetch, held *En
 	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
 	defer cancel()
 	defer context.AfterFunc(c.stop, cancel)()
+	w := c.wants.acquire(key)
+	defer c.wants.release(key, w)
+	ctx = context.WithValue(ctx, wantKey{}, w)
 
 	c.stats.fetches.Add(1)
 	body, facts, err := fetch(ctx)

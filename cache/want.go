@@ -1,0 +1,71 @@
+package cache
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+)
+
+// A fetch may want to know whether anyone still waits for it: issue 5 asks
+// for no upstream retry once the client has gone. With coalescing "the
+// client" is every caller waiting on the flight, so the cache counts them
+// per key and the fetch asks Abandoned.
+
+// want counts the callers waiting on the flight of one key.
+type want struct {
+	refs    int // under wants.mu: the callers and the flight holding it
+	waiters atomic.Int32
+	had     atomic.Bool // some caller waited at some point
+}
+
+// wants maps keys with a flight or waiters to their want.
+type wants struct {
+	mu sync.Mutex
+	m  map[string]*want
+}
+
+func (ws *wants) acquire(key string) *want {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if ws.m == nil {
+		ws.m = map[string]*want{}
+	}
+	w := ws.m[key]
+	if w == nil {
+		w = &want{}
+		ws.m[key] = w
+	}
+	w.refs++
+	return w
+}
+
+func (ws *wants) release(key string, w *want) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if w.refs--; w.refs == 0 {
+		delete(ws.m, key)
+	}
+}
+
+// wait registers one caller waiting on key's flight; the returned func
+// ends its wait.
+func (ws *wants) wait(key string) func() {
+	w := ws.acquire(key)
+	w.had.Store(true)
+	w.waiters.Add(1)
+	return func() {
+		w.waiters.Add(-1)
+		ws.release(key, w)
+	}
+}
+
+type wantKey struct{}
+
+// Abandoned reports whether every caller that waited on the fetch running
+// under ctx has stopped waiting (their clients went away). A background
+// refresh that no caller joined is never abandoned: the cache itself wants
+// it. Outside a fetch it reports false.
+func Abandoned(ctx context.Context) bool {
+	w, ok := ctx.Value(wantKey{}).(*want)
+	return ok && w.had.Load() && w.waiters.Load() == 0
+}
