@@ -145,10 +145,40 @@ func (m *Main) Run(ctx context.Context) error {
 	if demo != nil {
 		demo.printCurls(m.Stdout, addr)
 	}
+	stopHangup := onHangup(m.Logger, srv.ReloadCertificates)
+	defer stopHangup()
 	if m.Ready != nil {
 		m.Ready(addr)
 	}
 	return srv.Serve(ctx, ln)
+}
+
+// onHangup calls reload on every SIGHUP until stop is called. A reload that
+// fails is logged and the edge serves on with what it had. Today reload
+// re-reads the TLS certificate files (issue 6); a configuration reload is
+// meant to join it here.
+func onHangup(log *slog.Logger, reload func() error) (stop func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-hup:
+				if err := reload(); err != nil {
+					log.Error("reload on SIGHUP failed; serving on with what was loaded before", "err", err)
+				}
+			case <-quit:
+				return
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(hup)
+		close(quit)
+		<-done
+	}
 }
 
 func (m *Main) configName() string {
