@@ -62,10 +62,14 @@ type UpstreamConfig struct {
 	// KeyEnv names the environment variable holding the edge's own legacy
 	// API key; zero: "TRADERGATE_UPSTREAM_KEY". The variable must be set.
 	KeyEnv string `yaml:"key_env"`
-	// Timeout bounds one whole upstream call, body included; zero: 10s.
+	// Timeout bounds fetching one page from the legacy host: every attempt,
+	// body included, and the backoff between them; zero: 10s.
 	Timeout time.Duration `yaml:"timeout"`
 	// DialTimeout bounds connecting; zero: 2s.
 	DialTimeout time.Duration `yaml:"dial_timeout"`
+	// TLSHandshakeTimeout bounds the TLS handshake with an https legacy
+	// host; zero: 2s.
+	TLSHandshakeTimeout time.Duration `yaml:"tls_handshake_timeout"`
 	// ResponseHeaderTimeout bounds the wait for the status line after the
 	// request is sent; zero: 8s.
 	ResponseHeaderTimeout time.Duration `yaml:"response_header_timeout"`
@@ -84,6 +88,10 @@ type UpstreamConfig struct {
 	// QueueTimeout is how long a miss may wait for a slot under those caps
 	// before it is served stale, or a 503; zero: 1s.
 	QueueTimeout time.Duration `yaml:"queue_timeout"`
+	// Retry is how failed calls are retried.
+	Retry RetryConfig `yaml:"retry"`
+	// Breaker is the per-route circuit breaker.
+	Breaker BreakerConfig `yaml:"breaker"`
 
 	// Key is the resolved value of KeyEnv; never printed.
 	Key string `yaml:"-"`
@@ -133,6 +141,9 @@ func (c *Config) applyDefaults() {
 	u.KeyEnv = cmp(u.KeyEnv, "TRADERGATE_UPSTREAM_KEY")
 	u.Timeout = cmp(u.Timeout, 10*time.Second)
 	u.DialTimeout = cmp(u.DialTimeout, 2*time.Second)
+	u.TLSHandshakeTimeout = cmp(u.TLSHandshakeTimeout, 2*time.Second)
+	u.Retry.applyDefaults()
+	u.Breaker.applyDefaults()
 	u.ResponseHeaderTimeout = cmp(u.ResponseHeaderTimeout, 8*time.Second)
 	u.PriceScale = cmp(u.PriceScale, PriceScaleCents)
 	u.MaxBodyBytes = cmp(u.MaxBodyBytes, 32<<20)
@@ -176,6 +187,7 @@ func (c *Config) Validate(getenv func(string) string) error {
 		"server.write_timeout": s.WriteTimeout, "server.idle_timeout": s.IdleTimeout,
 		"server.shutdown_timeout": s.ShutdownTimeout, "upstream.timeout": c.Upstream.Timeout,
 		"upstream.dial_timeout": c.Upstream.DialTimeout, "upstream.response_header_timeout": c.Upstream.ResponseHeaderTimeout,
+		"upstream.tls_handshake_timeout": c.Upstream.TLSHandshakeTimeout,
 	} {
 		if d < 0 {
 			add(name, "must not be negative, got %v", d)
@@ -209,6 +221,8 @@ func (c *Config) Validate(getenv func(string) string) error {
 		add("server.write_timeout", "must exceed upstream.timeout (%v), or slow upstream answers are cut off mid-write", u.Timeout)
 	}
 
+	errs = append(errs, u.Retry.validate()...)
+	errs = append(errs, u.Breaker.validate()...)
 	if err := u.shield().Validate(); err != nil {
 		errs = append(errs, err.Error())
 	}

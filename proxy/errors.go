@@ -32,6 +32,13 @@ type Error struct {
 	Message    string
 	RetryAfter time.Duration // sent as Retry-After when > 0
 	Err        error
+
+	// What the retry loop and the breaker need to know of an upstream
+	// failure (issue 5), never sent.
+	upstreamStatus     int           // the legacy host's status, when it answered
+	upstreamRetryAfter time.Duration // its Retry-After, when it sent one
+	upstream429        bool          // it asked us to slow down
+	connFailed         bool          // it could not be reached, or broke off
 }
 
 func (e *Error) Error() string {
@@ -69,9 +76,21 @@ func AsError(err error) *Error {
 	return &Error{Status: http.StatusInternalServerError, Message: msgInternal, Err: err}
 }
 
+// errShuttingDown is the cause of a request's cancellation when the edge
+// stops before the request could finish.
+var errShuttingDown = errors.New("server shutting down")
+
+const msgShuttingDown = "Server shutting down"
+
 // writeError sends err as a variant A failure body.
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	e := AsError(err)
+	if e.Status == StatusClientClosed && context.Cause(r.Context()) == errShuttingDown {
+		// Not the client that left: the edge is stopping. Say so, and
+		// when to come back (to another replica, or this one restarted).
+		e = &Error{Status: http.StatusServiceUnavailable, Message: msgShuttingDown, RetryAfter: time.Second, Err: err}
+		w.Header().Set("Connection", "close")
+	}
 	h := w.Header()
 	if e.RetryAfter > 0 {
 		h.Set("Retry-After", retryAfterSeconds(e.RetryAfter))

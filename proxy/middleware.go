@@ -122,8 +122,17 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 	})
 }
 
-// route matches the path, refuses wrong methods and routes the key may not
-// use, and validates the request (SPEC "Endpoints", "Errors").
+// Limits on what a request may carry (issue 5, item 5). Request lines and
+// headers beyond server.max_header_bytes are refused by net/http itself.
+const (
+	maxURLBytes       = 8 << 10
+	msgURITooLong     = "URI too long"
+	msgBodyNotAllowed = "Request body not allowed"
+)
+
+// route matches the path, refuses wrong methods, oversized URLs, bodies and
+// routes the key may not use, and validates the request (SPEC "Endpoints",
+// "Errors").
 func (s *Server) route(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		st := state(r)
@@ -138,6 +147,18 @@ func (s *Server) route(next http.Handler) http.Handler {
 			// (RFC 9110 section 9.3.2).
 			w.Header().Set("Allow", "GET, HEAD")
 			writeError(w, r, &Error{Status: http.StatusMethodNotAllowed, Message: msgMethod})
+			return
+		}
+		if len(r.RequestURI) > maxURLBytes {
+			writeError(w, r, &Error{Status: http.StatusRequestURITooLong, Message: msgURITooLong})
+			return
+		}
+		if r.ContentLength != 0 {
+			// A GET body has no meaning (RFC 9110 section 9.3.1), and
+			// reading one is work a client should not be able to ask for.
+			// -1 is a chunked body of unknown length.
+			w.Header().Set("Connection", "close")
+			writeError(w, r, &Error{Status: http.StatusBadRequest, Message: msgBodyNotAllowed})
 			return
 		}
 		if !st.principal.Allowed(rt) {

@@ -30,27 +30,75 @@ func (s *Server) servePage(w http.ResponseWriter, r *http.Request) {
 	s.writeEntry(w, r, entry, status)
 }
 
-// fetcher returns the cache's Fetch for one request: shield, legacy call,
-// rewrite. It may run after its request is gone (a coalesced flight whose
-// starter left, a background refresh), so it records into the exchange only
-// through atomics and never touches the ResponseWriter.
+// fetcher returns the cache's Fetch for one request. It may run after its
+// request is gone (a coalesced flight whose starter left, a background
+// refresh), so it records into the exchange only through atomics and never
+// touches the ResponseWriter.
 func (s *Server) fetcher(st *exchange) cache.Fetch {
 	req, id := st.req, st.id
 	return func(ctx context.Context) ([]byte, cache.Facts, error) {
-		release, err := s.shield.Acquire(ctx)
-		if err != nil {
-			return nil, cache.Facts{}, err
-		}
-		defer release()
-		start := s.now()
-		page, status, err := s.up.fetch(ctx, req, id)
-		st.upStatus.Store(int32(status))
-		st.upDur.Store(int64(s.now().Sub(start)))
+		page, err := s.fetchPage(ctx, req, id, &st.upstreamInfo)
 		if err != nil {
 			return nil, cache.Facts{}, err
 		}
 		return page.Body, factsOf(req, page), nil
 	}
+}
+
+// fetchPage gets one page from the legacy host within upstream.timeout:
+// attempts through the back-off gate, the shield and the route's breaker
+// (DESIGN.md "The way a request travels"), retried within the budget while
+// someone still waits for the page (issue 5, item 4).
+func (s *Server) fetchPage(ctx context.Context, req *Request, id string, info *upstreamInfo) (*Page, error) {
+	c := s.cfg.Upstream
+	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
+	defer cancel()
+	s.budget.deposit()
+	for n := 1; ; n++ {
+		page, err := s.attempt(ctx, req, id, info)
+		if err == nil || n >= c.Retry.MaxAttempts || !retryable(err) || cache.Abandoned(ctx) {
+			return page, err
+		}
+		wait := backoff(c.Retry, n, err)
+		if deadline, ok := ctx.Deadline(); wait > c.Retry.MaxBackoff || ok && time.Until(deadline) <= wait {
+			// An upstream Retry-After longer than we may wait, or no time
+			// left for another attempt: this error is the answer.
+			return nil, err
+		}
+		if !s.budget.withdraw() {
+			return nil, err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		}
+	}
+}
+
+// attempt is one legacy call: held back after a legacy 429, capped by the
+// shield, allowed by the route's breaker, its outcome reported to it.
+func (s *Server) attempt(ctx context.Context, req *Request, id string, info *upstreamInfo) (*Page, error) {
+	if err := s.up.held(); err != nil {
+		return nil, err
+	}
+	release, err := s.shield.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	done, err := s.breakers[req.Route.index].allow()
+	if err != nil {
+		return nil, err
+	}
+	start := s.now()
+	page, status, err := s.up.fetch(ctx, req, id)
+	done(err)
+	info.upStatus.Store(int32(status))
+	info.upDur.Store(int64(s.now().Sub(start)))
+	return page, err
 }
 
 // factsOf tells the cache policy what it needs of a request and its page.

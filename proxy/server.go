@@ -9,8 +9,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sony/gobreaker/v2"
 
 	"tradergate/cache"
 	"tradergate/limits"
@@ -39,7 +42,18 @@ type Server struct {
 	cache     *cache.Cache
 	limiter   *limits.Limiter
 	shield    *limits.Shield
-	handler   http.Handler
+	breakers  breakers
+	budget    *retryBudget
+
+	// Background work owned by the Server, ended by Close.
+	transitions chan transition
+	stop        chan struct{}
+	bg          sync.WaitGroup
+	closeOnce   sync.Once
+	handler     http.Handler
+
+	// TLS at the edge (issue 6); tls*.go own these.
+	tlsFiles certFiles // mode files: the certificate new handshakes get
 }
 
 // New builds the edge from a validated configuration.
@@ -68,6 +82,11 @@ func New(cfg *Config, opt Options) (*Server, error) {
 		return nil, err
 	}
 	s.shield = limits.NewShield(cfg.Upstream.shield())
+	s.transitions, s.stop = make(chan transition, 64), make(chan struct{})
+	s.bg.Add(1)
+	go s.logTransitions()
+	s.breakers = newBreakers(cfg.Upstream.Breaker, s.router.routes, s.breakerChanged)
+	s.budget = newRetryBudget(cfg.Upstream.Retry)
 
 	// The request's way through the edge, outermost first (DESIGN.md).
 	s.handler = chain(http.HandlerFunc(s.servePage),
@@ -82,15 +101,64 @@ func New(cfg *Config, opt Options) (*Server, error) {
 	return s, nil
 }
 
+// transition is a breaker's change of state, on its way to the log.
+type transition struct {
+	route    string
+	from, to gobreaker.State
+}
+
+// breakerChanged is called by gobreaker under its lock, so it only hands
+// the transition to logTransitions (STYLE.md: callbacks under a lock stay
+// cheap); if that falls behind, the line is dropped rather than blocking a
+// request.
+func (s *Server) breakerChanged(route string, from, to gobreaker.State) {
+	select {
+	case s.transitions <- transition{route, from, to}:
+	default:
+	}
+}
+
+// logTransitions writes the breaker transition lines until Close.
+func (s *Server) logTransitions() {
+	defer s.bg.Done()
+	for {
+		select {
+		case t := <-s.transitions:
+			s.log.Warn("circuit breaker", "route", t.route, "from", t.from.String(), "to", t.to.String())
+		case <-s.stop:
+			return
+		}
+	}
+}
+
+// RetryStats are the retries made and those the budget refused.
+func (s *Server) RetryStats() (retried, refused uint64) { return s.budget.counts() }
+
+// BreakerState is the state of a route's breaker ("closed", "open",
+// "half-open"), or "" for an unknown route.
+func (s *Server) BreakerState(route string) string {
+	for _, r := range s.router.routes {
+		if r.Name == route {
+			return s.breakers[r.index].cb.State().String()
+		}
+	}
+	return ""
+}
+
 // CacheStats are the page cache's counters.
 func (s *Server) CacheStats() cache.Stats { return s.cache.Stats() }
 
 // Close releases what New started: the cache's background work, the
 // limiter's store, idle upstream connections. Call it after Serve returns.
 func (s *Server) Close() error {
-	s.cache.Close()
-	err := s.limiter.Close()
-	s.up.close()
+	var err error
+	s.closeOnce.Do(func() {
+		s.cache.Close()
+		err = s.limiter.Close()
+		s.up.close()
+		close(s.stop)
+		s.bg.Wait()
+	})
 	return err
 }
 
@@ -110,23 +178,63 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		IdleTimeout:       c.IdleTimeout,
 		MaxHeaderBytes:    c.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
+	// Handlers run under base: not cancelled by the signal (in-flight
+	// requests drain), but told errShuttingDown when the drain time is
+	// nearly over, so that they answer a clear 503 instead of being cut off.
+	base, hardStop := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer hardStop(nil)
+	hs.BaseContext = func(net.Listener) context.Context { return base }
+	// The edge's servers: the client listener and, with TLS on, the
+	// plain-HTTP listener for ACME challenges and redirects (issue 6). They
+	// start together and drain together within one shutdown_timeout.
+	servers := []serving{{hs, func() error { return hs.Serve(ln) }}}
+	ready := func(context.Context) error { return nil }
 	if c.TLS.Mode != TLSOff {
-		return s.serveTLS(ctx, ln, hs)
+		edge, err := s.startTLS(ln, hs)
+		if err != nil {
+			ln.Close()
+			s.up.close()
+			return err
+		}
+		defer edge.close() // after the servers stopped: certmagic's cache
+		servers, ready = edge.servers, edge.ready
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
+	errc := make(chan error, len(servers))
+	for _, sv := range servers {
+		go func() { errc <- sv.serve() }()
+	}
+	running := len(servers)
+	// Mode acme obtains its certificates now, while the listeners answer
+	// the CA's challenges; a failure stops everything.
+	err := ready(ctx)
+	if err == nil {
+		select {
+		case err = <-errc: // one stopped by itself: stop the others too
+			running--
+		case <-ctx.Done():
+		}
+	} else if ctx.Err() != nil {
+		err = nil // told to stop while starting
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)
 	defer cancel()
-	err := hs.Shutdown(sctx)
-	if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) && err == nil {
-		err = serr
+	grace := min(c.ShutdownTimeout/5, time.Second)
+	last := time.AfterFunc(c.ShutdownTimeout-grace, func() { hardStop(errShuttingDown) })
+	defer last.Stop()
+	for _, sv := range servers {
+		if serr := sv.hs.Shutdown(sctx); serr != nil {
+			// Past the deadline: what is left is cut off.
+			sv.hs.Close()
+			if err == nil {
+				err = serr
+			}
+		}
+	}
+	for ; running > 0; running-- {
+		if serr := <-errc; err == nil && !errors.Is(serr, http.ErrServerClosed) {
+			err = serr
+		}
 	}
 	s.up.close()
 	return err

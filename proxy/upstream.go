@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"tradergate/normalize"
@@ -39,11 +40,17 @@ type upstream struct {
 	base    string
 	auth    string // "Bearer <edge key>"
 	client  *http.Client
-	timeout time.Duration
 	maxBody int64
 	shift   bool
 	bufs    sync.Pool
+	// holdUntil (Unix ns) is when a 429 from the legacy host stops holding
+	// every call back: the whole edge shares one legacy credential, so its
+	// Retry-After applies to all of it.
+	holdUntil atomic.Int64
 }
+
+// maxHold caps how long a legacy 429's Retry-After holds calls back.
+const maxHold = time.Minute
 
 func newUpstream(c UpstreamConfig) *upstream {
 	tr := &http.Transport{
@@ -52,7 +59,7 @@ func newUpstream(c UpstreamConfig) *upstream {
 			Timeout:   c.DialTimeout,
 			KeepAlive: 30 * time.Second,
 		}).DialContext,
-		TLSHandshakeTimeout:   c.DialTimeout,
+		TLSHandshakeTimeout:   c.TLSHandshakeTimeout,
 		ResponseHeaderTimeout: c.ResponseHeaderTimeout,
 		MaxIdleConns:          c.MaxIdleConns,
 		MaxIdleConnsPerHost:   c.MaxIdleConns,
@@ -65,7 +72,6 @@ func newUpstream(c UpstreamConfig) *upstream {
 		base:    c.BaseURL,
 		auth:    "Bearer " + c.Key,
 		client:  &http.Client{Transport: tr, CheckRedirect: noRedirects},
-		timeout: c.Timeout,
 		maxBody: c.MaxBodyBytes,
 		shift:   c.PriceScale == PriceScaleCents,
 	}
@@ -77,14 +83,35 @@ func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastR
 
 func (u *upstream) close() { u.client.CloseIdleConnections() }
 
-// fetch calls the legacy host for req and returns the rewritten page. Errors
-// are *Error values with the status the client gets (issue: upstream 400 ->
-// 400, 401/403 -> 502, 429 -> 503, 5xx and unreachable -> 502, timeout ->
-// 504), or the context's error when the caller went away.
-func (u *upstream) fetch(ctx context.Context, req *Request, requestID string) (*Page, int, error) {
-	ctx, cancel := context.WithTimeout(ctx, u.timeout)
-	defer cancel()
+// held refuses a call while a legacy 429's Retry-After lasts: calling
+// again would only earn another 429 (issue 5: an upstream Retry-After is
+// respected).
+func (u *upstream) held() error {
+	left := time.Until(time.Unix(0, u.holdUntil.Load()))
+	if left <= 0 {
+		return nil
+	}
+	return &Error{Status: http.StatusServiceUnavailable, Message: msgUpstreamRateLimited,
+		RetryAfter: left, upstream429: true, Err: errors.New("holding back after a legacy 429")}
+}
 
+// hold starts holding calls back for d.
+func (u *upstream) hold(d time.Duration) {
+	until := time.Now().Add(min(max(d, time.Second), maxHold)).UnixNano()
+	for {
+		cur := u.holdUntil.Load()
+		if cur >= until || u.holdUntil.CompareAndSwap(cur, until) {
+			return
+		}
+	}
+}
+
+// fetch makes one call to the legacy host for req, within ctx's deadline,
+// and returns the rewritten page. Errors are *Error values with the status
+// the client gets (upstream 400 -> 400, 401/403 -> 502, 429 -> 503, 5xx
+// and unreachable -> 502, timeout -> 504), or the context's error when the
+// call was abandoned.
+func (u *upstream) fetch(ctx context.Context, req *Request, requestID string) (*Page, int, error) {
 	target := u.base + req.UpstreamPath()
 	if req.RawQuery != "" {
 		target += "?" + req.RawQuery
@@ -117,7 +144,7 @@ func (u *upstream) fetch(ctx context.Context, req *Request, requestID string) (*
 	body := buf.Bytes()
 
 	if resp.StatusCode != http.StatusOK {
-		return nil, resp.StatusCode, statusError(resp, body)
+		return nil, resp.StatusCode, u.failed(statusError(resp, body))
 	}
 	out, meta, err := normalize.Rewrite(make([]byte, 0, len(body)+len(body)/8+64), body,
 		normalize.Options{Shape: req.Route.Shape, ShiftCents: u.shift, TimeField: req.Route.TimeField})
@@ -125,11 +152,20 @@ func (u *upstream) fetch(ctx context.Context, req *Request, requestID string) (*
 		if fe, ok := errors.AsType[*normalize.FailureError](err); ok {
 			// A failure envelope under a 200: trust its code.
 			code, _ := strconv.Atoi(fe.Code)
-			return nil, resp.StatusCode, mapStatus(code, fe.Message, 0)
+			return nil, resp.StatusCode, u.failed(mapStatus(code, fe.Message, 0))
 		}
 		return nil, resp.StatusCode, &Error{Status: http.StatusBadGateway, Message: msgUpstreamInvalid, Err: err}
 	}
 	return &Page{Body: out, Meta: meta}, resp.StatusCode, nil
+}
+
+// failed notes what a legacy failure means for later calls: a 429 holds
+// them back.
+func (u *upstream) failed(err error) error {
+	if e, ok := errors.AsType[*Error](err); ok && e.upstream429 {
+		u.hold(e.upstreamRetryAfter)
+	}
+	return err
 }
 
 func (u *upstream) getBuf() *bytes.Buffer {
@@ -150,7 +186,7 @@ func transportError(ctx context.Context, err error, msg string) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	return &Error{Status: http.StatusBadGateway, Message: msg, Err: err}
+	return &Error{Status: http.StatusBadGateway, Message: msg, Err: err, connFailed: true}
 }
 
 func isTimeout(err error) bool {
@@ -168,7 +204,12 @@ func statusError(resp *http.Response, body []byte) error {
 		return &Error{Status: http.StatusBadGateway, Message: msgUpstreamInvalid,
 			Err: errors.New("upstream " + resp.Status + " without an envelope")}
 	}
-	return mapStatus(resp.StatusCode, msg, parseRetryAfter(resp.Header.Get("Retry-After")))
+	err := mapStatus(resp.StatusCode, msg, parseRetryAfter(resp.Header.Get("Retry-After")))
+	if e, ok := errors.AsType[*Error](err); ok {
+		e.upstreamStatus = resp.StatusCode
+		e.upstreamRetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"))
+	}
+	return err
 }
 
 // mapStatus is the table of upstream statuses (issue 2 item 6).
@@ -183,7 +224,7 @@ func mapStatus(code int, msg string, retryAfter time.Duration) error {
 		// The edge as a whole is over the legacy host's limit, not this
 		// client: 503 with the upstream's Retry-After.
 		return &Error{Status: http.StatusServiceUnavailable, Message: msgUpstreamRateLimited,
-			RetryAfter: max(retryAfter, time.Second), Err: cause}
+			RetryAfter: max(retryAfter, time.Second), Err: cause, upstream429: true}
 	case code >= 400 && code < 500:
 		if msg == "" {
 			msg = http.StatusText(code)

@@ -1,0 +1,443 @@
+package proxy_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"tradergate/legacysim"
+	"tradergate/proxy"
+)
+
+// The fault suite (issue 5): each case asserts what clients receive, what
+// reached the legacy host (legacysim's counts), and, through TestMain's
+// goleak, that no goroutine is left behind.
+
+// faultTally sums what the suite sent and saw, for the closing note.
+type faultTally struct {
+	mu                 sync.Mutex
+	requests, failures int
+}
+
+func (f *faultTally) add(n, failed int) {
+	f.mu.Lock()
+	f.requests += n
+	f.failures += failed
+	f.mu.Unlock()
+}
+
+var tally faultTally
+
+// activity is the first activity page of wallet i: a fresh page.
+func activity(e *edge, i int) string {
+	return "/v1/trader/" + e.sim.Wallets()[i%len(e.sim.Wallets())] + "/activity?limit=" + strconv.Itoa(1+i/len(e.sim.Wallets()))
+}
+
+func TestFaultLegacyDown(t *testing.T) {
+	e := newEdge(t)
+	e.up.Close() // connection refused from now on
+	resp, body := e.get(activity(e, 0))
+	failure(t, resp, body, 502, "Upstream unreachable")
+	// Connection errors are retried: max_attempts 3 means two retries.
+	if retried, _ := e.srv.RetryStats(); retried != 2 {
+		t.Errorf("retried %d times, want 2", retried)
+	}
+	tally.add(1, 1)
+}
+
+func TestFaultLegacyHangsAndIsSlow(t *testing.T) {
+	short := withConfig(func(c *proxy.Config) { c.Upstream.Timeout = 300 * time.Millisecond })
+	for _, f := range []legacysim.Faults{{Hang: true}, {Latency: 3 * time.Second}} {
+		e := newEdge(t, short)
+		e.sim.SetFaults(f)
+		start := time.Now()
+		resp, body := e.get(activity(e, 0))
+		failure(t, resp, body, 504, "Upstream timeout")
+		if took := time.Since(start); took > 2*time.Second {
+			t.Errorf("%+v: answered after %v, deadline 300ms", f, took)
+		}
+		// A timeout has used the deadline: it is not retried.
+		if n := e.sim.Stats().Requests; n != 1 {
+			t.Errorf("%+v: legacy host saw %d calls, want 1", f, n)
+		}
+		waitFor(t, "the hung call to end", func() bool { return e.sim.Stats().InFlight == 0 })
+		tally.add(1, 1)
+	}
+}
+
+func TestFaultRetriesAndBudget(t *testing.T) {
+	t.Run("503 retried with its Retry-After", func(t *testing.T) {
+		e := newEdge(t)
+		e.sim.SetFaults(legacysim.Faults{FailStatus: 503, RetryAfter: 0})
+		resp, body := e.get(activity(e, 0))
+		failure(t, resp, body, 502, "Upstream error")
+		if n := e.sim.Stats().Requests; n != 3 {
+			t.Errorf("legacy host saw %d calls, want 3 (two retries)", n)
+		}
+		tally.add(1, 1)
+	})
+	t.Run("a Retry-After longer than max_backoff is not waited for", func(t *testing.T) {
+		e := newEdge(t)
+		e.sim.SetFaults(legacysim.Faults{FailStatus: 503, RetryAfter: 30})
+		start := time.Now()
+		e.get(activity(e, 0))
+		if n := e.sim.Stats().Requests; n != 1 || time.Since(start) > 2*time.Second {
+			t.Errorf("legacy host saw %d calls in %v, want 1 at once", n, time.Since(start))
+		}
+		tally.add(1, 1)
+	})
+	t.Run("500 and malformed bodies are answers, not retried", func(t *testing.T) {
+		for _, f := range []legacysim.Faults{{FailStatus: 500}, {Malformed: true}, {PadBytes: 64 << 10}} {
+			e := newEdge(t, withConfig(func(c *proxy.Config) { c.Upstream.MaxBodyBytes = 32 << 10 }))
+			e.sim.SetFaults(f)
+			resp, _ := e.get(activity(e, 0))
+			if resp.StatusCode != 502 || e.sim.Stats().Requests != 1 {
+				t.Errorf("%+v: %d after %d calls", f, resp.StatusCode, e.sim.Stats().Requests)
+			}
+			tally.add(1, 1)
+		}
+	})
+	t.Run("truncated body is a broken connection, retried", func(t *testing.T) {
+		e := newEdge(t)
+		e.sim.SetFaults(legacysim.Faults{Truncate: true})
+		resp, body := e.get(activity(e, 0))
+		failure(t, resp, body, 502, "Upstream error")
+		if n := e.sim.Stats().Requests; n != 3 {
+			t.Errorf("legacy host saw %d calls, want 3", n)
+		}
+		tally.add(1, 1)
+	})
+	t.Run("the budget caps retries in an outage", func(t *testing.T) {
+		e := newEdge(t, withConfig(func(c *proxy.Config) {
+			c.Upstream.Retry.BudgetRatio = 0.1
+			c.Upstream.Retry.BudgetReserve = 5
+			c.Upstream.Breaker.MinRequests = 1000 // keep the breaker out of it
+		}))
+		e.sim.SetFaults(legacysim.Faults{FailStatus: 502})
+		const n = 100
+		for i := range n {
+			e.get(activity(e, i))
+		}
+		calls := e.sim.Stats().Requests
+		retried, refused := e.srv.RetryStats()
+		// 100 first attempts, plus at most the reserve and 10% of calls.
+		if calls < n || calls > n+5+n/10+1 || refused == 0 || int64(retried) != calls-n {
+			t.Errorf("%d client requests made %d legacy calls (%d retries, %d refused)", n, calls, retried, refused)
+		}
+		tally.add(n, n)
+	})
+}
+
+func TestFault5xxStormOpensTheBreaker(t *testing.T) {
+	edgeClock := newClock(time.Now())
+	e := newEdge(t, withClock(edgeClock.Now), withConfig(func(c *proxy.Config) {
+		c.Upstream.Retry.MaxAttempts = 1
+		// The two warm-up calls count too: 2 good + 4 failed = 6 calls,
+		// 4/6 >= 0.6 trips on the fourth failure and not before.
+		c.Upstream.Breaker = proxy.BreakerConfig{MinRequests: 6, FailureRatio: 0.6, Interval: 10 * time.Second,
+			OpenTimeout: 300 * time.Millisecond, HalfOpenProbes: 1}
+	}))
+	held := []string{activity(e, 0), activity(e, 1)}
+	for _, p := range held {
+		if resp, _ := e.get(p); resp.StatusCode != 200 {
+			t.Fatalf("warm-up %s: %d", p, resp.StatusCode)
+		}
+	}
+	edgeClock.Advance(time.Minute) // the held pages are now only good for stale_if_error
+	e.sim.ResetStats()
+	e.sim.SetFaults(legacysim.Faults{FailStatus: 500, Route: "activity"})
+
+	// The storm: four failures trip the breaker.
+	for i := range 4 {
+		resp, body := e.get(activity(e, 10+i))
+		failure(t, resp, body, 502, "Upstream error")
+	}
+	if st := e.srv.BreakerState(proxy.RouteActivity); st != "open" {
+		t.Fatalf("breaker %s after the storm", st)
+	}
+	if n := e.sim.Stats().Requests; n != 4 {
+		t.Errorf("legacy host saw %d calls, want 4", n)
+	}
+	// While open: nothing reaches the legacy host; held pages are served
+	// stale, others get 503 with the time left before the probes.
+	for i := range 20 {
+		resp, body := e.get(activity(e, 20+i))
+		failure(t, resp, body, 503, "Upstream unavailable")
+		if ra, _ := strconv.Atoi(resp.Header.Get("Retry-After")); ra < 1 || ra > 1 {
+			t.Errorf("Retry-After %q while open (open_timeout 300ms)", resp.Header.Get("Retry-After"))
+		}
+	}
+	for _, p := range held {
+		if resp, _ := e.get(p); resp.StatusCode != 200 || resp.Header.Get("X-Cache") != "STALE" {
+			t.Errorf("held page while open: %d %s", resp.StatusCode, resp.Header.Get("X-Cache"))
+		}
+	}
+	// Another route has its own breaker, closed.
+	if resp, _ := e.get("/v1/trader/wallet-address/" + e.sim.Wallets()[0]); resp.StatusCode != 200 {
+		t.Errorf("another route while activity's breaker is open: %d", resp.StatusCode)
+	}
+	if n := e.sim.Stats().ByRoute["activity"]; n != 4 {
+		t.Errorf("legacy host saw %d activity calls while open, want still 4", n)
+	}
+
+	// Half-open, still failing: one probe, open again.
+	time.Sleep(350 * time.Millisecond)
+	e.get(activity(e, 50))
+	if n := e.sim.Stats().ByRoute["activity"]; n != 5 {
+		t.Errorf("after one probe: %d activity calls, want 5", n)
+	}
+	if st := e.srv.BreakerState(proxy.RouteActivity); st != "open" {
+		t.Errorf("breaker %s after a failed probe", st)
+	}
+
+	// The host recovers: the next probe closes the breaker.
+	e.sim.SetFaults(legacysim.Faults{})
+	time.Sleep(350 * time.Millisecond)
+	if resp, _ := e.get(activity(e, 51)); resp.StatusCode != 200 {
+		t.Errorf("probe after recovery: %d", resp.StatusCode)
+	}
+	if st := e.srv.BreakerState(proxy.RouteActivity); st != "closed" {
+		t.Errorf("breaker %s after a good probe", st)
+	}
+	for i := range 5 {
+		if resp, _ := e.get(activity(e, 60+i)); resp.StatusCode != 200 {
+			t.Errorf("after recovery: %d", resp.StatusCode)
+		}
+	}
+	tally.add(4+20+2+1+1+1+1+5, 4+20+1)
+}
+
+func TestFault429StormHoldsBack(t *testing.T) {
+	e := newEdge(t)
+	w := e.sim.Wallets()
+	held := "/v1/trader/" + w[0] + "/deposits-withdrawals"
+	e.get(held)
+	e.sim.ResetStats()
+	e.sim.SetFaults(legacysim.Faults{FailStatus: 429, RetryAfter: 1})
+
+	resp, body := e.get(activity(e, 0))
+	failure(t, resp, body, 503, "Upstream rate limited")
+	if resp.Header.Get("Retry-After") != "1" {
+		t.Errorf("Retry-After %q, want the legacy host's 1", resp.Header.Get("Retry-After"))
+	}
+	// While the legacy host's Retry-After lasts nothing is sent to it.
+	for i := range 10 {
+		resp, body := e.get(activity(e, 1+i))
+		failure(t, resp, body, 503, "Upstream rate limited")
+	}
+	if n := e.sim.Stats().Requests; n != 1 {
+		t.Errorf("legacy host saw %d calls during its Retry-After, want 1", n)
+	}
+	// The 429s did not count against the breaker.
+	if st := e.srv.BreakerState(proxy.RouteActivity); st != "closed" {
+		t.Errorf("breaker %s after 429s", st)
+	}
+	e.sim.SetFaults(legacysim.Faults{})
+	waitFor(t, "the hold to pass", func() bool {
+		resp, _ := e.get(activity(e, 20))
+		return resp.StatusCode == 200
+	})
+	tally.add(12, 11)
+}
+
+// serveEdge runs the edge on a real listener through Server.Serve, as main
+// does, so the server's own timeouts and shutdown are in play. stop is the
+// SIGTERM; wait returns Serve's result.
+func serveEdge(t *testing.T, e *edge) (addr string, stop context.CancelFunc, wait func() error) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- e.srv.Serve(ctx, ln) }()
+	wait = sync.OnceValue(func() error { return <-errc })
+	t.Cleanup(func() {
+		cancel()
+		_ = wait()
+	})
+	return ln.Addr().String(), cancel, wait
+}
+
+func TestFaultSlowClient(t *testing.T) {
+	e := newEdge(t, withConfig(func(c *proxy.Config) { c.Server.ReadHeaderTimeout = 200 * time.Millisecond }))
+	addr, _, _ := serveEdge(t, e)
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// Slowloris: a request line and one header, then nothing.
+	fmt.Fprintf(conn, "GET /v1/tx/%s HTTP/1.1\r\nHost: x\r\n", e.sim.TradeTxs()[0])
+	start := time.Now()
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err = io.Copy(io.Discard, conn) // returns when the server closes
+	if err != nil || time.Since(start) > 3*time.Second {
+		t.Errorf("slow client held the connection %v (%v)", time.Since(start), err)
+	}
+	// The edge still serves everyone else.
+	resp, err := http.Get("http://" + addr + "/v1/nothing")
+	if err != nil || resp.StatusCode != 401 {
+		t.Errorf("after a slow client: %v %v", resp, err)
+	}
+	if resp != nil {
+		resp.Body.Close()
+	}
+	tally.add(2, 1)
+}
+
+func TestFaultClientGoesMidResponse(t *testing.T) {
+	e := newEdge(t)
+	addr, _, _ := serveEdge(t, e)
+	token := e.sim.Markets()[0].Tokens[0]
+	path := "/v1/orderbook/events?tokenId=" + token + "&limit=10000"
+	for range 5 {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", path, keyAll)
+		br := bufio.NewReader(conn)
+		line, err := br.ReadString('\n')
+		if err != nil || !strings.HasPrefix(line, "HTTP/1.1 200") {
+			t.Fatalf("status line %q %v", line, err)
+		}
+		if _, err := io.CopyN(io.Discard, br, 4096); err != nil {
+			t.Fatal(err)
+		}
+		conn.Close() // gone with most of the body unread
+	}
+	resp, body := e.get(path)
+	if resp.StatusCode != 200 || len(body) < 100000 {
+		t.Errorf("after clients left mid-body: %d, %d bytes", resp.StatusCode, len(body))
+	}
+	tally.add(6, 0)
+}
+
+func TestFaultRequestLimits(t *testing.T) {
+	e := newEdge(t)
+	tx := "/v1/tx/" + e.sim.TradeTxs()[0]
+	resp, body := e.get(tx + "?pad=" + strings.Repeat("a", 9000))
+	failure(t, resp, body, 414, "URI too long")
+
+	req, _ := http.NewRequest(http.MethodGet, e.front.URL+tx, strings.NewReader("a body"))
+	req.Header.Set("Authorization", "Bearer "+keyAll)
+	r2, err := e.front.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b2, _ := io.ReadAll(r2.Body)
+	r2.Body.Close()
+	failure(t, r2, b2, 400, "Request body not allowed")
+	if n := e.sim.Stats().Requests; n != 0 {
+		t.Errorf("%d refused requests reached the legacy host", n)
+	}
+	tally.add(2, 2)
+}
+
+func TestFaultShutdownUnderLoad(t *testing.T) {
+	e := newEdge(t)
+	e.sim.SetFaults(legacysim.Faults{Latency: time.Second})
+	addr, stop, wait := serveEdge(t, e)
+	client := &http.Client{Timeout: 10 * time.Second}
+	const n = 30
+	var wg sync.WaitGroup
+	statuses := make([]int, n)
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			req, _ := http.NewRequest(http.MethodGet, "http://"+addr+activity(e, i), nil)
+			req.Header.Set("Authorization", "Bearer "+keyAll)
+			resp, err := client.Do(req)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			statuses[i] = resp.StatusCode
+		})
+	}
+	// Every request is accepted and waiting on the legacy host when the
+	// signal comes.
+	waitFor(t, "the requests to reach the legacy host", func() bool { return e.sim.Stats().InFlight == n })
+	stop() // SIGTERM
+	wg.Wait()
+	if err := wait(); err != nil {
+		t.Errorf("Serve: %v", err)
+	}
+	// Every request accepted before the signal completed.
+	lost := 0
+	for i := range n {
+		if errs[i] != nil || statuses[i] != 200 {
+			lost++
+			t.Errorf("request %d: %d %v", i, statuses[i], errs[i])
+		}
+	}
+	if _, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		t.Error("still accepting connections after shutdown")
+	}
+	tally.add(n, lost)
+}
+
+// TestFaultSummary runs last (by name order is not guaranteed; it only
+// logs): the figures for the closing note.
+func TestFaultZSummary(t *testing.T) {
+	tally.mu.Lock()
+	defer tally.mu.Unlock()
+	t.Logf("fault suite: %d client requests, %d failures answered as variant A errors", tally.requests, tally.failures)
+}
+
+func TestFaultShutdownDeadline(t *testing.T) {
+	e := newEdge(t, withConfig(func(c *proxy.Config) { c.Server.ShutdownTimeout = 500 * time.Millisecond }))
+	e.sim.SetFaults(legacysim.Faults{Hang: true})
+	addr, stop, wait := serveEdge(t, e)
+	const n = 5
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var bodies []string
+	for i := range n {
+		wg.Go(func() {
+			req, _ := http.NewRequest(http.MethodGet, "http://"+addr+activity(e, i), nil)
+			req.Header.Set("Authorization", "Bearer "+keyAll)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Errorf("request %d: %v", i, err)
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			mu.Lock()
+			bodies = append(bodies, strconv.Itoa(resp.StatusCode)+" "+resp.Header.Get("Retry-After")+" "+string(b))
+			mu.Unlock()
+		})
+	}
+	waitFor(t, "the requests to hang at the legacy host", func() bool { return e.sim.Stats().InFlight == n })
+	start := time.Now()
+	stop()
+	wg.Wait()
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("drain took %v with shutdown_timeout 500ms", took)
+	}
+	want := `503 1 {"message":"Server shutting down","status_code":"0","data":null}`
+	for _, b := range bodies {
+		if b != want {
+			t.Errorf("past the drain deadline: %s, want %s", b, want)
+		}
+	}
+	if len(bodies) != n {
+		t.Errorf("%d of %d requests got an answer", len(bodies), n)
+	}
+	_ = wait()
+	_ = e.srv.Close() // ends the hung legacy calls
+	tally.add(n, n)
+}
