@@ -62,17 +62,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.StringVar(&m.ConfigPath, "config", "", "configuration file (default: the embedded config.yaml)")
 	fs.BoolVar(&m.Demo, "demo", false, "start a simulated legacy host in-process and point the edge at it")
 	fs.StringVar(&m.Listen, "listen", "", "client listen address, overriding server.listen")
+	fs.StringVar(&m.AdminListen, "admin-listen", "", `admin listen address, overriding admin.listen ("off": none)`)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q (commands: hash-key)", fs.Arg(0))
 	}
-	m.Logger = slog.New(slog.NewJSONHandler(stderr, nil))
-	// go-redis logs dial failures through a process-wide logger; the
-	// limiter already reports store outages (rate-limited), so these are
-	// debug lines.
-	redis.SetLogger(redisLog{m.Logger})
+	m.LogOutput = stderr
 	return m.Run(ctx)
 }
 
@@ -93,45 +90,51 @@ func hashKey(stdin io.Reader, stdout io.Writer) error {
 
 // Main runs the edge; it is a type so that tests can run it whole.
 type Main struct {
-	ConfigPath string
-	Demo       bool
-	Listen     string
-	Stdout     io.Writer
-	Logger     *slog.Logger
-	Getenv     func(string) string
+	ConfigPath  string
+	Demo        bool
+	Listen      string // overrides server.listen
+	AdminListen string // overrides admin.listen
+	Stdout      io.Writer
+	// LogOutput receives the JSON log lines at log.level; nil: os.Stderr.
+	// Ignored when Logger is set.
+	LogOutput io.Writer
+	Logger    *slog.Logger
+	Getenv    func(string) string
 	// Ready, when set, is called with the listen address once serving.
 	Ready func(addr string)
+
+	level slog.LevelVar // log.level, reloaded on SIGHUP
+	demo  *demoHost
 }
 
-// Run loads the configuration, builds the edge and serves until ctx ends.
+// Run loads the configuration, builds the edge and serves until ctx ends;
+// SIGHUP reloads the configuration while it serves.
 func (m *Main) Run(ctx context.Context) error {
-	data := embeddedConfig
-	if m.ConfigPath != "" {
-		var err error
-		if data, err = os.ReadFile(m.ConfigPath); err != nil {
-			return fmt.Errorf("config: %w", err)
-		}
-	}
-	cfg, err := proxy.ParseConfig(data)
-	if err != nil {
-		return fmt.Errorf("config %s: %w", m.configName(), err)
-	}
-	if m.Listen != "" {
-		cfg.Server.Listen = m.Listen
-	}
-	getenv := m.Getenv
-	var demo *demoHost
 	if m.Demo {
-		if demo, err = startDemo(ctx, cfg); err != nil {
+		var err error
+		if m.demo, err = startDemo(); err != nil {
 			return err
 		}
-		defer demo.close()
-		getenv = demo.getenv(getenv)
+		defer m.demo.close()
 	}
-	if err := cfg.Validate(getenv); err != nil {
-		return fmt.Errorf("config %s: %w", m.configName(), err)
+	cfg, err := m.load()
+	if err != nil {
+		return err
 	}
-	srv, err := proxy.New(cfg, proxy.Options{Logger: m.Logger, AccessLog: true})
+	m.level.Set(cfg.Log.SlogLevel())
+	if m.Logger == nil {
+		out := m.LogOutput
+		if out == nil {
+			out = os.Stderr
+		}
+		m.Logger = slog.New(slog.NewJSONHandler(out, &slog.HandlerOptions{Level: &m.level}))
+	}
+	// go-redis logs dial failures through a process-wide logger; the
+	// limiter already reports store outages (rate-limited), so these are
+	// debug lines.
+	redis.SetLogger(redisLog{m.Logger})
+
+	srv, err := proxy.New(cfg, proxy.Options{Logger: m.Logger, AccessLog: cfg.Log.AccessLog()})
 	if err != nil {
 		return err
 	}
@@ -142,10 +145,10 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	addr := ln.Addr().String()
 	m.Logger.Info("serving", "addr", addr, "upstream", cfg.Upstream.BaseURL, "demo", m.Demo)
-	if demo != nil {
-		demo.printCurls(m.Stdout, addr)
+	if m.demo != nil {
+		m.demo.printCurls(m.Stdout, addr)
 	}
-	stopHangup := onHangup(m.Logger, srv.ReloadCertificates)
+	stopHangup := onHangup(m.Logger, func() error { return m.reload(srv) })
 	defer stopHangup()
 	if m.Ready != nil {
 		m.Ready(addr)
@@ -153,10 +156,55 @@ func (m *Main) Run(ctx context.Context) error {
 	return srv.Serve(ctx, ln)
 }
 
+// load reads, parses and validates the configuration, with the flags'
+// overrides and the demo's patch applied: the same steps at start and on
+// every reload.
+func (m *Main) load() (*proxy.Config, error) {
+	data := embeddedConfig
+	if m.ConfigPath != "" {
+		var err error
+		if data, err = os.ReadFile(m.ConfigPath); err != nil {
+			return nil, fmt.Errorf("config: %w", err)
+		}
+	}
+	cfg, err := proxy.ParseConfig(data)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", m.configName(), err)
+	}
+	if m.Listen != "" {
+		cfg.Server.Listen = m.Listen
+	}
+	if m.AdminListen != "" {
+		cfg.Admin.Listen = m.AdminListen
+	}
+	getenv := m.Getenv
+	if m.demo != nil {
+		getenv = m.demo.patch(cfg, getenv)
+	}
+	if err := cfg.Validate(getenv); err != nil {
+		return nil, fmt.Errorf("config %s: %w", m.configName(), err)
+	}
+	return cfg, nil
+}
+
+// reload is SIGHUP: the configuration (keys, plans, cache policy, breaker
+// settings, log level) and the TLS certificate files, or nothing at all
+// when the new configuration does not validate (issue 7).
+func (m *Main) reload(srv *proxy.Server) error {
+	cfg, err := m.load()
+	if err != nil {
+		return err
+	}
+	if err := srv.Reload(cfg); err != nil {
+		return err
+	}
+	m.level.Set(cfg.Log.SlogLevel())
+	return srv.ReloadCertificates()
+}
+
 // onHangup calls reload on every SIGHUP until stop is called. A reload that
-// fails is logged and the edge serves on with what it had. Today reload
-// re-reads the TLS certificate files (issue 6); a configuration reload is
-// meant to join it here.
+// fails is logged, naming the field at fault, and the edge serves on with
+// what it had.
 func onHangup(log *slog.Logger, reload func() error) (stop func()) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -192,16 +240,15 @@ func (m *Main) configName() string {
 type demoHost struct {
 	sim       *legacysim.Sim
 	srv       *http.Server
+	url       string
 	upKey     string
 	clientKey string
-	keyEnv    string
 }
 
-// startDemo starts legacysim in-process and points cfg at it: the upstream
-// base URL, the edge's legacy key, and a random client key on the first
-// plan of the config, since no key may ship in config.yaml.
-func startDemo(ctx context.Context, cfg *proxy.Config) (*demoHost, error) {
-	d := &demoHost{upKey: randomKey("sim"), clientKey: randomKey("tg_demo"), keyEnv: cfg.Upstream.KeyEnv}
+// startDemo starts legacysim in-process with random keys: no key may ship
+// in config.yaml.
+func startDemo() (*demoHost, error) {
+	d := &demoHost{upKey: randomKey("sim"), clientKey: randomKey("tg_demo")}
 	d.sim = legacysim.New(legacysim.Config{Seed: 1, Key: d.upKey})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -209,8 +256,15 @@ func startDemo(ctx context.Context, cfg *proxy.Config) (*demoHost, error) {
 	}
 	d.srv = &http.Server{Handler: d.sim, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = d.srv.Serve(ln) }()
-	cfg.Upstream.BaseURL = "http://" + ln.Addr().String() + "/open-api"
+	d.url = "http://" + ln.Addr().String() + "/open-api"
+	return d, nil
+}
 
+// patch points cfg at the simulated host (its base URL and the edge's key
+// for it, through the returned getenv) and adds the demo client key on the
+// "pro" plan, or the first plan there is.
+func (d *demoHost) patch(cfg *proxy.Config, getenv func(string) string) func(string) string {
+	cfg.Upstream.BaseURL = d.url
 	plans := make([]string, 0, len(cfg.Plans))
 	for name := range cfg.Plans {
 		plans = append(plans, name)
@@ -221,15 +275,12 @@ func startDemo(ctx context.Context, cfg *proxy.Config) (*demoHost, error) {
 		plan = plans[0]
 	}
 	cfg.Keys = append(cfg.Keys, proxy.KeyConfig{ID: "demo", SHA256: proxy.HashKey(d.clientKey), Plan: plan, Routes: []string{"*"}})
-	return d, nil
-}
-
-func (d *demoHost) getenv(next func(string) string) func(string) string {
+	keyEnv := cfg.Upstream.KeyEnv
 	return func(name string) string {
-		if name == d.keyEnv {
+		if name == keyEnv {
 			return d.upKey
 		}
-		return next(name)
+		return getenv(name)
 	}
 }
 

@@ -57,7 +57,7 @@ func TestDemoCurlLines(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var stdout, logs lockedBuffer
 	ready := make(chan string, 1)
-	m := &Main{Demo: true, Listen: "127.0.0.1:0", Stdout: &stdout,
+	m := &Main{Demo: true, Listen: "127.0.0.1:0", AdminListen: "off", Stdout: &stdout,
 		Logger: slogTo(&logs), Getenv: func(string) string { return "" },
 		Ready: func(addr string) { ready <- addr }}
 	done := make(chan error, 1)

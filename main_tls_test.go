@@ -38,7 +38,7 @@ func TestSIGHUPReloadsCertificates(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var logs lockedBuffer
 	ready := make(chan string, 1)
-	m := &Main{ConfigPath: config, Demo: true, Listen: "127.0.0.1:0", Stdout: io.Discard, Logger: slogTo(&logs),
+	m := &Main{ConfigPath: config, Demo: true, Listen: "127.0.0.1:0", AdminListen: "off", Stdout: io.Discard, Logger: slogTo(&logs),
 		Getenv: func(string) string { return "" }, Ready: func(addr string) { ready <- addr }}
 	done := make(chan error, 1)
 	go func() { done <- m.Run(ctx) }()

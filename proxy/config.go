@@ -3,6 +3,7 @@ package proxy
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
 	"slices"
@@ -23,6 +24,26 @@ type Config struct {
 	Plans    map[string]limits.Plan `yaml:"plans"`
 	Limits   limits.Config          `yaml:"limits"`
 	Cache    cache.Config           `yaml:"cache"`
+	Admin    AdminConfig            `yaml:"admin"`
+	Log      LogConfig              `yaml:"log"`
+}
+
+// LogConfig is the log section. Logs are JSON lines (log/slog) on stderr.
+type LogConfig struct {
+	// Level is debug, info, warn or error; zero: info. Reloaded on SIGHUP.
+	Level string `yaml:"level"`
+	// Access writes one line per request; zero (left out): true.
+	Access *bool `yaml:"access"`
+}
+
+// AccessLog reports whether the access log is on.
+func (c LogConfig) AccessLog() bool { return c.Access == nil || *c.Access }
+
+// SlogLevel is Level as a slog.Level.
+func (c LogConfig) SlogLevel() slog.Level {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(c.Level)) // Validate refused anything else
+	return l
 }
 
 // ServerConfig is the client-facing HTTP server.
@@ -42,6 +63,10 @@ type ServerConfig struct {
 	// ShutdownTimeout is how long in-flight requests may drain on SIGTERM;
 	// zero: 15s.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// DrainDelay is how long, on SIGTERM, the edge keeps accepting requests
+	// while /readyz already says "not ready", so a load balancer stops
+	// sending first; zero: none.
+	DrainDelay time.Duration `yaml:"drain_delay"`
 	// MaxHeaderBytes caps request line plus headers; zero: 16384.
 	MaxHeaderBytes int `yaml:"max_header_bytes"`
 	// TLS is TLS at the edge; zero: off (plain HTTP).
@@ -154,6 +179,8 @@ func (c *Config) applyDefaults() {
 
 	c.Limits.ApplyDefaults()
 	c.Cache.ApplyDefaults()
+	c.Admin.applyDefaults()
+	c.Log.Level = cmp(c.Log.Level, "info")
 }
 
 // shield is the upstream caps as the limits package takes them.
@@ -185,7 +212,8 @@ func (c *Config) Validate(getenv func(string) string) error {
 	for name, d := range map[string]time.Duration{
 		"server.read_header_timeout": s.ReadHeaderTimeout, "server.read_timeout": s.ReadTimeout,
 		"server.write_timeout": s.WriteTimeout, "server.idle_timeout": s.IdleTimeout,
-		"server.shutdown_timeout": s.ShutdownTimeout, "upstream.timeout": c.Upstream.Timeout,
+		"server.shutdown_timeout": s.ShutdownTimeout, "server.drain_delay": s.DrainDelay,
+		"upstream.timeout":      c.Upstream.Timeout,
 		"upstream.dial_timeout": c.Upstream.DialTimeout, "upstream.response_header_timeout": c.Upstream.ResponseHeaderTimeout,
 		"upstream.tls_handshake_timeout": c.Upstream.TLSHandshakeTimeout,
 	} {
@@ -197,6 +225,10 @@ func (c *Config) Validate(getenv func(string) string) error {
 		add("server.max_header_bytes", "must be at least 1024, got %d", s.MaxHeaderBytes)
 	}
 	errs = append(errs, s.TLS.validate()...)
+	errs = append(errs, c.Admin.validate()...)
+	if err := new(slog.Level).UnmarshalText([]byte(c.Log.Level)); err != nil {
+		add("log.level", "must be debug, info, warn or error, got %q", c.Log.Level)
+	}
 
 	u := &c.Upstream
 	if bu, err := url.Parse(u.BaseURL); u.BaseURL == "" {

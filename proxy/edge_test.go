@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -39,6 +40,9 @@ type edgeSetup struct {
 	now  func() time.Time                // the edge's clock
 	cfg  []func(*proxy.Config)
 	env  map[string]string
+	// logger and accessLog are the edge's log options.
+	logger    *slog.Logger
+	accessLog bool
 }
 
 type edgeOption func(*edgeSetup)
@@ -63,6 +67,8 @@ func testConfig(baseURL string) string {
 	return `
 server:
   listen: "127.0.0.1:0"
+admin:
+  listen: "off"
 upstream:
   base_url: "` + baseURL + `"
   timeout: 5s
@@ -108,7 +114,7 @@ func newEdge(t testing.TB, opts ...edgeOption) *edge {
 	if err := cfg.Validate(func(k string) string { return setup.env[k] }); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := proxy.New(cfg, proxy.Options{Now: setup.now})
+	srv, err := proxy.New(cfg, proxy.Options{Now: setup.now, Logger: setup.logger, AccessLog: setup.accessLog})
 	if err != nil {
 		t.Fatal(err)
 	}

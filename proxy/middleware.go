@@ -51,7 +51,7 @@ func chain(h http.Handler, steps ...func(http.Handler) http.Handler) http.Handle
 // line once the answer is sent. It is outermost so it sees every response.
 func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		st := &exchange{id: requestID(r.Header.Get("X-Request-Id")), start: s.now()}
+		st := &exchange{id: requestID(r.Header.Get("X-Request-Id")), start: time.Now()}
 		w.Header().Set("X-Request-Id", st.id)
 		sw := &statusWriter{ResponseWriter: w}
 		r = r.WithContext(context.WithValue(r.Context(), exchangeKey{}, st))
@@ -64,6 +64,8 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		if status == 0 {
 			status = http.StatusOK
 		}
+		took := time.Since(st.start)
+		s.metrics.observe(st.route, status, st.cache, took)
 		if s.accessLog {
 			s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
 				slog.String("request_id", st.id),
@@ -71,7 +73,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 				slog.String("route", st.route),
 				slog.Int("status", status),
 				slog.String("cache", st.cache),
-				slog.Duration("duration", s.now().Sub(st.start)),
+				slog.Duration("duration", took),
 				slog.Int64("bytes", sw.bytes),
 				slog.Int("upstream_status", int(st.upStatus.Load())),
 				slog.Duration("upstream_duration", time.Duration(st.upDur.Load())),

@@ -8,11 +8,17 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 func TestPanicIsA500AndALogLine(t *testing.T) {
 	var logs bytes.Buffer
 	s := &Server{log: slog.New(slog.NewJSONHandler(&logs, nil)), now: time.Now}
+	var err error
+	if s.metrics, err = newMetrics(prometheus.NewRegistry(), s); err != nil {
+		t.Fatal(err)
+	}
 	h := chain(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") }),
 		s.observe, s.recoverPanics)
 	rec := httptest.NewRecorder()

@@ -89,15 +89,17 @@ func (s *Server) attempt(ctx context.Context, req *Request, id string, info *ups
 		return nil, err
 	}
 	defer release()
-	done, err := s.breakers[req.Route.index].allow()
+	done, err := (*s.breakers.Load())[req.Route.index].allow()
 	if err != nil {
 		return nil, err
 	}
-	start := s.now()
+	start := time.Now() // wall time: a duration, whatever the injected clock does
 	page, status, err := s.up.fetch(ctx, req, id)
 	done(err)
+	took := time.Since(start)
+	s.metrics.observeUpstream(req.Route.Name, status, took)
 	info.upStatus.Store(int32(status))
-	info.upDur.Store(int64(s.now().Sub(start)))
+	info.upDur.Store(int64(took))
 	return page, err
 }
 

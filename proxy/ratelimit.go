@@ -33,6 +33,7 @@ func (s *Server) rateLimit(next http.Handler) http.Handler {
 				writeError(w, r, &Error{Status: http.StatusServiceUnavailable, Message: msgLimitStore, Err: d.StoreErr})
 				return
 			}
+			s.metrics.refused.WithLabelValues(d.Policy).Inc()
 			writeError(w, r, &Error{Status: http.StatusTooManyRequests, Message: msgRateLimited})
 			return
 		}

@@ -5,6 +5,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sony/gobreaker/v2"
 
 	"tradergate/cache"
@@ -28,11 +30,15 @@ type Options struct {
 	AccessLog bool
 	// Now is the clock; nil means time.Now. Tests move it.
 	Now func() time.Time
+	// Registry receives the edge's metrics and the Go and process
+	// collectors; nil: a registry of the Server's own (Server.Registry).
+	Registry *prometheus.Registry
 }
 
 // Server is the edge.
 type Server struct {
-	cfg       *Config
+	cfg       *Config                // as started: the settings fixed until restart
+	live      atomic.Pointer[Config] // as last loaded, for Reload to compare
 	log       *slog.Logger
 	accessLog bool
 	now       func() time.Time
@@ -42,15 +48,20 @@ type Server struct {
 	cache     *cache.Cache
 	limiter   *limits.Limiter
 	shield    *limits.Shield
-	breakers  breakers
+	breakers  atomic.Pointer[breakers] // swapped on reload
 	budget    *retryBudget
+	metrics   *metrics
+	registry  *prometheus.Registry
+	handler   http.Handler
+	// ready is true while Serve answers and is not draining (/readyz).
+	ready     atomic.Bool
+	adminAddr atomic.Value // string, once the admin listener is open
 
 	// Background work owned by the Server, ended by Close.
 	transitions chan transition
 	stop        chan struct{}
 	bg          sync.WaitGroup
 	closeOnce   sync.Once
-	handler     http.Handler
 
 	// TLS at the edge (issue 6); tls*.go own these.
 	tlsFiles certFiles // mode files: the certificate new handshakes get
@@ -72,6 +83,7 @@ func New(cfg *Config, opt Options) (*Server, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	s.live.Store(cfg)
 	s.keys.Store(newKeySet(cfg.Keys, cfg.Plans, s.router.routes))
 	var err error
 	if s.cache, err = cache.New(cfg.Cache, cache.Options{Now: s.now, StaleOK: staleOK, Logger: s.log}); err != nil {
@@ -82,11 +94,21 @@ func New(cfg *Config, opt Options) (*Server, error) {
 		return nil, err
 	}
 	s.shield = limits.NewShield(cfg.Upstream.shield())
+	s.budget = newRetryBudget(cfg.Upstream.Retry)
+	s.registry = opt.Registry
+	if s.registry == nil {
+		s.registry = prometheus.NewRegistry()
+	}
+	if s.metrics, err = newMetrics(s.registry, s); err != nil {
+		s.cache.Close()
+		_ = s.limiter.Close()
+		return nil, err
+	}
+	bs := newBreakers(cfg.Upstream.Breaker, s.router.routes, s.breakerChanged)
+	s.breakers.Store(&bs)
 	s.transitions, s.stop = make(chan transition, 64), make(chan struct{})
 	s.bg.Add(1)
 	go s.logTransitions()
-	s.breakers = newBreakers(cfg.Upstream.Breaker, s.router.routes, s.breakerChanged)
-	s.budget = newRetryBudget(cfg.Upstream.Retry)
 
 	// The request's way through the edge, outermost first (DESIGN.md).
 	s.handler = chain(http.HandlerFunc(s.servePage),
@@ -112,6 +134,7 @@ type transition struct {
 // cheap); if that falls behind, the line is dropped rather than blocking a
 // request.
 func (s *Server) breakerChanged(route string, from, to gobreaker.State) {
+	s.metrics.breakerChanged(route, to)
 	select {
 	case s.transitions <- transition{route, from, to}:
 	default:
@@ -139,11 +162,14 @@ func (s *Server) RetryStats() (retried, refused uint64) { return s.budget.counts
 func (s *Server) BreakerState(route string) string {
 	for _, r := range s.router.routes {
 		if r.Name == route {
-			return s.breakers[r.index].cb.State().String()
+			return (*s.breakers.Load())[r.index].cb.State().String()
 		}
 	}
 	return ""
 }
+
+// Registry is where the edge's metrics are registered.
+func (s *Server) Registry() *prometheus.Registry { return s.registry }
 
 // CacheStats are the page cache's counters.
 func (s *Server) CacheStats() cache.Stats { return s.cache.Stats() }
@@ -188,6 +214,24 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	// The edge's servers: the client listener and, with TLS on, the
 	// plain-HTTP listener for ACME challenges and redirects (issue 6). They
 	// start together and drain together within one shutdown_timeout.
+	// The admin listener opens first and closes last, so /readyz can say
+	// "not ready" all through the drain (issue 7).
+	admin, adminLn, err := s.adminServer()
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("admin.listen: %w", err)
+	}
+	adminDone := make(chan error, 1)
+	if admin != nil {
+		go func() { adminDone <- admin.Serve(adminLn) }()
+		defer func() {
+			actx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			_ = admin.Shutdown(actx)
+			<-adminDone
+		}()
+	}
+
 	servers := []serving{{hs, func() error { return hs.Serve(ln) }}}
 	ready := func(context.Context) error { return nil }
 	if c.TLS.Mode != TLSOff {
@@ -207,8 +251,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	running := len(servers)
 	// Mode acme obtains its certificates now, while the listeners answer
 	// the CA's challenges; a failure stops everything.
-	err := ready(ctx)
+	err = ready(ctx)
 	if err == nil {
+		s.ready.Store(true)
 		select {
 		case err = <-errc: // one stopped by itself: stop the others too
 			running--
@@ -216,6 +261,18 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		}
 	} else if ctx.Err() != nil {
 		err = nil // told to stop while starting
+	}
+	// Draining: not ready any more, but still answering for drain_delay, so
+	// load balancers notice before connections are refused.
+	s.ready.Store(false)
+	if err == nil && c.DrainDelay > 0 {
+		t := time.NewTimer(c.DrainDelay)
+		select {
+		case <-t.C:
+		case err = <-errc:
+			running--
+			t.Stop()
+		}
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)
 	defer cancel()

@@ -1,0 +1,101 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"tradergate/proxy"
+)
+
+// TestSIGHUPReloadsConfig: a key added to config.yaml works after SIGHUP; a
+// config that does not validate is refused with a line naming the field,
+// and the running one stays (issue 7).
+func TestSIGHUPReloadsConfig(t *testing.T) {
+	dir := t.TempDir()
+	config := filepath.Join(dir, "config.yaml")
+	base := "upstream:\n  base_url: http://127.0.0.1:1/open-api\nplans:\n  pro: {requests: 1000, window: 1m}\n"
+	write := func(s string) {
+		t.Helper()
+		if err := os.WriteFile(config, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(base)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var logs lockedBuffer
+	ready := make(chan string, 1)
+	m := &Main{ConfigPath: config, Demo: true, Listen: "127.0.0.1:0", AdminListen: "off", Stdout: io.Discard,
+		Logger: slogTo(&logs), Getenv: func(string) string { return "" }, Ready: func(addr string) { ready <- addr }}
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	var addr string
+	select {
+	case addr = <-ready:
+	case err := <-done:
+		t.Fatalf("Run: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("not serving within 10s")
+	}
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+
+	const newKey = "a-key-added-later"
+	status := func(key string) int {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/v1/trader/wallet-address/"+m.demo.sim.Wallets()[0], nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	hup := func(wantLog string) {
+		t.Helper()
+		if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for !strings.Contains(logs.String(), wantLog) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q in the logs 10s after SIGHUP:\n%s", wantLog, logs.String())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	if got := status(newKey); got != 401 {
+		t.Fatalf("unknown key: %d", got)
+	}
+
+	write(base + "keys:\n  - id: later\n    sha256: " + proxy.HashKey(newKey) + "\n    plan: pro\n    routes: [wallet_address]\n")
+	hup(`"msg":"config reloaded"`)
+	if got := status(newKey); got != 200 {
+		t.Errorf("key added by reload: %d", got)
+	}
+	if got := status(m.demo.clientKey); got != 200 {
+		t.Errorf("the demo key after reload: %d", got)
+	}
+
+	write(base + "keys:\n  - id: broken\n    sha256: nothex\n    plan: pro\n    routes: [wallet_address]\n")
+	hup("keys[0].sha256: must be 64 hex digits")
+	if got := status(newKey); got != 200 {
+		t.Errorf("after a refused reload the old keys must serve: %d", got)
+	}
+	if strings.Contains(logs.String(), newKey) || strings.Contains(logs.String(), m.demo.clientKey) {
+		t.Error("a key appears in the logs")
+	}
+}

@@ -1,0 +1,182 @@
+package proxy
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/sony/gobreaker/v2"
+)
+
+// Prometheus metrics (issue 7), on a registry passed in, never a global one
+// (STYLE.md). Labels are bounded: route names, status codes, cache results,
+// plan names; never a key, an address or a cursor.
+
+// routeUnknown labels requests that matched no route (404s, and requests
+// refused before routing).
+const routeUnknown = "none"
+
+type metrics struct {
+	requests       *prometheus.CounterVec   // route, code, cache
+	duration       *prometheus.HistogramVec // route, cache
+	upstream       *prometheus.CounterVec   // route, code
+	upstreamDur    *prometheus.HistogramVec // route
+	refused        *prometheus.CounterVec   // plan
+	breakerState   *prometheus.GaugeVec     // route
+	breakerChanges *prometheus.CounterVec   // route, to
+}
+
+// latencyBuckets span a cache hit (tens of µs) to an upstream timeout.
+var latencyBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+
+func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tradergate_requests_total",
+			Help: "Client requests answered, by route, HTTP status and cache result.",
+		}, []string{"route", "code", "cache"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "tradergate_request_duration_seconds",
+			Help:    "Time to answer a client request, by route and cache result.",
+			Buckets: latencyBuckets,
+		}, []string{"route", "cache"}),
+		upstream: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tradergate_upstream_requests_total",
+			Help: `Calls to the legacy host, by route and its HTTP status ("error" when none came).`,
+		}, []string{"route", "code"}),
+		upstreamDur: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "tradergate_upstream_duration_seconds",
+			Help:    "Duration of calls to the legacy host, by route.",
+			Buckets: latencyBuckets,
+		}, []string{"route"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tradergate_ratelimit_refused_total",
+			Help: `Requests refused with 429, by plan ("anonymous" for the per-address bucket).`,
+		}, []string{"plan"}),
+		breakerState: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "tradergate_breaker_state",
+			Help: "Circuit breaker state by route: 0 closed, 1 half-open, 2 open.",
+		}, []string{"route"}),
+		breakerChanges: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tradergate_breaker_transitions_total",
+			Help: "Circuit breaker state changes, by route and the state entered.",
+		}, []string{"route", "to"}),
+	}
+	cs := []prometheus.Collector{
+		m.requests, m.duration, m.upstream, m.upstreamDur, m.refused, m.breakerState, m.breakerChanges,
+		&cacheCollector{s: s},
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "tradergate_ratelimit_store_errors_total",
+			Help: "Rate limit checks the store (Redis) did not answer; limits.on_store_error decided them.",
+		}, func() float64 { return float64(s.limiter.StoreErrors()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "tradergate_upstream_retries_total",
+			Help: "Retries of failed legacy calls.",
+		}, func() float64 { r, _ := s.budget.counts(); return float64(r) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "tradergate_upstream_retry_budget_refused_total",
+			Help: "Retries the retry budget refused.",
+		}, func() float64 { _, r := s.budget.counts(); return float64(r) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "tradergate_upstream_in_flight",
+			Help: "Legacy calls holding a slot of the upstream shield.",
+		}, func() float64 { return float64(s.shield.InFlight()) }),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	}
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	// Every route's series exist from the start, so rate() and alerts see a
+	// zero rather than nothing.
+	for _, r := range s.router.routes {
+		m.breakerState.WithLabelValues(r.Name).Set(0)
+		for _, st := range []gobreaker.State{gobreaker.StateClosed, gobreaker.StateHalfOpen, gobreaker.StateOpen} {
+			m.breakerChanges.WithLabelValues(r.Name, st.String())
+		}
+	}
+	return m, nil
+}
+
+// observe records one answered request.
+func (m *metrics) observe(route string, status int, cache string, took time.Duration) {
+	if route == "" {
+		route = routeUnknown
+	}
+	if cache == "" {
+		cache = "NONE" // answered before the cache step (errors, 304s excluded)
+	}
+	m.requests.WithLabelValues(route, strconv.Itoa(status), cache).Inc()
+	m.duration.WithLabelValues(route, cache).Observe(took.Seconds())
+}
+
+// observeUpstream records one legacy call; status 0 means no answer.
+func (m *metrics) observeUpstream(route string, status int, took time.Duration) {
+	code := "error"
+	if status != 0 {
+		code = strconv.Itoa(status)
+	}
+	m.upstream.WithLabelValues(route, code).Inc()
+	m.upstreamDur.WithLabelValues(route).Observe(took.Seconds())
+}
+
+// breakerChanged sets the state gauge; gobreaker calls it under its lock,
+// and that is all it does (STYLE.md).
+func (m *metrics) breakerChanged(route string, to gobreaker.State) {
+	v := 0.0
+	switch to {
+	case gobreaker.StateHalfOpen:
+		v = 1
+	case gobreaker.StateOpen:
+		v = 2
+	}
+	m.breakerState.WithLabelValues(route).Set(v)
+	m.breakerChanges.WithLabelValues(route, to.String()).Inc()
+}
+
+// cacheCollector reads the cache's counters once per scrape (Stats walks
+// the store, so not per request).
+type cacheCollector struct{ s *Server }
+
+var (
+	descCacheRequests = prometheus.NewDesc("tradergate_cache_requests_total",
+		"Cache lookups by result (HIT, MISS, STALE, BYPASS).", []string{"result"}, nil)
+	descCacheCoalesced = prometheus.NewDesc("tradergate_cache_coalesced_total",
+		"Requests answered by another request's upstream call.", nil, nil)
+	descCacheFetches = prometheus.NewDesc("tradergate_cache_fetches_total",
+		"Upstream fetches made by the cache (misses and refreshes).", nil, nil)
+	descCacheEvictions = prometheus.NewDesc("tradergate_cache_evictions_total",
+		"Entries evicted to make room.", nil, nil)
+	descCacheRejected = prometheus.NewDesc("tradergate_cache_rejected_total",
+		"Entries the store refused (admission policy, too large).", nil, nil)
+	descCacheEntries = prometheus.NewDesc("tradergate_cache_entries",
+		"Entries held.", nil, nil)
+	descCacheBytes = prometheus.NewDesc("tradergate_cache_bytes",
+		"Bytes held, against cache.max_bytes.", nil, nil)
+)
+
+func (c *cacheCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descCacheRequests, descCacheCoalesced, descCacheFetches,
+		descCacheEvictions, descCacheRejected, descCacheEntries, descCacheBytes} {
+		ch <- d
+	}
+}
+
+func (c *cacheCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.s.cache.Stats()
+	for _, r := range []struct {
+		name string
+		n    uint64
+	}{{"HIT", st.Hits}, {"MISS", st.Misses}, {"STALE", st.Stale}, {"BYPASS", st.Bypass}} {
+		ch <- prometheus.MustNewConstMetric(descCacheRequests, prometheus.CounterValue, float64(r.n), r.name)
+	}
+	ch <- prometheus.MustNewConstMetric(descCacheCoalesced, prometheus.CounterValue, float64(st.Coalesced))
+	ch <- prometheus.MustNewConstMetric(descCacheFetches, prometheus.CounterValue, float64(st.Fetches))
+	ch <- prometheus.MustNewConstMetric(descCacheEvictions, prometheus.CounterValue, float64(st.Evictions))
+	ch <- prometheus.MustNewConstMetric(descCacheRejected, prometheus.CounterValue, float64(st.Rejected))
+	ch <- prometheus.MustNewConstMetric(descCacheEntries, prometheus.GaugeValue, float64(st.Entries))
+	ch <- prometheus.MustNewConstMetric(descCacheBytes, prometheus.GaugeValue, float64(st.Bytes))
+}
