@@ -1,0 +1,110 @@
+// Command simserver serves the simulated legacy host (legacysim) on a port
+// for the benchmark: the upstream of tradergate, nginx and the
+// pass-through, and, as its own process, the "legacysim direct" baseline.
+//
+//	simserver -listen 127.0.0.1:9001 -key K -end 1767225600 -fixtures f.json
+//
+// Two instances started with the same -seed and -end hold the same data
+// byte for byte. Besides legacysim's /open-api paths it alone serves:
+//
+//	GET /__stats          {"requests": n, "by_route": {...}}: what reached the host
+//	GET /__faults?latency=100ms   set (or, without latency, clear) an answer delay
+//
+// The fixtures file names what the benchmark may ask for (wallets,
+// transactions, tokens), written before the port opens.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"tradergate/bench/fixture"
+	"tradergate/legacysim"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "simserver:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	listen := flag.String("listen", "127.0.0.1:0", "address to serve on")
+	seed := flag.Int64("seed", 1, "data seed")
+	key := flag.String("key", "", "the bearer key the host requires")
+	end := flag.Int64("end", 0, "Unix seconds of the newest data (0: now); give the same value to instances that must agree")
+	fixtures := flag.String("fixtures", "", "write the fixtures JSON here before serving")
+	flag.Parse()
+
+	endT := time.Now().Truncate(time.Second)
+	if *end > 0 {
+		endT = time.Unix(*end, 0)
+	}
+	sim := legacysim.New(legacysim.Config{Seed: *seed, Key: *key, End: endT})
+	if *fixtures != "" {
+		if err := writeFixtures(*fixtures, sim, endT); err != nil {
+			return err
+		}
+	}
+
+	mux := http.NewServeMux()
+	mux.Handle("/open-api/", sim)
+	mux.HandleFunc("GET /__stats", func(w http.ResponseWriter, _ *http.Request) {
+		st := sim.Stats()
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"requests": st.Requests, "by_route": st.ByRoute, "max_in_flight": st.MaxInFlight})
+	})
+	mux.HandleFunc("GET /__faults", func(w http.ResponseWriter, r *http.Request) {
+		var f legacysim.Faults
+		if v := r.URL.Query().Get("latency"); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			f.Latency = d
+		}
+		sim.SetFaults(f)
+		fmt.Fprintf(w, "latency=%v\n", f.Latency)
+	})
+
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return nil
+}
+
+// writeFixtures names what the host holds, for the orchestrator.
+func writeFixtures(path string, sim *legacysim.Sim, end time.Time) error {
+	f := fixture.Fixtures{End: end.Unix(), Wallets: sim.Wallets(), TradeTxs: sim.TradeTxs(), ComboTxs: sim.ComboTxs()}
+	for _, m := range sim.Markets() {
+		f.Tokens = append(f.Tokens, m.Tokens...)
+	}
+	return fixture.WriteJSON(path, f)
+}

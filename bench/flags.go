@@ -1,0 +1,72 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// options are the flags.
+type options struct {
+	duration, warmup   time.Duration
+	connections        int
+	out, only          string
+	serverCPU, loadCPU int
+	pprof              bool
+	zipfS              float64
+	zipfKeys           int
+	stampedeRounds     int
+	stampedeClients    int
+	stampedeDelay      time.Duration
+	seed               uint64
+	tradergate         string
+	nice               int
+	repeat             int
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.DurationVar(&o.duration, "duration", 10*time.Second, "measured time per scenario and server")
+	fs.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured load before each window")
+	fs.IntVar(&o.connections, "connections", 32, "keep-alive connections of the load generator")
+	fs.StringVar(&o.out, "out", "bench/results", "directory for the table (Markdown, JSON), logs and profiles; relative to the module root")
+	fs.StringVar(&o.only, "only", "", "run only scenarios whose name starts with one of these (comma-separated): hit, hit-tx, hit-activity20, hit-orderbook1000, miss, stampede, zipf")
+	cpus := fs.String("cpus", "1,0", "server CPU, load generator CPU")
+	fs.BoolVar(&o.pprof, "pprof", false, "after the table, profile tradergate's CPU on hit-activity20 and miss (admin pprof when served, else perf)")
+	fs.Float64Var(&o.zipfS, "zipf-s", 1, "Zipf exponent of the mix")
+	fs.IntVar(&o.zipfKeys, "zipf-keys", 10000, "keys in the Zipf mix")
+	fs.IntVar(&o.stampedeRounds, "stampede-rounds", 10, "cold keys in the stampede, one round each")
+	fs.IntVar(&o.stampedeClients, "stampede-clients", 256, "clients released at once per stampede round")
+	fs.DurationVar(&o.stampedeDelay, "stampede-delay", 100*time.Millisecond, "legacysim answer delay during the stampede, so every client arrives while the first miss is in flight")
+	fs.Uint64Var(&o.seed, "seed", 1, "seed of the Zipf mix")
+	fs.StringVar(&o.tradergate, "tradergate", "", "use this tradergate binary instead of building the working tree")
+	fs.IntVar(&o.repeat, "repeat", 1, "run the whole matrix this many times, rows interleaved, and report each row's median run")
+	fs.IntVar(&o.nice, "nice", 0, "run every server and the load generator under nice -n N (negative needs root): on a shared machine, keeps other work off the pinned CPUs")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	s, l, ok := strings.Cut(*cpus, ",")
+	var err1, err2 error
+	o.serverCPU, err1 = strconv.Atoi(strings.TrimSpace(s))
+	o.loadCPU, err2 = strconv.Atoi(strings.TrimSpace(l))
+	switch {
+	case !ok || err1 != nil || err2 != nil || o.serverCPU < 0 || o.loadCPU < 0:
+		return o, fmt.Errorf("-cpus %q: want two CPU numbers, server first (\"1,0\")", *cpus)
+	case o.serverCPU == o.loadCPU:
+		return o, errors.New("-cpus: the server and the load generator need different CPUs")
+	case o.duration < time.Second || o.warmup < 0 || o.connections < 1:
+		return o, errors.New("-duration must be at least 1s, -warmup not negative, -connections at least 1")
+	case o.zipfKeys < 100 || o.stampedeRounds < 1 || o.stampedeClients < 2 || o.repeat < 1:
+		return o, errors.New("-zipf-keys at least 100, -stampede-rounds at least 1, -stampede-clients at least 2, -repeat at least 1")
+	}
+	return o, nil
+}

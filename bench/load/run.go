@@ -1,0 +1,194 @@
+package load
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Phases of a timed run. Workers read the phase when an answer completes,
+// so a request counts when it finishes inside the window, whenever it
+// started: the server is in steady state when the window opens.
+const (
+	phaseWarmup int32 = iota
+	phaseMeasure
+	phaseDone
+)
+
+// Run performs one load run and returns what it measured. It returns an
+// error only when the run could not happen at all; server errors are
+// counted in the Result.
+func Run(ctx context.Context, s Spec) (*Result, error) {
+	s.applyDefaults()
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
+	if s.Mode == ModeStampede {
+		return runStampede(ctx, &s)
+	}
+	return runTimed(ctx, &s)
+}
+
+// worker is one connection of a timed run, with its own tallies so that
+// nothing is shared on the hot path but the phase.
+type worker struct {
+	spec   *Spec
+	pick   picker
+	c      *conn
+	hist   Histogram
+	status [600]int64
+	stats  tally
+	n      int
+}
+
+// tally holds a worker's counts in the window.
+type tally struct {
+	requests, errors, transport, body int64
+	cacheSampled, cacheUnexpected     int64
+	cache                             map[string]int64
+}
+
+func (w *worker) run(ctx context.Context, phase *atomic.Int32) {
+	defer w.c.close()
+	for phase.Load() != phaseDone && ctx.Err() == nil {
+		if w.c == nil {
+			c, err := dial(w.spec.Addr)
+			if err != nil {
+				if phase.Load() == phaseMeasure {
+					w.stats.errors++
+					w.stats.transport++
+				}
+				time.Sleep(10 * time.Millisecond) // a server that refuses must not spin the CPU
+				continue
+			}
+			w.c = c
+		}
+		req := w.pick.next()
+		w.n++
+		sample := (w.spec.CheckCache != "" || w.spec.SampleCache) && w.n%w.spec.SampleEvery == 0
+		start := time.Now()
+		resp, err := w.c.roundTrip(req, start.Add(w.spec.Timeout), sample)
+		d := time.Since(start)
+		measuring := phase.Load() == phaseMeasure
+		if err != nil {
+			w.c.close()
+			w.c = nil
+			if measuring {
+				w.stats.errors++
+				w.stats.transport++
+			}
+			continue
+		}
+		if resp.close {
+			w.c.close()
+			w.c = nil
+		}
+		if !measuring {
+			continue
+		}
+		w.record(resp, d, sample)
+	}
+}
+
+func (w *worker) record(resp response, d time.Duration, sample bool) {
+	w.stats.requests++
+	w.hist.Record(d)
+	w.stats.body += resp.body
+	if resp.status > 0 && resp.status < len(w.status) {
+		w.status[resp.status]++
+	}
+	if resp.status < 200 || resp.status > 299 {
+		w.stats.errors++
+	}
+	if sample {
+		if w.stats.cache == nil {
+			w.stats.cache = map[string]int64{}
+		}
+		w.stats.cache[resp.cache]++
+		w.stats.cacheSampled++
+		if w.spec.CheckCache != "" && resp.cache != w.spec.CheckCache {
+			w.stats.cacheUnexpected++
+		}
+	}
+}
+
+func runTimed(ctx context.Context, s *Spec) (*Result, error) {
+	pickers := newPickers(s)
+	workers := make([]*worker, s.Connections)
+	// Dial every connection before the clock starts, so that a server that
+	// is not listening fails the run instead of reading as zero req/s.
+	for i := range workers {
+		c, err := dial(s.Addr)
+		if err != nil {
+			for _, w := range workers[:i] {
+				w.c.close()
+			}
+			return nil, fmt.Errorf("dial %s: %w", s.Addr, err)
+		}
+		workers[i] = &worker{spec: s, pick: pickers[i], c: c}
+	}
+
+	var phase atomic.Int32
+	var wg sync.WaitGroup
+	for _, w := range workers {
+		wg.Go(func() { w.run(ctx, &phase) })
+	}
+
+	p := newProbe(s)
+	res := &Result{}
+	sleepCtx(ctx, s.Warmup)
+	before := p.read(ctx)
+	phase.Store(phaseMeasure)
+	t0 := time.Now()
+	sleepCtx(ctx, s.Duration)
+	phase.Store(phaseDone)
+	res.Window = time.Since(t0)
+	after := p.read(ctx)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	p.fill(res, before, after)
+	var h Histogram
+	res.Status = map[int]int64{}
+	for _, w := range workers {
+		h.Merge(&w.hist)
+		for code, n := range w.status {
+			if n > 0 {
+				res.Status[code] += n
+			}
+		}
+		t := &w.stats
+		res.Requests += t.requests
+		res.Errors += t.errors
+		res.TransportErrors += t.transport
+		res.BodyBytes += t.body
+		res.CacheSampled += t.cacheSampled
+		res.CacheUnexpected += t.cacheUnexpected
+		for k, v := range t.cache {
+			if res.Cache == nil {
+				res.Cache = map[string]int64{}
+			}
+			res.Cache[k] += v
+		}
+	}
+	res.Latency = summarize(&h)
+	res.RPS = float64(res.Requests) / res.Window.Seconds()
+	return res, nil
+}
+
+// sleepCtx sleeps for d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}

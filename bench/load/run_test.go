@@ -1,0 +1,113 @@
+package load
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestRunLoopback drives a loopback httptest server briefly in every mode
+// and checks the counts add up; it exercises the whole client without
+// /proc (CPUs not read).
+func TestRunLoopback(t *testing.T) {
+	var served, upstream atomic.Int64
+	mux := http.NewServeMux()
+	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+		served.Add(1)
+		if r.Header.Get("Authorization") != "Bearer k" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		if strings.Contains(r.URL.RawQuery, "bad") {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("X-Cache", "HIT")
+		_, _ = w.Write([]byte(strings.Repeat("x", 100)))
+	})
+	mux.HandleFunc("/__stats", func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"requests":` + strconv.FormatInt(upstream.Add(1), 10) + `}`))
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	base := Spec{
+		Addr: addr, Headers: []string{"Authorization: Bearer k"}, Connections: 4,
+		Duration: 150 * time.Millisecond, ServerCPU: -1, LoadCPU: -1, StatsURL: srv.URL + "/__stats",
+	}
+
+	t.Run("list", func(t *testing.T) {
+		s := base
+		s.Mode, s.URLs, s.CheckCache, s.SampleEvery = ModeList, []string{"/v1/a", "/v1/b"}, "HIT", 1
+		res, err := Run(context.Background(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Requests == 0 || res.Errors != 0 || res.Status[200] != res.Requests || res.BodyBytes != 100*res.Requests {
+			t.Fatalf("requests %d errors %d status %v body %d", res.Requests, res.Errors, res.Status, res.BodyBytes)
+		}
+		if res.CacheSampled != res.Requests || res.CacheUnexpected != 0 || !res.UpstreamMeasured || res.Upstream != 1 {
+			t.Fatalf("cache %d/%d unexpected %d, upstream %d", res.CacheSampled, res.Requests, res.CacheUnexpected, res.Upstream)
+		}
+		if res.Latency.P50 <= 0 || res.Latency.P99 < res.Latency.P50 || res.RPS <= 0 {
+			t.Fatalf("latency %+v rps %v", res.Latency, res.RPS)
+		}
+	})
+	t.Run("errors are counted", func(t *testing.T) {
+		s := base
+		s.Mode, s.URLs = ModeZipf, []string{"/v1/a?bad", "/v1/b"}
+		res, err := Run(context.Background(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Errors == 0 || res.Errors != res.Status[400] || res.Status[200]+res.Status[400] != res.Requests {
+			t.Fatalf("errors %d status %v requests %d", res.Errors, res.Status, res.Requests)
+		}
+	})
+	t.Run("sequence", func(t *testing.T) {
+		s := base
+		s.Mode, s.Templates, s.SeqStart, s.SeqStep = ModeSequence, []string{"/v1/x?to={n}", "/v1/y?to={n}"}, 1000, 1
+		res, err := Run(context.Background(), s)
+		if err != nil || res.Requests == 0 || res.Errors != 0 {
+			t.Fatalf("err %v requests %d errors %d", err, res.Requests, res.Errors)
+		}
+	})
+	t.Run("stampede", func(t *testing.T) {
+		s := base
+		s.Mode, s.URLs, s.Connections = ModeStampede, []string{"/v1/c1", "/v1/c2", "/v1/c3"}, 8
+		before := served.Load()
+		res, err := Run(context.Background(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Requests != 24 || served.Load()-before != 24 || len(res.UpstreamPerRound) != 3 {
+			t.Fatalf("requests %d served %d rounds %v", res.Requests, served.Load()-before, res.UpstreamPerRound)
+		}
+	})
+}
+
+func TestSpecRefusesNonLoopback(t *testing.T) {
+	for _, addr := range []string{"10.0.0.1:80", "example.com:80", "0.0.0.0:80"} {
+		_, err := Run(context.Background(), Spec{Addr: addr, Mode: ModeList, URLs: []string{"/"}, Duration: time.Second})
+		if err == nil || !strings.Contains(err.Error(), "loopback") {
+			t.Errorf("%s: err = %v, want a loopback refusal", addr, err)
+		}
+	}
+}
+
+func TestSequenceTargets(t *testing.T) {
+	s := newSequence([]string{"/a?to={n}&l=20", "/b?to={n}"}, 1000, 5, "")
+	var got []string
+	for i := range int64(5) {
+		got = append(got, string(s.appendTarget(nil, i)))
+	}
+	want := []string{"/a?to=1000&l=20", "/b?to=1000", "/a?to=995&l=20", "/b?to=995", "/a?to=990&l=20"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}

@@ -1,0 +1,179 @@
+// Package load is the benchmark's load generator: a fixed number of
+// keep-alive HTTP/1.1 connections on loopback, each sending its next
+// request as soon as the last answer is read (closed loop), for a bounded
+// time. It records latencies in a log-linear histogram and, at the edges of
+// the measured window, the CPU counters of the server's CPU and process
+// group and the upstream's request counter, so that every figure of a row
+// covers the same interval.
+package load
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"tradergate/bench/cpustat"
+)
+
+// Mode says how requests are chosen.
+type Mode string
+
+const (
+	// ModeList sends URLs in turn, each connection starting at its own
+	// offset.
+	ModeList Mode = "list"
+	// ModeZipf draws each request from URLs by Zipf rank: URLs[0] is the
+	// most popular.
+	ModeZipf Mode = "zipf"
+	// ModeSequence makes every request a new target from Templates, so no
+	// two requests share a cache key.
+	ModeSequence Mode = "sequence"
+	// ModeStampede runs Rounds rounds in which every connection sends
+	// URLs[round] at the same moment.
+	ModeStampede Mode = "stampede"
+)
+
+// Spec is one load run. The orchestrator writes it as JSON for the load
+// generator process, which runs pinned to its own CPU.
+type Spec struct {
+	// Addr is the server, host:port on loopback.
+	Addr string
+	// Headers are sent on every request, as "Name: value".
+	Headers []string
+	Mode    Mode
+	// URLs are request targets (path and query) for ModeList, ModeZipf and
+	// ModeStampede (one per round).
+	URLs []string
+	// ZipfS is the Zipf exponent of ModeZipf; zero: 1.
+	ZipfS float64
+	// Seed makes ModeZipf draws repeatable.
+	Seed uint64
+	// Templates are the targets of ModeSequence, each with one "{n}".
+	// Request i uses Templates[i%len] with {n} = SeqStart - i/len*SeqStep.
+	Templates         []string
+	SeqStart, SeqStep int64
+	// Connections is the number of keep-alive connections; zero: 32.
+	Connections int
+	// Warmup runs before the measured window, not counted.
+	Warmup time.Duration
+	// Duration is the measured window (not used by ModeStampede).
+	Duration time.Duration
+	// Rounds of ModeStampede; zero: len(URLs).
+	Rounds int
+	// CheckCache, when set, is the X-Cache value every sampled answer must
+	// carry (tradergate's hit scenarios: "HIT").
+	CheckCache string
+	// SampleCache makes X-Cache be read (and counted by value) even when
+	// nothing is expected of it.
+	SampleCache bool
+	// SampleEvery reads X-Cache on one answer in this many; zero: 64.
+	// ModeStampede reads every answer.
+	SampleEvery int
+	// ServerCPU and LoadCPU are read from /proc/stat at the window's edges;
+	// negative: not read.
+	ServerCPU, LoadCPU int
+	// ServerPGID is the server's process group, whose CPU time is read from
+	// /proc/<pid>/stat as a cross-check; zero: not read.
+	ServerPGID int
+	// StatsURL answers {"requests": n}, the upstream's count of requests
+	// that reached it; "": not read.
+	StatsURL string
+	// Timeout bounds one request; zero: 10s.
+	Timeout time.Duration
+}
+
+func (s *Spec) applyDefaults() {
+	if s.Connections <= 0 {
+		s.Connections = 32
+	}
+	if s.SampleEvery <= 0 {
+		s.SampleEvery = 64
+	}
+	if s.Timeout <= 0 {
+		s.Timeout = 10 * time.Second
+	}
+	if s.ZipfS <= 0 {
+		s.ZipfS = 1
+	}
+	if s.Mode == ModeStampede && s.Rounds <= 0 {
+		s.Rounds = len(s.URLs)
+	}
+}
+
+// validate refuses specs that cannot run, and any address off loopback:
+// the benchmark never sends load anywhere else.
+func (s *Spec) validate() error {
+	host, _, err := net.SplitHostPort(s.Addr)
+	if err != nil {
+		return fmt.Errorf("addr %q: %w", s.Addr, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("addr %q: only loopback addresses are allowed", s.Addr)
+	}
+	switch s.Mode {
+	case ModeList, ModeZipf:
+		if len(s.URLs) == 0 {
+			return errors.New("no URLs")
+		}
+	case ModeStampede:
+		if s.Rounds > len(s.URLs) {
+			return fmt.Errorf("stampede: %d rounds but %d URLs (one cold URL per round)", s.Rounds, len(s.URLs))
+		}
+	case ModeSequence:
+		if len(s.Templates) == 0 {
+			return errors.New("sequence: no templates")
+		}
+	default:
+		return fmt.Errorf("unknown mode %q", s.Mode)
+	}
+	if s.Mode != ModeStampede && s.Duration <= 0 {
+		return errors.New("duration must be positive")
+	}
+	return nil
+}
+
+// Result is what one run measured; every count covers the measured window.
+type Result struct {
+	Requests        int64 // answers read in the window
+	Errors          int64 // non-2xx answers plus transport errors
+	TransportErrors int64 // failed dials, writes, reads, malformed answers
+	// Status counts answers by status code.
+	Status map[int]int64
+	// Window is the measured time, RPS = Requests / Window.
+	Window    time.Duration
+	RPS       float64
+	BodyBytes int64
+	Latency   Latency
+	// Cache counts sampled X-Cache values ("" when absent); CacheUnexpected
+	// counts the samples that differed from Spec.CheckCache.
+	Cache           map[string]int64
+	CacheSampled    int64
+	CacheUnexpected int64
+	// ServerCPU and LoadCPU are the ticks of those CPUs in the window.
+	ServerCPU, LoadCPU cpustat.CPUTimes
+	CPUMeasured        bool
+	// ServerProcJiffies is the server process group's user+system ticks.
+	ServerProcJiffies uint64
+	ProcMeasured      bool
+	// Upstream is how many requests reached the upstream in the window;
+	// UpstreamPerRound splits it by stampede round.
+	Upstream         int64
+	UpstreamMeasured bool
+	UpstreamPerRound []int64
+	// Problems are measurement failures worth showing (a counter that
+	// could not be read), not server errors.
+	Problems []string
+}
+
+// Latency summarises the histogram of a run.
+type Latency struct {
+	P50, P90, P99, P999, Max, Mean time.Duration
+}
+
+func summarize(h *Histogram) Latency {
+	return Latency{
+		P50: h.Percentile(50), P90: h.Percentile(90), P99: h.Percentile(99), P999: h.Percentile(99.9),
+		Max: h.Max(), Mean: h.Mean(),
+	}
+}

@@ -1,0 +1,263 @@
+// Command bench is tradergate's load benchmark (issue 8): it measures the
+// edge against the servers users would pick instead, on one machine, one
+// core each.
+//
+//	go run ./bench                       every scenario, 10s each
+//	go run ./bench -only hit-activity20  one page's rows
+//	go run ./bench -pprof                also profile the hit and miss paths
+//
+// It builds tradergate and its helpers (bench/cmd/...), starts the
+// simulated legacy host, then for every scenario and server starts a fresh
+// server pinned to the server CPU (taskset, GOMAXPROCS=1) and a load
+// generator pinned to the other, and prints one table, also written as
+// Markdown and JSON under -out. Every child process is stopped on the way
+// out, Ctrl-C included.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"tradergate/bench/cpustat"
+	"tradergate/bench/fixture"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// bench is one run: what it built and started, and what it found.
+type bench struct {
+	opt       options
+	stderr    io.Writer // progress and notes
+	root      string    // module root
+	tmp       string    // binaries, configs, specs; removed at the end
+	out       string
+	bins      binaries
+	procs     *procs
+	client    *http.Client
+	hz        int
+	hzAssumed bool
+
+	simKey, clientKey string
+	end               int64 // newest data of every simulated host, Unix s
+	upstream          *server
+	fixtures          fixture.Fixtures
+	nginx, redis      string // paths, "" when not installed
+	nginxVersion      string
+	redisSrv          *server
+	// tgSections are the optional tradergate config sections still tried.
+	tgSections map[string]bool
+	pagesPath  string
+	pageSizes  []string
+	notes      []string
+	seq        int
+}
+
+type binaries struct {
+	tradergate, simserver, ceiling, passthrough, loadgen string
+}
+
+func (b *bench) note(s string) {
+	for _, n := range b.notes {
+		if n == s {
+			return
+		}
+	}
+	b.notes = append(b.notes, s)
+	fmt.Fprintln(b.stderr, "note:", s)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	opt, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	if err := checkMachine(opt); err != nil {
+		return err
+	}
+	b := &bench{
+		opt:        opt,
+		stderr:     stderr,
+		client:     &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableCompression: true}},
+		simKey:     randomKey("sim"),
+		clientKey:  randomKey("tg_bench"),
+		tgSections: map[string]bool{"admin": true, "log": true},
+	}
+	if err := b.prepareDirs(); err != nil {
+		return err
+	}
+	defer os.RemoveAll(b.tmp)
+	defer b.procs.stopAll() // runs first: no child outlives the run
+
+	if err := b.setUp(ctx); err != nil {
+		return err
+	}
+	scs := buildScenarios(b.fixtures, scenarioOptions{
+		zipfKeys: opt.zipfKeys, stampedeRounds: opt.stampedeRounds, stampedeConns: opt.stampedeClients,
+		stampedeDelay: opt.stampedeDelay, seed: opt.seed,
+	})
+	var chosen []*scenario
+	for _, sc := range scs {
+		if selected(sc.name, opt.only) {
+			chosen = append(chosen, sc)
+		}
+	}
+	if len(chosen) == 0 {
+		return fmt.Errorf("-only %q selects no scenario", opt.only)
+	}
+	if err := b.capturePages(ctx, chosen); err != nil {
+		return fmt.Errorf("capture tradergate's pages for the ceiling: %w", err)
+	}
+
+	rows := b.plan(chosen)
+	fmt.Fprintf(stderr, "%d rows × %d, about %v\n", len(rows), opt.repeat, (time.Duration(opt.repeat) * b.estimate(chosen, rows)).Round(time.Second))
+	start := time.Now()
+	rows = b.runMatrix(ctx, chosen, rows)
+	if b.redisSrv != nil {
+		b.redisSrv.stop()
+	}
+	computeRatios(rows)
+	verdicts := checkTargets(rows)
+	meta := b.meta(args, time.Since(start))
+	if err := printResults(stdout, rows, verdicts); err != nil {
+		return err
+	}
+	var profiles []profileResult
+	if opt.pprof && ctx.Err() == nil {
+		profiles = b.profiles(ctx, stdout, scs)
+	}
+	if err := b.writeResults(meta, rows, verdicts, profiles); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\nwritten: %s, %s (logs in %s)\n", filepath.Join(b.out, "results.md"), filepath.Join(b.out, "results.json"), b.procs.logDir)
+	return ctx.Err()
+}
+
+// checkMachine refuses to start where the measurements cannot be made.
+func checkMachine(opt options) error {
+	if runtime.GOOS != "linux" {
+		return errors.New("the benchmark reads /proc and pins with taskset: Linux only")
+	}
+	if lookPath("taskset") == "" {
+		return errors.New("taskset not found (Debian: util-linux)")
+	}
+	for _, cpu := range []int{opt.serverCPU, opt.loadCPU} {
+		if _, err := cpustat.ReadStat(cpu); err != nil {
+			return fmt.Errorf("-cpus: CPU %d: %w", cpu, err)
+		}
+	}
+	return nil
+}
+
+// prepareDirs makes the out directory (clearing what an earlier run left
+// there, which would be read as this run's), the logs and the temp dir.
+func (b *bench) prepareDirs() error {
+	var err error
+	if b.root, err = moduleRoot(); err != nil {
+		return err
+	}
+	b.out = b.opt.out
+	if !filepath.IsAbs(b.out) {
+		b.out = filepath.Join(b.root, b.out)
+	}
+	logDir := filepath.Join(b.out, "logs")
+	_ = os.RemoveAll(logDir)
+	for _, pattern := range []string{"results.*", "profile-*", "tradergate*.yaml", "nginx.conf"} {
+		old, _ := filepath.Glob(filepath.Join(b.out, pattern))
+		for _, f := range old {
+			_ = os.Remove(f)
+		}
+	}
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return err
+	}
+	if b.tmp, err = os.MkdirTemp("", "tradergate-bench-"); err != nil {
+		return err
+	}
+	// Run as root, nginx's workers must reach their prefix inside.
+	_ = os.Chmod(b.tmp, 0o755)
+	b.procs = newProcs(logDir, b.tmp, b.opt.nice)
+	return nil
+}
+
+// setUp builds the binaries, pins the orchestrator, finds the optional
+// peers and starts the shared legacy host.
+func (b *bench) setUp(ctx context.Context) error {
+	fmt.Fprintln(b.stderr, "building…")
+	if err := b.build(ctx); err != nil {
+		return err
+	}
+	// From here the orchestrator only coordinates; pinning it (all its
+	// threads) to the load CPU keeps even that off the server's CPU.
+	if out, err := exec.Command("taskset", "-a", "-p", "-c", strconv.Itoa(b.opt.loadCPU), strconv.Itoa(os.Getpid())).CombinedOutput(); err != nil {
+		b.note(fmt.Sprintf("could not pin the orchestrator to CPU %d: %v %s", b.opt.loadCPU, err, strings.TrimSpace(string(out))))
+	}
+	var hzOK bool
+	if b.hz, hzOK = cpustat.ClockTicks(); !hzOK {
+		b.hzAssumed = true
+		b.note("getconf CLK_TCK failed: assumed USER_HZ = 100")
+	}
+	b.nginx, b.nginxVersion = nginxVersion()
+	b.redis = lookPath("redis-server")
+
+	b.end = time.Now().Truncate(time.Second).Unix()
+	if err := b.startUpstream(ctx); err != nil {
+		return fmt.Errorf("legacysim: %w", err)
+	}
+	if err := b.warmUpstream(ctx); err != nil {
+		return fmt.Errorf("legacysim warm-up: %w", err)
+	}
+	return nil
+}
+
+// printResults prints the table and where each target stands.
+func printResults(w io.Writer, rows []row, verdicts []verdict) error {
+	fmt.Fprintln(w)
+	if err := writeTable(w, rows); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	for _, v := range verdicts {
+		fmt.Fprintf(w, "%-4s  %s: %s\n", v.Status, v.Target, v.Detail)
+	}
+	return nil
+}
+
+func randomKey(prefix string) string {
+	var k [16]byte
+	_, _ = rand.Read(k[:])
+	return prefix + "_" + hex.EncodeToString(k[:])
+}
+
+func firstLines(s string, n int) string {
+	lines := strings.SplitAfter(s, "\n")
+	if len(lines) > n {
+		lines = lines[:n]
+	}
+	return strings.Join(lines, "")
+}

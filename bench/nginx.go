@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/template"
+	"time"
+)
+
+// nginxConfTemplate is bench/nginx.conf.tmpl.
+//
+//go:embed nginx.conf.tmpl
+var nginxConfTemplate string
+
+type nginxConf struct {
+	Prefix, Listen, Upstream, UpstreamKey string
+}
+
+func renderNginxConf(c nginxConf) ([]byte, error) {
+	t, err := template.New("nginx.conf").Option("missingkey=error").Parse(nginxConfTemplate)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	if err := t.Execute(&b, c); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// nginxVersion returns `nginx -v` of the nginx on PATH, "" when there is
+// none. The harness never installs it.
+func nginxVersion() (path, version string) {
+	path, err := exec.LookPath("nginx")
+	if err != nil {
+		return "", ""
+	}
+	out, _ := exec.Command(path, "-v").CombinedOutput()
+	return path, strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(out)), "nginx version: "))
+}
+
+// startNginx starts nginx in a new prefix directory (an empty cache each
+// time), master and one worker, both pinned to the server CPU.
+func (b *bench) startNginx(ctx context.Context) (*server, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	prefix, err := os.MkdirTemp(b.tmp, "nginx-")
+	if err != nil {
+		return nil, err
+	}
+	// Run as root, nginx's workers switch to an unprivileged user, which
+	// must reach the cache and temp directories.
+	for _, d := range []string{"cache", "tmp", "logs"} {
+		if err := os.MkdirAll(filepath.Join(prefix, d), 0o777); err != nil {
+			return nil, err
+		}
+		_ = os.Chmod(filepath.Join(prefix, d), 0o777)
+	}
+	_ = os.Chmod(prefix, 0o755)
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	conf, err := renderNginxConf(nginxConf{Prefix: prefix, Listen: addr, Upstream: b.upstream.addr, UpstreamKey: b.simKey})
+	if err != nil {
+		return nil, err
+	}
+	confPath := filepath.Join(prefix, "nginx.conf")
+	if err := os.WriteFile(confPath, conf, 0o644); err != nil {
+		return nil, err
+	}
+	// The conf names the legacy key; the copy kept with the results does
+	// not.
+	_ = os.WriteFile(filepath.Join(b.out, "nginx.conf"), bytes.ReplaceAll(conf, []byte(b.simKey), []byte("<legacy key>")), 0o644)
+	p, err := b.procs.start("nginx", b.opt.serverCPU, startOpts{}, b.nginx, "-p", prefix, "-c", confPath, "-e", "stderr")
+	if err != nil {
+		return nil, err
+	}
+	if err := waitPort(ctx, p, addr, 10*time.Second); err != nil {
+		p.stop(2 * time.Second)
+		return nil, errorWithTail(err, p)
+	}
+	return &server{addr: addr, proc: p}, nil
+}

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"tradergate/bench/load"
+)
+
+// profiles profiles tradergate on the hit path (the 20-item page) and the
+// miss path, printing the top of each.
+func (b *bench) profiles(ctx context.Context, w io.Writer, scs []*scenario) []profileResult {
+	var out []profileResult
+	for _, name := range []string{"hit-activity20", "miss"} {
+		fmt.Fprintf(b.stderr, "profiling %s on tradergate…\n", name)
+		text, err := b.profile(ctx, scenarioByName(scs, name))
+		p := profileResult{Scenario: name, Report: text}
+		if err != nil {
+			p.Error = err.Error()
+		}
+		out = append(out, p)
+		fmt.Fprintf(w, "\n== profile: %s ==\n%s%s\n", name, p.Error, firstLines(text, 30))
+	}
+	return out
+}
+
+// profile runs a scenario against tradergate once more, outside the table
+// (a profiler perturbs what it watches), and captures a CPU profile of the
+// tradergate process over the measured window. It prefers Go's own
+// profiler when the admin listener serves /debug/pprof/profile; without
+// that hook it samples the process with `perf record` (Go binaries keep
+// frame pointers, so call graphs unwind). The text report is written to
+// <out>/profile-<scenario>.txt and returned.
+func (b *bench) profile(ctx context.Context, sc *scenario) (string, error) {
+	b.procs.setTag("profile-" + sc.name)
+	defer b.procs.setTag("")
+	srv, err := b.startTradergate(ctx, "")
+	if err != nil {
+		return "", err
+	}
+	defer srv.stop()
+	if sc.mode == load.ModeList {
+		if err := b.warm(ctx, sc, kindTradergate, srv, ""); err != nil {
+			return "", err
+		}
+	}
+	spec := b.spec(sc, kindTradergate, srv, "")
+	lg, outPath, err := b.startLoad(spec, "tradergate")
+	if err != nil {
+		return "", err
+	}
+	defer lg.stop(2 * time.Second)
+	sleepFor(ctx, spec.Warmup)
+	secs := max(1, int((spec.Duration-500*time.Millisecond)/time.Second))
+	base := filepath.Join(b.out, "profile-"+sc.name)
+
+	var report string
+	if srv.admin != "" {
+		report, err = b.pprofProfile(ctx, srv.admin, secs, base)
+	}
+	if report == "" {
+		var perr error
+		report, perr = b.perfProfile(ctx, srv.proc.pid(), secs, base)
+		if perr != nil {
+			return "", fmt.Errorf("no profile: admin pprof: %v; perf: %w", err, perr)
+		}
+	}
+	if _, err := b.waitLoad(ctx, lg, spec, outPath); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(base+".txt", []byte(report), 0o644); err != nil {
+		return "", err
+	}
+	return report, nil
+}
+
+// pprofProfile fetches a CPU profile from the edge's admin listener. It
+// returns "" with no error when the listener has no pprof handler.
+func (b *bench) pprofProfile(ctx context.Context, admin string, secs int, base string) (string, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+admin+"/debug/pprof/profile?seconds="+strconv.Itoa(secs), nil)
+	resp, err := (&http.Client{Timeout: time.Duration(secs+30) * time.Second}).Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("admin listener: /debug/pprof/profile answered %d", resp.StatusCode)
+	}
+	f, err := os.Create(base + ".pb.gz")
+	if err != nil {
+		return "", err
+	}
+	if _, err := f.ReadFrom(resp.Body); err != nil {
+		f.Close()
+		return "", err
+	}
+	if err := f.Close(); err != nil {
+		return "", err
+	}
+	flat, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-nodecount=30", b.bins.tradergate, base+".pb.gz").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go tool pprof: %v: %s", err, flat)
+	}
+	cum, _ := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-cum", "-nodecount=30", b.bins.tradergate, base+".pb.gz").CombinedOutput()
+	return "source: Go pprof from the admin listener (" + base + ".pb.gz)\n\n== flat ==\n" + string(flat) + "\n== cumulative ==\n" + string(cum), nil
+}
+
+// perfProfile samples the process with perf (the cpu-clock software
+// event, which works where hardware counters are not exposed) for secs
+// seconds and renders flat and cumulative tops by symbol. perf itself runs
+// on the load generator's CPU.
+func (b *bench) perfProfile(ctx context.Context, pid, secs int, base string) (string, error) {
+	perf := lookPath("perf")
+	if perf == "" {
+		return "", fmt.Errorf("perf is not installed (Debian: linux-perf)")
+	}
+	data := base + ".perf.data"
+	rec := exec.CommandContext(ctx, "taskset", "-c", strconv.Itoa(b.opt.loadCPU), perf, "record", "-e", "cpu-clock", "-F", "1999", "-g",
+		"-p", strconv.Itoa(pid), "-o", data, "--", "sleep", strconv.Itoa(secs))
+	if out, err := rec.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("perf record: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	report := func(n int, args ...string) (string, error) {
+		out, err := exec.CommandContext(ctx, perf, append([]string{"report", "-i", data, "--stdio", "-g", "none"}, args...)...).Output()
+		return keepReportLines(string(out), n), err
+	}
+	// Kernel time is a large share on loopback; a VM's cpu-clock samples
+	// of it often land on the point where interrupts are re-enabled
+	// (pvm_irq_enable and the like), so the split by object comes first.
+	split, err := report(10, "--no-children", "--sort", "dso")
+	if err != nil {
+		return "", fmt.Errorf("perf report: %w", err)
+	}
+	flat, _ := report(35, "--no-children", "--sort", "dso,symbol")
+	cum, _ := report(70, "--children", "--sort", "symbol")
+	return "source: perf record -e cpu-clock -F 1999 -g on the tradergate process (" + data + ")\n\n== by object ==\n" + split +
+		"\n== flat (self) ==\n" + flat + "\n== cumulative (children) ==\n" + cum, nil
+}
+
+// keepReportLines drops perf's comment header and keeps the first n
+// sample lines, without the trailing IPC columns perf prints as "-".
+func keepReportLines(s string, n int) string {
+	var out []string
+	for line := range strings.SplitSeq(s, "\n") {
+		if strings.HasPrefix(line, "#") || strings.TrimSpace(line) == "" {
+			continue
+		}
+		line = strings.TrimRight(line, " -")
+		out = append(out, line)
+		if len(out) == n {
+			break
+		}
+	}
+	return strings.Join(out, "\n") + "\n"
+}
+
+// sleepFor sleeps for d or until ctx ends.
+func sleepFor(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}

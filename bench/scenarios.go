@@ -1,0 +1,183 @@
+package main
+
+import (
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	"tradergate/bench/fixture"
+	"tradergate/bench/load"
+)
+
+// scenario is one line of issue 8's list, run against several servers.
+// Targets are variant A /v1 paths; a server that serves them elsewhere
+// gets its prefix (serverKind.pathPrefix).
+type scenario struct {
+	name  string
+	about string
+	// base names the scenario whose ceiling and nginx rows this one's
+	// ratios use ("" : its own).
+	base  string
+	gzip  bool
+	mode  load.Mode
+	urls  []string
+	tmpl  []string // load.ModeSequence
+	start int64
+	// servers run this scenario, in this order.
+	servers []serverKind
+	// hit: tradergate must answer X-Cache: HIT; the URLs are fetched until
+	// it does before the window opens.
+	hit bool
+	// redis runs tradergate with the limiter's Redis store.
+	redis bool
+	// conns overrides -connections (the stampede's 256 clients).
+	conns  int
+	rounds int
+	// latency delays the upstream's answers while the scenario runs.
+	latency time.Duration
+}
+
+// Settled bounds: an hour before the newest data is well past the cache
+// policy's 5 minute settle window, so these pages are immutable for
+// tradergate (DESIGN.md "Immutable vs fresh").
+const settledAge = 3600
+
+// hitPages are the three page shapes of issue 8's cache hit scenario.
+func hitPages(f fixture.Fixtures) []struct{ name, about, url string } {
+	settled := f.End - settledAge
+	return []struct{ name, about, url string }{
+		{"tx", "a one-item answer: transaction detail", "/v1/tx/" + f.TradeTxs[0]},
+		{"activity20", "a 20-item activity page", "/v1/trader/" + f.Wallets[0] + "/activity?toTimestamp=" + strconv.FormatInt(settled, 10) + "&limit=20"},
+		{"orderbook1000", "a 1000-event order book page", "/v1/orderbook/events?tokenId=" + f.Tokens[0] + "&to=" + strconv.FormatInt(settled*1000, 10) + "&limit=1000"},
+	}
+}
+
+// scenarioOptions are the figures of the scenarios that flags set.
+type scenarioOptions struct {
+	zipfKeys       int
+	stampedeRounds int
+	stampedeConns  int
+	stampedeDelay  time.Duration
+	seed           uint64
+}
+
+// buildScenarios returns every scenario, in running order.
+func buildScenarios(f fixture.Fixtures, o scenarioOptions) []*scenario {
+	var out []*scenario
+	for _, p := range hitPages(f) {
+		for _, gz := range []bool{false, true} {
+			sc := &scenario{
+				name: "hit-" + p.name, about: "cache hit, " + p.about, gzip: gz, mode: load.ModeList,
+				urls: []string{p.url}, hit: true,
+				servers: []serverKind{kindTradergate, kindCeiling, kindNginx, kindPassthrough, kindLegacysim},
+			}
+			if gz {
+				sc.name += "-gzip"
+				sc.about += ", Accept-Encoding: gzip"
+				// Without a cache the gzip rows only add the legacy host's
+				// compression on the load generator's CPU.
+				sc.servers = sc.servers[:3]
+			}
+			out = append(out, sc)
+		}
+	}
+	out = append(out, &scenario{
+		name: "hit-activity20-redis", base: "hit-activity20",
+		about: "cache hit on the 20-item page, limiter counters in Redis (redis-server on the load CPU)",
+		mode:  load.ModeList, urls: []string{hitPages(f)[1].url}, hit: true, redis: true,
+		servers: []serverKind{kindTradergate},
+	})
+
+	// Cache miss: every request a new upper bound, so a new cache key,
+	// fetched and normalized (and, for tradergate, stored).
+	var tmpl []string
+	for _, w := range f.Wallets {
+		tmpl = append(tmpl, "/v1/trader/"+w+"/activity?toTimestamp={n}&limit=20")
+	}
+	out = append(out, &scenario{
+		name: "miss", about: "cache miss: every request a new key (20-item activity pages)",
+		mode: load.ModeSequence, tmpl: tmpl, start: f.End - settledAge,
+		servers: []serverKind{kindTradergate, kindPassthrough, kindNginx, kindLegacysim},
+	})
+
+	out = append(out, &scenario{
+		name: "stampede", about: strconv.Itoa(o.stampedeConns) + " clients at once on one cold key, " + strconv.Itoa(o.stampedeRounds) + " rounds, upstream delayed " + o.stampedeDelay.String(),
+		mode: load.ModeStampede, urls: stampedeURLs(f, o.stampedeRounds), conns: o.stampedeConns, rounds: o.stampedeRounds,
+		latency: o.stampedeDelay,
+		servers: []serverKind{kindTradergate, kindNginx, kindPassthrough},
+	})
+
+	out = append(out, &scenario{
+		name: "zipf", about: "Zipf-distributed mix over " + strconv.Itoa(o.zipfKeys) + " keys, default TTLs",
+		mode: load.ModeZipf, urls: zipfKeys(f, o.zipfKeys, o.seed),
+		servers: []serverKind{kindTradergate, kindNginx},
+	})
+	return out
+}
+
+// stampedeURLs gives each round a key of its own; every row starts a fresh
+// server, so each is cold.
+func stampedeURLs(f fixture.Fixtures, rounds int) []string {
+	out := make([]string, rounds)
+	for r := range out {
+		w := f.Wallets[r%len(f.Wallets)]
+		out[r] = "/v1/trader/" + w + "/activity?toTimestamp=" + strconv.FormatInt(f.End-2*settledAge-int64(r), 10) + "&limit=20"
+	}
+	return out
+}
+
+// zipfKeys builds the key universe of the Zipf mix: n distinct valid
+// requests, shuffled by seed so that popularity does not follow kind.
+// Shares (of n): transactions 20% (immutable once found), settled activity
+// ranges 30% and settled order book pages 30% (immutable), activity first
+// pages 10% and open positions 10% (fresh: 1s TTL). The transactions the
+// simulated host has cap their share; settled activity ranges fill the
+// rest.
+func zipfKeys(f fixture.Fixtures, n int, seed uint64) []string {
+	nw, nt := len(f.Wallets), len(f.Tokens)
+	txs := append(append([]string(nil), f.TradeTxs...), f.ComboTxs...)
+	nTx := min(n*20/100, len(txs))
+	nHead, nOpen, nBook := n*10/100, n*10/100, n*30/100
+	nRange := n - nTx - nHead - nOpen - nBook
+	keys := make([]string, 0, n)
+	for _, tx := range txs[:nTx] {
+		keys = append(keys, "/v1/tx/"+tx)
+	}
+	// Ten-minute steps back from the settled bound: 3000 ranges over 16
+	// wallets reach about 31 hours into the 72 the host holds.
+	for i := range nRange {
+		to := f.End - settledAge - int64(i/nw)*600
+		keys = append(keys, "/v1/trader/"+f.Wallets[i%nw]+"/activity?toTimestamp="+strconv.FormatInt(to, 10)+"&limit=20")
+	}
+	for i := range nBook {
+		to := (f.End - settledAge - int64(i/nt)*600) * 1000
+		keys = append(keys, "/v1/orderbook/events?tokenId="+f.Tokens[i%nt]+"&to="+strconv.FormatInt(to, 10)+"&limit=100")
+	}
+	// Page sizes 1, 2, 3... make distinct first pages (variant A allows up
+	// to 100; beyond that the extra keys wrap onto the same pages).
+	for i := range nHead {
+		keys = append(keys, "/v1/trader/"+f.Wallets[i%nw]+"/activity?limit="+strconv.Itoa(1+i/nw%100))
+	}
+	for i := range nOpen {
+		keys = append(keys, "/v1/trader/"+f.Wallets[i%nw]+"/positions/open?limit="+strconv.Itoa(1+i/nw%100))
+	}
+	r := rand.New(rand.NewPCG(seed, 0x5eed))
+	r.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+	return keys
+}
+
+// selected reports whether a scenario passes the -only filter: a
+// comma-separated list of name prefixes ("hit" selects every hit scenario,
+// "hit-activity20" that page's identity, gzip and Redis rows).
+func selected(name, only string) bool {
+	if only == "" {
+		return true
+	}
+	for p := range strings.SplitSeq(only, ",") {
+		if p = strings.TrimSpace(p); p != "" && strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}

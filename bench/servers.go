@@ -1,0 +1,192 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"tradergate/bench/fixture"
+)
+
+// serverKind names a server the benchmark compares.
+type serverKind string
+
+const (
+	kindTradergate  serverKind = "tradergate"
+	kindCeiling     serverKind = "ceiling"
+	kindNginx       serverKind = "nginx"
+	kindPassthrough serverKind = "passthrough"
+	kindLegacysim   serverKind = "legacysim"
+)
+
+// about explains each server in the report's notes.
+func (k serverKind) about() string {
+	switch k {
+	case kindTradergate:
+		return "the edge: auth, per-key limits, validation, cache, rewrite (variant A)"
+	case kindCeiling:
+		return "plain net/http serving tradergate's bytes for the same URL from memory: the Go ceiling"
+	case kindNginx:
+		return "nginx proxy_cache in front of the same legacysim: cache only, no auth, no limits, no rewrite (variant B bodies)"
+	case kindPassthrough:
+		return "httputil.ReverseProxy to legacysim: no cache, no rewrite, no auth"
+	case kindLegacysim:
+		return "the simulated legacy host itself, as the server under test (variant B)"
+	}
+	return ""
+}
+
+// pathPrefix is put before the /v1 targets: only the legacy host serves
+// them under /open-api; the others map /v1 themselves.
+func (k serverKind) pathPrefix() string {
+	if k == kindLegacysim {
+		return "/open-api"
+	}
+	return ""
+}
+
+// startSim starts a simulated legacy host on cpu. Every instance of a run
+// gets the same seed and End, so the direct baseline serves what the edges
+// get from the shared upstream.
+func (b *bench) startSim(ctx context.Context, name string, cpu int, fixtures string) (*server, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	args := []string{"-listen", addr, "-seed", "1", "-key", b.simKey, "-end", strconv.FormatInt(b.end, 10)}
+	if fixtures != "" {
+		args = append(args, "-fixtures", fixtures)
+	}
+	p, err := b.procs.start(name, cpu, startOpts{}, b.bins.simserver, args...)
+	if err != nil {
+		return nil, err
+	}
+	if err := waitPort(ctx, p, addr, 15*time.Second); err != nil {
+		p.stop(2 * time.Second)
+		return nil, errorWithTail(err, p)
+	}
+	return &server{addr: addr, proc: p}, nil
+}
+
+// startUpstream starts the shared legacy host on the load generator's CPU
+// and reads its fixtures. It serves every edge's misses; in hit scenarios
+// it is idle, and in miss scenarios its work competes with the load
+// generator's, not with the server under test's.
+func (b *bench) startUpstream(ctx context.Context) error {
+	path := filepath.Join(b.tmp, "fixtures.json")
+	s, err := b.startSim(ctx, "upstream-legacysim", b.opt.loadCPU, path)
+	if err != nil {
+		return err
+	}
+	b.upstream = s
+	if err := fixture.ReadJSON(path, &b.fixtures); err != nil {
+		return fmt.Errorf("fixtures: %w", err)
+	}
+	if len(b.fixtures.Wallets) == 0 || len(b.fixtures.TradeTxs) == 0 || len(b.fixtures.Tokens) == 0 {
+		return fmt.Errorf("fixtures: the simulated host holds no data")
+	}
+	return nil
+}
+
+// warmUpstream makes the shared legacy host build its lazily generated
+// data (order books per token, encoded wallet items) before any row, so
+// that no row pays for it.
+func (b *bench) warmUpstream(ctx context.Context) error {
+	base := b.upstreamBase()
+	var urls []string
+	for _, t := range b.fixtures.Tokens {
+		urls = append(urls, base+"/v1/orderbook/events?tokenId="+t+"&limit=1")
+	}
+	for _, w := range b.fixtures.Wallets {
+		urls = append(urls, base+"/v1/trader/"+w+"/activity?limit=1", base+"/v1/trader/"+w+"/positions/open?limit=1")
+	}
+	for _, u := range urls {
+		a, err := b.get(ctx, u, false, b.simKey)
+		if err != nil {
+			return err
+		}
+		if a.status != http.StatusOK {
+			return fmt.Errorf("%s: status %d", u, a.status)
+		}
+	}
+	return nil
+}
+
+func (b *bench) upstreamBase() string { return "http://" + b.upstream.addr + "/open-api" }
+
+func (b *bench) statsURL() string { return "http://" + b.upstream.addr + "/__stats" }
+
+// setUpstreamLatency delays every answer of the shared upstream (0: none),
+// so that a stampede's requests all arrive while the first miss is in
+// flight.
+func (b *bench) setUpstreamLatency(ctx context.Context, d time.Duration) error {
+	_, err := b.get(ctx, "http://"+b.upstream.addr+"/__faults?latency="+d.String(), false, "")
+	return err
+}
+
+func (b *bench) startCeiling(ctx context.Context) (*server, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	p, err := b.procs.start("ceiling", b.opt.serverCPU, startOpts{}, b.bins.ceiling, "-listen", addr, "-pages", b.pagesPath)
+	if err != nil {
+		return nil, err
+	}
+	if err := waitPort(ctx, p, addr, 10*time.Second); err != nil {
+		p.stop(2 * time.Second)
+		return nil, errorWithTail(err, p)
+	}
+	return &server{addr: addr, proc: p}, nil
+}
+
+func (b *bench) startPassthrough(ctx context.Context) (*server, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	p, err := b.procs.start("passthrough", b.opt.serverCPU, startOpts{}, b.bins.passthrough,
+		"-listen", addr, "-upstream", b.upstreamBase(), "-key", b.simKey)
+	if err != nil {
+		return nil, err
+	}
+	if err := waitPort(ctx, p, addr, 10*time.Second); err != nil {
+		p.stop(2 * time.Second)
+		return nil, errorWithTail(err, p)
+	}
+	return &server{addr: addr, proc: p}, nil
+}
+
+// startTarget starts a fresh instance of a server under test, so that no
+// row inherits another's cache or connection state.
+func (b *bench) startTarget(ctx context.Context, kind serverKind, sc *scenario) (*server, error) {
+	switch kind {
+	case kindTradergate:
+		if sc.redis {
+			return b.startTradergate(ctx, "redis://"+b.redisSrv.addr+"/0")
+		}
+		return b.startTradergate(ctx, "")
+	case kindCeiling:
+		return b.startCeiling(ctx)
+	case kindNginx:
+		return b.startNginx(ctx)
+	case kindPassthrough:
+		return b.startPassthrough(ctx)
+	case kindLegacysim:
+		return b.startSim(ctx, "legacysim", b.opt.serverCPU, "")
+	}
+	return nil, fmt.Errorf("unknown server %q", kind)
+}
+
+func errorWithTail(err error, p *proc) error {
+	if tail := p.stderrTail(1500); tail != "" {
+		return fmt.Errorf("%w\n%s", err, tail)
+	}
+	return err
+}

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"text/template"
+	"time"
+)
+
+// tgConfigTemplate is bench/tradergate.yaml.tmpl: the configuration the
+// benchmark runs tradergate with.
+//
+//go:embed tradergate.yaml.tmpl
+var tgConfigTemplate string
+
+// tgConfig fills the template. Admin and Log are sections that builds
+// before issue 7 do not know; strict config decoding refuses them, so the
+// harness drops a section the binary rejects and says so in the report.
+type tgConfig struct {
+	Port, AdminPort int
+	UpstreamURL     string
+	KeySHA256       string
+	RedisURL        string
+	Admin, Log      bool
+}
+
+func renderTGConfig(c tgConfig) ([]byte, error) {
+	t, err := template.New("tradergate.yaml").Option("missingkey=error").Parse(tgConfigTemplate)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	if err := t.Execute(&b, c); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// hashKey is what `tradergate hash-key` prints for a key (keys[].sha256).
+// It is computed here rather than imported from proxy, so that the harness
+// builds while the edge is being changed.
+func hashKey(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])
+}
+
+// unknownSection finds the top-level section named by tradergate's strict
+// decoder in "line 40: admin: unknown field" (proxy/yaml.go).
+var unknownSection = regexp.MustCompile(`line \d+: ([a-z_]+)(?:\.[a-z_.]+)?: unknown field`)
+
+// accessLogMarker is in every access log line of tradergate's JSON logger
+// (proxy/middleware.go: LogAttrs(..., "request", ...)).
+const accessLogMarker = `"msg":"request"`
+
+// server is a server under test, or the upstream, once it listens.
+type server struct {
+	addr  string // host:port
+	admin string // tradergate's admin listener, "" when none
+	proc  *proc
+}
+
+func (s *server) stop() {
+	if s != nil && s.proc != nil {
+		s.proc.stop(5 * time.Second)
+	}
+}
+
+// startTradergate starts the edge on the server CPU against the shared
+// upstream. redisURL selects the limiter store ("" in memory). A section
+// the binary refuses is dropped for the rest of the run.
+func (b *bench) startTradergate(ctx context.Context, redisURL string) (*server, error) {
+	for {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		adminPort, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		c := tgConfig{
+			Port: port, AdminPort: adminPort, UpstreamURL: b.upstreamBase(), KeySHA256: hashKey(b.clientKey),
+			RedisURL: redisURL, Admin: b.tgSections["admin"], Log: b.tgSections["log"],
+		}
+		data, err := renderTGConfig(c)
+		if err != nil {
+			return nil, err
+		}
+		path := filepath.Join(b.tmp, "tradergate.yaml")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			return nil, err
+		}
+		// The config is kept with the results (it holds only the key's
+		// hash; the legacy key is in the environment).
+		keep := "tradergate.yaml"
+		if redisURL != "" {
+			keep = "tradergate-redis.yaml"
+		}
+		_ = os.WriteFile(filepath.Join(b.out, keep), data, 0o644)
+		p, err := b.procs.start("tradergate", b.opt.serverCPU, startOpts{
+			env:       []string{"TRADERGATE_BENCH_UPSTREAM_KEY=" + b.simKey},
+			dropLines: accessLogMarker,
+		}, b.bins.tradergate, "-config", path)
+		if err != nil {
+			return nil, err
+		}
+		addr := "127.0.0.1:" + strconv.Itoa(port)
+		err = waitPort(ctx, p, addr, 15*time.Second)
+		if err == nil {
+			s := &server{addr: addr, proc: p}
+			if c.Admin {
+				s.admin = "127.0.0.1:" + strconv.Itoa(adminPort)
+			}
+			return s, nil
+		}
+		p.stop(2 * time.Second)
+		tail := p.stderrTail(2000)
+		if m := unknownSection.FindStringSubmatch(tail); m != nil && b.tgSections[m[1]] {
+			b.tgSections[m[1]] = false
+			b.note(fmt.Sprintf("this tradergate build refuses the %q config section (%s), so the benchmark ran without it", m[1], m[0]))
+			continue
+		}
+		return nil, fmt.Errorf("tradergate: %w\n%s", err, tail)
+	}
+}
