@@ -190,7 +190,7 @@ func (c *Cache) newEntry(s *settings, p Policy, body []byte, stored time.Time, t
 		sie:       max(p.StaleIfError, 0),
 	}
 	if s.compressMin >= 0 && len(body) > s.compressMin {
-		e.Gzip = c.z.gzip(body, immutable)
+		e.Gzip = c.z.gzip(body)
 	}
 	e.ETag, e.gzipETag = etags(body)
 	return e

@@ -3,7 +3,6 @@ package limits
 import (
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -61,28 +60,71 @@ const storeErrorRetryAfter = 1
 //
 // Header names are set in Go's canonical form (X-Ratelimit-Limit); field
 // names are case-insensitive (RFC 9110 section 5.1).
+//
+// It runs on every response, so the values are appended to one buffer and
+// become one string, and the fields are assigned under their canonical
+// names without http.Header.Set's canonicalization.
 func (d Decision) SetHeaders(h http.Header, now time.Time) {
-	policy := sfString(d.Policy)
-	limit := strconv.FormatInt(d.Limit, 10)
-	h.Set("X-RateLimit-Limit", limit)
-	h.Set("RateLimit-Policy", policy+";q="+limit+";w="+strconv.FormatInt(int64(d.Window/time.Second), 10))
+	var buf [192]byte
+	b := buf[:0]
+	var cut [6]int // ends of the values in b, in the order below
+	b = strconv.AppendInt(b, d.Limit, 10)
+	cut[0] = len(b) // X-RateLimit-Limit
+	policy := len(b)
+	b = appendSFString(b, d.Policy)
+	name := len(b)
+	b = append(b, ";q="...)
+	b = strconv.AppendInt(b, d.Limit, 10)
+	b = append(b, ";w="...)
+	b = strconv.AppendInt(b, int64(d.Window/time.Second), 10)
+	cut[1] = len(b) // RateLimit-Policy
 	if !d.Reset.IsZero() {
-		h.Set("X-RateLimit-Reset", strconv.FormatInt(ceilUnix(d.Reset), 10))
+		b = strconv.AppendInt(b, ceilUnix(d.Reset), 10)
 	}
+	cut[2] = len(b) // X-RateLimit-Reset
 	toReset := ceilSeconds(d.Reset.Sub(now))
-	if d.StoreErr != nil {
-		h.Del("X-RateLimit-Remaining")
-		h.Del("RateLimit")
-		if !d.Allowed {
-			h.Set("Retry-After", strconv.Itoa(storeErrorRetryAfter))
-		}
-		return
+	ok := d.StoreErr == nil
+	if ok {
+		b = strconv.AppendInt(b, max(d.Remaining, 0), 10)
 	}
-	remaining := strconv.FormatInt(max(d.Remaining, 0), 10)
-	h.Set("X-RateLimit-Remaining", remaining)
-	h.Set("RateLimit", policy+";r="+remaining+";t="+strconv.FormatInt(toReset, 10))
+	cut[3] = len(b) // X-RateLimit-Remaining
+	if ok {
+		b = append(b, b[policy:name]...)
+		b = append(b, ";r="...)
+		b = append(b, b[cut[2]:cut[3]]...)
+		b = append(b, ";t="...)
+		b = strconv.AppendInt(b, toReset, 10)
+	}
+	cut[4] = len(b) // RateLimit
+	switch {
+	case d.Allowed:
+	case !ok:
+		b = strconv.AppendInt(b, storeErrorRetryAfter, 10)
+	default:
+		b = strconv.AppendInt(b, max(toReset, 1), 10)
+	}
+	cut[5] = len(b) // Retry-After
+
+	all := string(b)
+	vals := make([]string, 0, 6)
+	set := func(key string, from, to int) {
+		vals = append(vals, all[from:to])
+		h[key] = vals[len(vals)-1 : len(vals) : len(vals)]
+	}
+	set("X-Ratelimit-Limit", 0, cut[0])
+	set("Ratelimit-Policy", policy, cut[1])
+	if !d.Reset.IsZero() {
+		set("X-Ratelimit-Reset", cut[1], cut[2])
+	}
+	if ok {
+		set("X-Ratelimit-Remaining", cut[2], cut[3])
+		set("Ratelimit", cut[3], cut[4])
+	} else {
+		delete(h, "X-Ratelimit-Remaining")
+		delete(h, "Ratelimit")
+	}
 	if !d.Allowed {
-		h.Set("Retry-After", strconv.FormatInt(max(toReset, 1), 10))
+		set("Retry-After", cut[4], cut[5])
 	}
 }
 
@@ -104,26 +146,22 @@ func ceilUnix(t time.Time) int64 {
 	return s
 }
 
-// sfString serialises a plan name as a Structured Field String (RFC 9651
+// appendSFString appends a plan name as a Structured Field String (RFC 9651
 // section 3.3.3), the form draft-11 gives policy names. Characters a String
 // cannot hold (controls, non-ASCII) become '_'; config plan names are
 // expected to be plain ASCII.
-func sfString(s string) string {
-	var b strings.Builder
-	b.Grow(len(s) + 2)
-	b.WriteByte('"')
+func appendSFString(b []byte, s string) []byte {
+	b = append(b, '"')
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
 		case c == '"' || c == '\\':
-			b.WriteByte('\\')
-			b.WriteByte(c)
+			b = append(b, '\\', c)
 		case c < 0x20 || c > 0x7e:
-			b.WriteByte('_')
+			b = append(b, '_')
 		default:
-			b.WriteByte(c)
+			b = append(b, c)
 		}
 	}
-	b.WriteByte('"')
-	return b.String()
+	return append(b, '"')
 }

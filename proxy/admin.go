@@ -3,6 +3,7 @@ package proxy
 import (
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -20,6 +21,10 @@ type AdminConfig struct {
 	// Listen is the address of /metrics, /healthz and /readyz; zero:
 	// "127.0.0.1:9090" (loopback: expose it deliberately); "off": none.
 	Listen string `yaml:"listen"`
+	// Pprof serves Go's profiler under /debug/pprof/ on the admin listener;
+	// zero: off. A CPU profile of the live edge is how the bench harness
+	// (issue 8) finds what to fix.
+	Pprof bool `yaml:"pprof"`
 }
 
 func (c *AdminConfig) applyDefaults() { c.Listen = cmp(c.Listen, "127.0.0.1:9090") }
@@ -54,6 +59,13 @@ func (s *Server) adminHandler() http.Handler {
 		}
 		writeBody(w, r, http.StatusServiceUnavailable, []byte(`{"status":"not ready"}`))
 	})
+	if s.cfg.Admin.Pprof {
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	}
 	return mux
 }
 

@@ -318,6 +318,9 @@ func TestUpstreamGetsCanonicalRequest(t *testing.T) {
 		if got := last.Header.Get("Authorization"); got != "Bearer "+legacyKey {
 			t.Errorf("upstream Authorization = %q, want the edge's own key", got)
 		}
+		if got := last.Header.Get("Accept-Encoding"); got != "gzip" {
+			t.Errorf("upstream Accept-Encoding = %q, want gzip (issue 3)", got)
+		}
 		if got := last.Header.Get("X-Request-Id"); got != "trace-12345678" {
 			t.Errorf("upstream X-Request-Id = %q", got)
 		}

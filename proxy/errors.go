@@ -110,8 +110,8 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 // writeBody sends a JSON body with its length.
 func writeBody(w http.ResponseWriter, r *http.Request, status int, body []byte) {
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h["Content-Type"] = []string{"application/json"}
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
 	w.WriteHeader(status)
 	if r.Method != http.MethodHead {
 		_, _ = w.Write(body)

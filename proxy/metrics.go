@@ -25,6 +25,19 @@ type metrics struct {
 	refused        *prometheus.CounterVec   // plan
 	breakerState   *prometheus.GaugeVec     // route
 	breakerChanges *prometheus.CounterVec   // route, to
+
+	// hot holds the series of the common answer, a 200, by route index and
+	// cache result, resolved once: WithLabelValues hashes its labels on
+	// every call, and this is every request's path.
+	hot [][len(cacheResults)]hotSeries
+}
+
+// cacheResults are the X-Cache values, in the order of hot's columns.
+var cacheResults = [...]string{"HIT", "MISS", "STALE", "BYPASS"}
+
+type hotSeries struct {
+	requests prometheus.Counter
+	duration prometheus.Observer
 }
 
 // latencyBuckets span a cache hit (tens of µs) to an upstream timeout.
@@ -90,6 +103,12 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 			return nil, err
 		}
 	}
+	m.hot = make([][len(cacheResults)]hotSeries, len(s.router.routes))
+	for _, r := range s.router.routes {
+		for j, c := range cacheResults {
+			m.hot[r.index][j] = hotSeries{m.requests.WithLabelValues(r.Name, "200", c), m.duration.WithLabelValues(r.Name, c)}
+		}
+	}
 	// Every route's series exist from the start, so rate() and alerts see a
 	// zero rather than nothing.
 	for _, r := range s.router.routes {
@@ -101,10 +120,21 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 	return m, nil
 }
 
-// observe records one answered request.
-func (m *metrics) observe(route string, status int, cache string, took time.Duration) {
-	if route == "" {
-		route = routeUnknown
+// observe records one answered request; rt is nil when no route matched.
+func (m *metrics) observe(rt *Route, status int, cache string, took time.Duration) {
+	if rt != nil && status == 200 {
+		for j, c := range cacheResults {
+			if c == cache {
+				h := &m.hot[rt.index][j]
+				h.requests.Inc()
+				h.duration.Observe(took.Seconds())
+				return
+			}
+		}
+	}
+	route := routeUnknown
+	if rt != nil {
+		route = rt.Name
 	}
 	if cache == "" {
 		cache = "NONE" // answered before the cache step (errors, 304s excluded)

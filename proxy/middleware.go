@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 )
 
@@ -23,9 +24,11 @@ type exchange struct {
 	principal *Principal
 	keyID     string
 	route     string
+	rt        *Route
 	req       *Request
-	cache     string // X-Cache value, when the page step ran
-	status    int    // set by writeError for answers never sent (499)
+	now       time.Time // the injected clock's time at arrival
+	cache     string    // X-Cache value, when the page step ran
+	status    int       // set by writeError for answers never sent (499)
 	upstreamInfo
 }
 
@@ -51,8 +54,12 @@ func chain(h http.Handler, steps ...func(http.Handler) http.Handler) http.Handle
 // line once the answer is sent. It is outermost so it sees every response.
 func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		st := &exchange{id: requestID(r.Header.Get("X-Request-Id")), start: time.Now()}
-		w.Header().Set("X-Request-Id", st.id)
+		st := &exchange{id: s.requestID(r.Header.Get("X-Request-Id")), start: time.Now()}
+		st.now = st.start
+		if !s.wallClock {
+			st.now = s.now()
+		}
+		w.Header()["X-Request-Id"] = []string{st.id}
 		sw := &statusWriter{ResponseWriter: w}
 		r = r.WithContext(context.WithValue(r.Context(), exchangeKey{}, st))
 		next.ServeHTTP(sw, r)
@@ -65,7 +72,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			status = http.StatusOK
 		}
 		took := time.Since(st.start)
-		s.metrics.observe(st.route, status, st.cache, took)
+		s.metrics.observe(st.rt, status, st.cache, took)
 		if s.accessLog {
 			s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
 				slog.String("request_id", st.id),
@@ -85,7 +92,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 
 // requestID keeps a client's X-Request-Id when it is well-formed (so a trace
 // can span client, edge and legacy host), and makes one otherwise.
-func requestID(h string) string {
+func (s *Server) requestID(h string) string {
 	if n := len(h); n >= 8 && n <= 64 {
 		ok := true
 		for i := 0; i < n && ok; i++ {
@@ -96,9 +103,33 @@ func requestID(h string) string {
 			return h
 		}
 	}
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	return s.ids.next()
+}
+
+// idSource makes request ids: 32 hex digits, a random prefix drawn at start
+// (unique across replicas and restarts) and a counter (unique within the
+// process). Cheaper than reading crypto/rand per request, and as unique.
+type idSource struct {
+	prefix [8]byte
+	n      atomic.Uint64
+}
+
+func newIDSource() *idSource {
+	s := &idSource{}
+	_, _ = rand.Read(s.prefix[:])
+	return s
+}
+
+func (s *idSource) next() string {
+	var b [32]byte
+	hex.Encode(b[:16], s.prefix[:])
+	n := s.n.Add(1)
+	const digits = "0123456789abcdef"
+	for i := 31; i >= 16; i-- {
+		b[i] = digits[n&15]
+		n >>= 4
+	}
+	return string(b[:])
 }
 
 // recoverPanics turns a panic in a handler into a variant A 500 and a log
@@ -143,7 +174,7 @@ func (s *Server) route(next http.Handler) http.Handler {
 			writeError(w, r, &Error{Status: http.StatusNotFound, Message: msgNotFound})
 			return
 		}
-		st.route = rt.Name
+		st.route, st.rt = rt.Name, rt
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			// SPEC: every endpoint uses GET; HEAD is GET without a body
 			// (RFC 9110 section 9.3.2).

@@ -14,7 +14,7 @@ import (
 
 func TestPanicIsA500AndALogLine(t *testing.T) {
 	var logs bytes.Buffer
-	s := &Server{log: slog.New(slog.NewJSONHandler(&logs, nil)), now: time.Now}
+	s := &Server{log: slog.New(slog.NewJSONHandler(&logs, nil)), now: time.Now, ids: newIDSource()}
 	var err error
 	if s.metrics, err = newMetrics(prometheus.NewRegistry(), s); err != nil {
 		t.Fatal(err)
@@ -49,8 +49,12 @@ func TestPanicIsA500AndALogLine(t *testing.T) {
 }
 
 func TestRequestIDKeptOrMade(t *testing.T) {
+	ids := newIDSource()
+	if a, b := ids.next(), ids.next(); a == b || len(a) != 32 || a[:16] != b[:16] {
+		t.Errorf("ids %q then %q", a, b)
+	}
 	for in, keep := range map[string]bool{"trace-12345678": true, "short": false, "bad id with spaces": false, strings.Repeat("a", 65): false} {
-		got := requestID(in)
+		got := (&Server{ids: newIDSource()}).requestID(in)
 		if (got == in) != keep || len(got) < 8 {
 			t.Errorf("requestID(%q) = %q", in, got)
 		}

@@ -135,33 +135,35 @@ func staleOK(err error) bool {
 // writeEntry sends a cached page with its cache headers (issue 3, item 6),
 // gzip-compressed to clients that accept it, and answers If-None-Match.
 func (s *Server) writeEntry(w http.ResponseWriter, r *http.Request, e *cache.Entry, status cache.Status) {
-	now := s.now()
+	now := state(r).now
 	h := w.Header()
-	h.Set("X-Cache", status.String())
-	h.Set("Age", strconv.FormatInt(int64(e.Age(now)/time.Second), 10))
+	// Header keys are written in canonical form directly: Set would
+	// canonicalize each on every hit.
+	h["X-Cache"] = []string{status.String()}
+	h["Age"] = []string{strconv.FormatInt(int64(e.Age(now)/time.Second), 10)}
 	// The answer depends on Accept-Encoding whenever a gzip copy exists;
 	// saying so always keeps downstream caches simple.
-	h.Set("Vary", "Accept-Encoding")
+	h["Vary"] = []string{"Accept-Encoding"}
 	cc := "private, max-age=" + strconv.FormatInt(int64(e.FreshFor(now)/time.Second), 10)
 	if e.Immutable {
 		cc += ", immutable"
 	}
 	// private: the page was served to an authenticated key; a shared cache
 	// downstream must not hand it to requests the edge never saw.
-	h.Set("Cache-Control", cc)
+	h["Cache-Control"] = []string{cc}
 
 	body, etag := e.Body, e.ETag
 	gz := e.Gzip != nil && acceptsGzip(r.Header.Get("Accept-Encoding"))
 	if gz {
 		body, etag = e.Gzip, e.GzipETag()
 	}
-	h.Set("ETag", etag)
+	h["Etag"] = []string{etag}
 	if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatches(inm, e) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
 	if gz {
-		h.Set("Content-Encoding", "gzip")
+		h["Content-Encoding"] = []string{"gzip"}
 	}
 	writeBody(w, r, http.StatusOK, body)
 }

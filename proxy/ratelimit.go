@@ -25,7 +25,7 @@ func (s *Server) rateLimit(next http.Handler) http.Handler {
 		} else {
 			d = s.limiter.Take(r.Context(), limits.IPBucket(s.limiter.ClientIP(r)), s.limiter.Anonymous(), limits.AnonymousPolicy)
 		}
-		d.SetHeaders(w.Header(), s.now())
+		d.SetHeaders(w.Header(), st.now)
 		if !d.Allowed {
 			// Retry-After is already set by SetHeaders, in step with
 			// X-RateLimit-Reset.

@@ -42,6 +42,8 @@ type Server struct {
 	log       *slog.Logger
 	accessLog bool
 	now       func() time.Time
+	wallClock bool // now is time.Now: one reading per request serves both
+	ids       *idSource
 	router    router
 	keys      atomic.Pointer[keySet]
 	up        *upstream
@@ -81,8 +83,9 @@ func New(cfg *Config, opt Options) (*Server, error) {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	if s.now == nil {
-		s.now = time.Now
+		s.now, s.wallClock = time.Now, true
 	}
+	s.ids = newIDSource()
 	s.live.Store(cfg)
 	s.keys.Store(newKeySet(cfg.Keys, cfg.Plans, s.router.routes))
 	var err error

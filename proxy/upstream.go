@@ -8,9 +8,12 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/klauspost/compress/gzip"
 
 	"tradergate/normalize"
 )
@@ -42,7 +45,8 @@ type upstream struct {
 	client  *http.Client
 	maxBody int64
 	shift   bool
-	bufs    sync.Pool
+	bufs    sync.Pool // *bytes.Buffer, upstream bodies
+	zrs     sync.Pool // *gzip.Reader
 	// holdUntil (Unix ns) is when a 429 from the legacy host stops holding
 	// every call back: the whole edge shares one legacy credential, so its
 	// Retry-After applies to all of it.
@@ -65,8 +69,10 @@ func newUpstream(c UpstreamConfig) *upstream {
 		MaxIdleConnsPerHost:   c.MaxIdleConns,
 		IdleConnTimeout:       90 * time.Second,
 		ForceAttemptHTTP2:     true,
-		// Compression stays on: the transport asks the legacy host for gzip
-		// and inflates it, and maxBody caps the inflated size.
+		// The edge asks for gzip itself and inflates with klauspost's
+		// reader, twice as fast as the transport's compress/gzip on the
+		// miss path (bench harness profile, issue 8).
+		DisableCompression: true,
 	}
 	return &upstream{
 		base:    c.BaseURL,
@@ -122,6 +128,7 @@ func (u *upstream) fetch(ctx context.Context, req *Request, requestID string) (*
 	}
 	hr.Header.Set("Authorization", u.auth)
 	hr.Header.Set("Accept", "application/json")
+	hr.Header.Set("Accept-Encoding", "gzip") // issue 3: request gzip from the legacy host
 	hr.Header.Set("User-Agent", "tradergate")
 	hr.Header.Set("X-Request-Id", requestID)
 
@@ -131,9 +138,24 @@ func (u *upstream) fetch(ctx context.Context, req *Request, requestID string) (*
 	}
 	defer resp.Body.Close()
 
+	var src io.Reader = resp.Body
+	switch enc := resp.Header.Get("Content-Encoding"); {
+	case enc == "" || strings.EqualFold(enc, "identity"):
+	case strings.EqualFold(enc, "gzip"):
+		zr, err := u.gunzip(resp.Body)
+		if err != nil {
+			return nil, resp.StatusCode, transportError(ctx, err, msgUpstreamInvalid)
+		}
+		defer u.zrs.Put(zr)
+		src = zr
+	default:
+		return nil, resp.StatusCode, &Error{Status: http.StatusBadGateway, Message: msgUpstreamInvalid,
+			Err: errors.New("upstream Content-Encoding " + enc + " was not asked for")}
+	}
 	buf := u.getBuf()
 	defer u.bufs.Put(buf)
-	if _, err := buf.ReadFrom(io.LimitReader(resp.Body, u.maxBody+1)); err != nil {
+	// The cap applies to the inflated body: a small gzip bomb stays small.
+	if _, err := buf.ReadFrom(io.LimitReader(src, u.maxBody+1)); err != nil {
 		// The answer broke off midway (a reset, a truncated body).
 		return nil, resp.StatusCode, transportError(ctx, err, msgUpstreamError)
 	}
@@ -166,6 +188,18 @@ func (u *upstream) failed(err error) error {
 		u.hold(e.upstreamRetryAfter)
 	}
 	return err
+}
+
+// gunzip returns a pooled gzip reader of r.
+func (u *upstream) gunzip(r io.Reader) (*gzip.Reader, error) {
+	if zr, ok := u.zrs.Get().(*gzip.Reader); ok {
+		if err := zr.Reset(r); err != nil {
+			u.zrs.Put(zr)
+			return nil, err
+		}
+		return zr, nil
+	}
+	return gzip.NewReader(r)
 }
 
 func (u *upstream) getBuf() *bytes.Buffer {

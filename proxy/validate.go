@@ -76,11 +76,15 @@ const (
 	maxCursorLen = 1024
 )
 
+// maxParams is the most query parameters a route knows (the order book's
+// nine), so that a Query needs no allocation of its own.
+const maxParams = 10
+
 // Query is the validated, canonical query of one request.
 type Query struct {
 	route *Route
-	vals  []string // canonical value per route.Params index; "" when absent
-	ints  []int64  // parsed value of KindInt and KindPageSize parameters
+	vals  [maxParams]string // canonical value per route.Params index; "" when absent
+	ints  [maxParams]int64  // parsed value of KindInt and KindPageSize parameters
 }
 
 // Value returns the canonical value of the named parameter ("" when absent).
@@ -99,14 +103,7 @@ func (q *Query) Int(name string) (int64, bool) {
 	return 0, false
 }
 
-func (q *Query) index(name string) int {
-	for i := range q.route.Params {
-		if q.route.Params[i].Name == name {
-			return i
-		}
-	}
-	return -1
-}
+func (q *Query) index(name string) int { return q.route.paramIndex(name) }
 
 // Request is a validated request: everything later steps need, and nothing
 // that came from the client unchecked.
@@ -156,14 +153,15 @@ func (rt *Route) Validate(pathParam, rawQuery string) (*Request, error) {
 		req.PathParam = strings.ToLower(pathParam)
 	}
 
-	values, err := url.ParseQuery(rawQuery)
-	if err != nil {
-		return nil, badRequest("Invalid query string")
+	var raw [maxParams][]string
+	if err := rt.splitQuery(rawQuery, &raw); err != nil {
+		return nil, err
 	}
-	q := Query{route: rt, vals: make([]string, len(rt.Params)), ints: make([]int64, len(rt.Params))}
+	q := &req.Query
+	q.route = rt
 	for i := range rt.Params {
 		p := &rt.Params[i]
-		if err := p.canonical(values[p.Name], &q.vals[i], &q.ints[i]); err != nil {
+		if err := p.canonical(raw[i], &q.vals[i], &q.ints[i]); err != nil {
 			return nil, err
 		}
 		if q.vals[i] == "" {
@@ -181,14 +179,69 @@ func (rt *Route) Validate(pathParam, rawQuery string) (*Request, error) {
 		}
 	}
 	if rt.Check != nil {
-		if err := rt.Check(&q); err != nil {
+		if err := rt.Check(q); err != nil {
 			return nil, err
 		}
 	}
-	req.Query = q
-	req.RawQuery = q.encode()
-	req.Key = rt.Name + " " + req.PathParam + "?" + req.RawQuery
+	// The key ends with the canonical query: one string holds both.
+	prefix := len(rt.Name) + 1 + len(req.PathParam) + 1
+	req.Key = q.encode(rt.Name + " " + req.PathParam + "?")
+	req.RawQuery = req.Key[prefix:]
 	return req, nil
+}
+
+// splitQuery is url.ParseQuery without the map: the raw values of the
+// route's own parameters, by index; unknown names are dropped here.
+// Semicolons are refused as ParseQuery refuses them (Go 1.17), so that no
+// proxy in front can read the query differently from the edge.
+func (rt *Route) splitQuery(query string, raw *[maxParams][]string) error {
+	for query != "" {
+		var pair string
+		pair, query, _ = strings.Cut(query, "&")
+		if pair == "" {
+			continue
+		}
+		if strings.IndexByte(pair, ';') >= 0 {
+			return badRequest("Invalid query string")
+		}
+		key, value, _ := strings.Cut(pair, "=")
+		key, err := unescape(key)
+		if err != nil {
+			return badRequest("Invalid query string")
+		}
+		i := rt.paramIndex(key)
+		if i < 0 {
+			// Unknown parameters are dropped (issue 2), but a broken
+			// escape anywhere is still a broken query.
+			if _, err := unescape(value); err != nil {
+				return badRequest("Invalid query string")
+			}
+			continue
+		}
+		if value, err = unescape(value); err != nil {
+			return badRequest("Invalid query string")
+		}
+		raw[i] = append(raw[i], value)
+	}
+	return nil
+}
+
+func (rt *Route) paramIndex(name string) int {
+	for i := range rt.Params {
+		if rt.Params[i].Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// unescape is url.QueryUnescape, without its allocation when there is
+// nothing to unescape (the common case).
+func unescape(s string) (string, error) {
+	if strings.IndexByte(s, '%') < 0 && strings.IndexByte(s, '+') < 0 {
+		return s, nil
+	}
+	return url.QueryUnescape(s)
 }
 
 // canonical validates the raw values of one parameter and stores its
@@ -304,32 +357,53 @@ func (p *Param) canonicalList(raw []string, val *string) error {
 	return nil
 }
 
-// encode writes the canonical query: known parameters in table order, lists
-// comma-joined with each element escaped, nothing else.
-func (q *Query) encode() string {
-	var b strings.Builder
+// encode returns prefix followed by the canonical query: known parameters
+// in table order, lists comma-joined with each element escaped, nothing
+// else.
+func (q *Query) encode(prefix string) string {
+	n := len(prefix)
+	for i, p := range q.route.Params {
+		if q.vals[i] != "" {
+			n += len(p.Name) + 2 + len(q.vals[i])*3 // at worst every byte escaped
+		}
+	}
+	b := make([]byte, 0, n)
+	b = append(b, prefix...)
+	first := true
 	for i, p := range q.route.Params {
 		v := q.vals[i]
 		if v == "" {
 			continue
 		}
-		if b.Len() > 0 {
-			b.WriteByte('&')
+		if !first {
+			b = append(b, '&')
 		}
-		b.WriteString(p.Name)
-		b.WriteByte('=')
+		first = false
+		b = append(b, p.Name...)
+		b = append(b, '=')
 		if p.Kind == KindList {
 			for j, item := range strings.Split(v, ",") {
 				if j > 0 {
-					b.WriteByte(',')
+					b = append(b, ',')
 				}
-				b.WriteString(url.QueryEscape(item))
+				b = appendEscaped(b, item)
 			}
 			continue
 		}
-		b.WriteString(url.QueryEscape(v))
+		b = appendEscaped(b, v)
 	}
-	return b.String()
+	return string(b)
+}
+
+// appendEscaped appends url.QueryEscape(s), without its allocation when
+// nothing needs escaping.
+func appendEscaped(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '-' || c == '_' || c == '.' || c == '~') {
+			return append(b, url.QueryEscape(s)...)
+		}
+	}
+	return append(b, s...)
 }
 
 // checkOrderBook holds the cross-parameter rules of SPEC endpoint 1.
