@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -80,7 +79,7 @@ func New(cfg *Config, opt Options) (*Server, error) {
 		up:        newUpstream(cfg.Upstream),
 	}
 	if s.log == nil {
-		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+		s.log = slog.New(slog.DiscardHandler)
 	}
 	if s.now == nil {
 		s.now, s.wallClock = time.Now, true
@@ -115,7 +114,7 @@ func New(cfg *Config, opt Options) (*Server, error) {
 
 	// The request's way through the edge, outermost first (DESIGN.md).
 	s.handler = chain(http.HandlerFunc(s.servePage),
-		s.observe,       // request id, access log
+		s.observe,       // request id, metrics, access log
 		s.recoverPanics, // a panic is a 500, not a dropped process
 		s.authenticate,  // Bearer key -> principal
 		s.rateLimit,     // per key, or per client IP without one; 429
@@ -214,9 +213,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	base, hardStop := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer hardStop(nil)
 	hs.BaseContext = func(net.Listener) context.Context { return base }
-	// The edge's servers: the client listener and, with TLS on, the
-	// plain-HTTP listener for ACME challenges and redirects (issue 6). They
-	// start together and drain together within one shutdown_timeout.
+
 	// The admin listener opens first and closes last, so /readyz can say
 	// "not ready" all through the drain (issue 7).
 	admin, adminLn, err := s.adminServer()
@@ -235,6 +232,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		}()
 	}
 
+	// The edge's servers: the client listener and, with TLS on, the
+	// plain-HTTP listener for ACME challenges and redirects (issue 6). They
+	// start together and drain together within one shutdown_timeout.
 	servers := []serving{{hs, func() error { return hs.Serve(ln) }}}
 	ready := func(context.Context) error { return nil }
 	if c.TLS.Mode != TLSOff {
