@@ -1,0 +1,25 @@
+package proxy_test
+
+import (
+	"fmt"
+
+	"tradergate/proxy"
+)
+
+// A client key goes into keys[].sha256 as its SHA-256, never in plain text.
+func ExampleHashKey() {
+	fmt.Println(proxy.HashKey("hello"))
+	// Output: 2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824
+}
+
+// ParseConfig decodes strictly and fills defaults; Validate names every
+// field at fault on one line.
+func ExampleParseConfig() {
+	cfg, err := proxy.ParseConfig([]byte("upstream:\n  base_url: ftp://legacy\n"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(cfg.Validate(func(string) string { return "" }))
+	// Output: keys: at least one key is required (hash one with `tradergate hash-key`); upstream.base_url: must be an http(s) URL without query or credentials, got "ftp://legacy"; upstream.key_env: environment variable TRADERGATE_UPSTREAM_KEY (the edge's legacy API key) is not set
+}
