@@ -125,8 +125,12 @@ func appendBoolField(dst []byte, name string, v bool) []byte {
 func appendInt(dst []byte, v int64) []byte { return strconv.AppendInt(dst, v, 10) }
 
 // appendSpaces appends n spaces: JSON whitespace after the envelope, for
-// the PadBytes fault.
+// the PadBytes fault. n <= 0 appends nothing (slices.Grow panics on a
+// negative n).
 func appendSpaces(dst []byte, n int) []byte {
+	if n <= 0 {
+		return dst
+	}
 	dst = slices.Grow(dst, n)
 	for range n {
 		dst = append(dst, ' ')

@@ -2,6 +2,7 @@ package legacysim
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"sync/atomic"
 	"time"
@@ -15,12 +16,12 @@ type Faults struct {
 	Route      string        // apply only to this route name; "" = all routes, unknown paths included
 	Latency    time.Duration // delay before answering; stops waiting when the client goes
 	Hang       bool          // never answer; return when the request context ends
-	FailStatus int           // answer this HTTP status with a variant B failure body...
+	FailStatus int           // answer this HTTP status (100 to 999; SetFaults panics on others) with a variant B failure body...
 	FailRate   float64       // ...for this fraction of requests (0 with FailStatus set means 1). Request n fails when floor(n*rate) > floor((n-1)*rate)
 	RetryAfter int           // seconds; sent as Retry-After on FailStatus answers when > 0
 	Malformed  bool          // 200 with a body that is not JSON
 	Truncate   bool          // 200, Content-Length of the full body, half of it written, then the connection is aborted
-	PadBytes   int           // pad the success body with this many bytes of JSON whitespace
+	PadBytes   int           // pad the success body with this many bytes of JSON whitespace; zero or negative: none
 }
 
 // faultState is one SetFaults generation: the switches and the count of
@@ -33,8 +34,14 @@ type faultState struct {
 }
 
 // SetFaults replaces the fault switches; safe while serving. Requests
-// already past a switch keep the state they saw.
+// already past a switch keep the state they saw. A FailStatus that is no
+// HTTP status is a mistake of the caller, reported here: net/http would
+// panic on it in every faulted handler, which a client sees as a dropped
+// connection, not as the failure it asked for.
 func (s *Sim) SetFaults(f Faults) {
+	if f.FailStatus != 0 && (f.FailStatus < 100 || f.FailStatus > 999) {
+		panic(fmt.Sprintf("legacysim: Faults.FailStatus %d is not an HTTP status", f.FailStatus))
+	}
 	st := &faultState{f: f, rate: min(1, max(0, f.FailRate))}
 	if st.rate == 0 {
 		st.rate = 1

@@ -56,6 +56,33 @@ func TestFailStatus(t *testing.T) {
 	get(t, srv, tx, nil).ok(t)
 }
 
+// TestFaultsOutOfRange: a switch set to a value it cannot honour never
+// panics in a handler. A negative PadBytes pads nothing; a FailStatus that
+// no response can carry is refused by SetFaults, which keeps the switches
+// in force.
+func TestFaultsOutOfRange(t *testing.T) {
+	s, srv := fixed(t, Config{})
+	path := "/open-api/v1/trader/" + s.Wallets()[0] + "/positions/open"
+	normal := get(t, srv, path, nil)
+	s.SetFaults(Faults{PadBytes: -10})
+	if got := get(t, srv, path, nil); got.status != http.StatusOK || string(got.body) != string(normal.body) {
+		t.Fatalf("PadBytes -10: %d %s", got.status, got.body)
+	}
+
+	s.SetFaults(Faults{FailStatus: 503})
+	for _, status := range []int{-1, 42, 99, 1000} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("SetFaults accepted FailStatus %d", status)
+				}
+			}()
+			s.SetFaults(Faults{FailStatus: status})
+		}()
+	}
+	get(t, srv, path, nil).fail(t, 503, "Service unavailable")
+}
+
 func TestFailRateSpread(t *testing.T) {
 	s, srv := fixed(t, Config{})
 	path := "/open-api/v1/trader/" + s.Wallets()[0] + "/positions/open"

@@ -84,10 +84,6 @@ func (s *Sim) appendTradeTx(dst []byte, wi int, a *activity) []byte {
 	t := &s.tokens[a.token]
 	m := &s.markets[t.market]
 	fills := s.tradeFills(wi, a)
-	var sum int64
-	for _, f := range fills {
-		sum += f.shares * a.price / micro
-	}
 	verb := "redeemed"
 	switch a.kind {
 	case actBuy:
@@ -98,23 +94,12 @@ func (s *Sim) appendTradeTx(dst []byte, wi int, a *activity) []byte {
 	sentence := appendMicro([]byte(w.addr+" "+verb+" "), a.shares)
 	sentence = append(sentence, " "+outcomeName(t.outcome)+" shares in \""+m.title+"\" at "...)
 	sentence = appendCents(sentence, a.price)
-	sentence = appendSentenceTotal(sentence, len(fills), sum)
+	sentence = appendSentenceTotal(sentence, fills, a.price)
 
 	dst = appendTxHead(dst, a.tx, a.ts, w.addr, "TRADE", actionName(a.kind), string(sentence), m.slug, m.id)
-	for i, f := range fills {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = append(dst, `{"actionType":`...)
-		dst = appendStr(dst, actionName(f.kind))
-		dst = appendField(dst, "assetId", t.id)
-		dst = appendQMicro(appendKey(dst, "shares"), f.shares)
-		dst = appendQCents(appendKey(dst, "price"), a.price)
-		dst = appendQMicro(appendKey(dst, "txValue"), f.shares*a.price/micro)
-		dst = appendField(dst, "actor", f.actor)
-		dst = appendField(dst, "txHash", a.tx)
-		dst = appendIntField(dst, "blockTimestamp", a.ts)
-		dst = appendMicro(appendKey(dst, "fee"), f.fee)
+	for i := range fills {
+		f := &fills[i]
+		dst = appendFillHead(dst, i, f, "assetId", t.id, a.price, a.tx, a.ts)
 		dst = appendField(dst, "marketId", m.id)
 		dst = appendField(dst, "marketSlug", m.slug)
 		dst = appendField(dst, "eventSlug", m.eventSlug)
@@ -143,42 +128,52 @@ func (s *Sim) appendComboTx(dst []byte, wi int, c *combo) []byte {
 	for _, sh := range splitShares(r, c.shares, 1+r.IntN(2)) {
 		fills = append(fills, fill{kind: actSell, actor: r.hexID(20), shares: sh})
 	}
-	var sum int64
-	for _, f := range fills {
-		sum += f.shares * c.price / micro
-	}
 	sentence := appendMicro([]byte(w.addr+" purchased a "+strconv.Itoa(len(c.legs))+"-leg combo position: "), c.shares)
 	sentence = append(sentence, " shares at "...)
 	sentence = appendCents(sentence, c.price)
-	sentence = appendSentenceTotal(sentence, len(fills), sum)
+	sentence = appendSentenceTotal(sentence, fills, c.price)
 
 	dst = appendTxHead(dst, c.tx, c.first, w.addr, "COMBO", "Buy", string(sentence), "", "")
-	for i, f := range fills {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = append(dst, `{"actionType":`...)
-		dst = appendStr(dst, actionName(f.kind))
-		dst = appendField(dst, "comboPositionId", c.id)
-		dst = appendQMicro(appendKey(dst, "shares"), f.shares)
-		dst = appendQCents(appendKey(dst, "price"), c.price)
-		dst = appendQMicro(appendKey(dst, "txValue"), f.shares*c.price/micro)
-		dst = appendField(dst, "actor", f.actor)
-		dst = appendField(dst, "txHash", c.tx)
-		dst = appendIntField(dst, "blockTimestamp", c.first)
-		dst = appendMicro(appendKey(dst, "fee"), f.fee)
+	for i := range fills {
+		dst = appendFillHead(dst, i, &fills[i], "comboPositionId", c.id, c.price, c.tx, c.first)
 		dst = s.appendLegs(appendKey(dst, "legs"), c)
 		dst = append(dst, '}')
 	}
 	return append(dst, "]}"...)
 }
 
+// appendFillHead writes fill i of a transaction up to its fee, the members
+// TRADE and COMBO fills share (SHAPES.md 7); idName is assetId or
+// comboPositionId. The caller writes the rest and the closing brace.
+func appendFillHead(dst []byte, i int, f *fill, idName, id string, price int64, tx string, ts int64) []byte {
+	if i > 0 {
+		dst = append(dst, ',')
+	}
+	dst = append(dst, `{"actionType":`...)
+	dst = appendStr(dst, actionName(f.kind))
+	dst = appendField(dst, idName, id)
+	dst = appendQMicro(appendKey(dst, "shares"), f.shares)
+	dst = appendQCents(appendKey(dst, "price"), price)
+	dst = appendQMicro(appendKey(dst, "txValue"), f.txValue(price))
+	dst = appendField(dst, "actor", f.actor)
+	dst = appendField(dst, "txHash", tx)
+	dst = appendIntField(dst, "blockTimestamp", ts)
+	return appendMicro(appendKey(dst, "fee"), f.fee)
+}
+
+// txValue is the USDC value of the fill at price (micro).
+func (f *fill) txValue(price int64) int64 { return f.shares * price / micro }
+
 // appendSentenceTotal ends a sentence with the fill count and the sum of
-// the fills' txValue (SPEC.md "Transaction detail" rule 3).
-func appendSentenceTotal(dst []byte, n int, sum int64) []byte {
+// the fills' txValue at price (SPEC.md "Transaction detail" rule 3).
+func appendSentenceTotal(dst []byte, fills []fill, price int64) []byte {
+	var sum int64
+	for i := range fills {
+		sum += fills[i].txValue(price)
+	}
 	dst = append(dst, " cents across "...)
-	dst = strconv.AppendInt(dst, int64(n), 10)
-	if n == 1 {
+	dst = strconv.AppendInt(dst, int64(len(fills)), 10)
+	if len(fills) == 1 {
 		dst = append(dst, " fill totaling $"...)
 	} else {
 		dst = append(dst, " fills totaling $"...)

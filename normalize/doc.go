@@ -6,21 +6,24 @@
 // # How
 //
 // Nothing is decoded into maps or interfaces and no value passes through a
-// float, so every digit and the order of every member survive. Two engines
-// share the work, both validating as jsontext does by default (RFC 7493):
-// invalid or truncated JSON, invalid UTF-8, duplicate member names and
-// nesting deeper than 10000 make a body invalid (ErrInvalid), so the output
-// is always valid JSON that any strict client accepts.
+// float, so every digit and the order of every member survive. One
+// validating scanner (scan.go) reads the whole body once, as jsontext
+// validates by default (RFC 7493): invalid or truncated JSON, invalid UTF-8,
+// duplicate member names and nesting deeper than 10000 make a body invalid
+// (ErrInvalid), so the output is always valid JSON that any strict client
+// accepts. FuzzScanner holds the scanner to jsontext's verdict.
 //
-//   - A validating scanner (scan.go) reads the envelope, and reads data that
-//     passes through unchanged (order book data, variant A data) while
-//     gathering Meta in the same pass. Order book pages are large and must
-//     be fast; the scanner is about 1.4x the speed of the token decoder on
-//     them. FuzzScanner holds it to jsontext's verdict on every input.
-//   - Data that is rewritten is streamed token by token by the jsontext
-//     decoder of github.com/go-json-experiment/json, started at the data
-//     value inside the caller's bytes (no copy), and appended by hand to the
-//     caller's buffer: compact, member order kept, renames in place.
+//   - Data that passes through unchanged (order book data, variant A data)
+//     is validated while Meta is gathered, then copied byte for byte.
+//   - Data that is rewritten is written member by member into the caller's
+//     buffer as the scanner reads it: compact, member order kept, renames
+//     in place (values.go).
+//
+// The rewrite used to stream tokens from the jsontext decoder. Its
+// byte-at-a-time string scan and its duplicate-name check, which compares
+// every name with each earlier one, took most of the rewrite's time; the
+// scanner reads strings eight bytes at a time and settles most names with
+// a 64-bit filter. BenchmarkRewrite and BenchmarkRewriteLegacySim measure it.
 //
 // # Envelopes (SPEC.md "Response envelopes")
 //
@@ -39,12 +42,18 @@
 //
 // # Decimals and prices (SPEC.md "Conventions", DESIGN.md)
 //
-// A decimal field that arrives as a JSON number leaves as a string of the
-// same characters ("fee": 0.5 -> "fee": "0.5"; 1e-7 stays "1e-7"); strings
-// and null are copied. With Options.ShiftCents a price field is divided by
-// 100 by moving the decimal point on its digits (see ShiftCents): exact,
-// whatever its length. Without it, prices keep their digits and are only
-// checked to be decimals.
+// A decimal field that arrives as a JSON number leaves as a string. A
+// number in plain notation keeps its characters ("fee": 0.5 -> "fee":
+// "0.5", 12.50 stays "12.50"). A number in exponent form is converted
+// exactly to plain notation, as ShiftCents does with no shift ("fee": 1e-7
+// -> "fee": "0.0000001", 2.5E+3 -> "2500"): variant A decimals are plain
+// decimal strings (SPEC.md "Conventions"), and a client reading them as such
+// would fail on, or misread, "1e-7". Its exponent is capped as a price's is
+// (below). Strings and null are copied. With Options.ShiftCents a price
+// field is divided by 100 by moving the decimal point on its digits (see
+// ShiftCents): exact, whatever its length. Without it (price_scale: unit),
+// prices keep their digits and are only checked to be decimals, except that
+// one in exponent form is written in plain notation, as decimals are.
 //
 // Decisions on what counts as a price:
 //   - The accepted form is -?digits(.digits)?([eE][+-]?digits)?. Leading

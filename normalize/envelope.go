@@ -37,7 +37,7 @@ func (r *rewriter) envelope(src []byte, rewrite bool) (envelope, error) {
 	}
 	dataAt := -1 // data validated but not yet written
 	done := false
-	end, err := s.members(i, 1, func(name []byte, at int) (int, error) {
+	end, err := s.members(i, 1, func(name []byte, _, at int) (int, error) {
 		switch string(name) {
 		case "success":
 			end, err := s.value(at, 1)
@@ -82,7 +82,7 @@ func (r *rewriter) envelope(src []byte, rewrite bool) (envelope, error) {
 			if rewrite && env.success {
 				r.out = append(r.out, successPrefix...)
 				done = true
-				return r.dataAt(src, at, env.variant == 'A')
+				return r.dataAt(at, env.variant == 'A')
 			}
 			dataAt = at
 			return s.value(at, 1)
@@ -109,7 +109,7 @@ func (r *rewriter) envelope(src []byte, rewrite bool) (envelope, error) {
 	}
 	if rewrite && !done {
 		r.out = append(r.out, successPrefix...)
-		if end, err := r.dataAt(src, dataAt, env.variant == 'A'); err != nil {
+		if end, err := r.dataAt(dataAt, env.variant == 'A'); err != nil {
 			return env, scanErr(err, end)
 		}
 	}

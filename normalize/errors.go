@@ -41,12 +41,3 @@ func AppendError(dst []byte, message string) []byte {
 func invalidf(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
 }
-
-// syntaxErr wraps an error of the jsontext decoder (invalid or truncated
-// JSON, duplicate names, invalid UTF-8) as ErrInvalid; nil stays nil.
-func syntaxErr(err error) error {
-	if err == nil || errors.Is(err, ErrInvalid) {
-		return err
-	}
-	return fmt.Errorf("%w: %w", ErrInvalid, err)
-}

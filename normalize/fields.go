@@ -87,23 +87,23 @@ const (
 func fillFields(name []byte) field {
 	switch string(name) {
 	case "assetId":
-		return field{rename: "tokenId", slot: slotToken}
+		return field{rename: `"tokenId"`, slot: slotToken}
 	case "tokenId":
 		return field{slot: slotToken}
 	case "shares":
-		return field{kind: dec, rename: "size", slot: slotSize}
+		return field{kind: dec, rename: `"size"`, slot: slotSize}
 	case "size":
 		return field{kind: dec, slot: slotSize}
 	case "txValue":
-		return field{kind: dec, rename: "usdcSize", slot: slotUSDC}
+		return field{kind: dec, rename: `"usdcSize"`, slot: slotUSDC}
 	case "usdcSize":
 		return field{kind: dec, slot: slotUSDC}
 	case "actor":
-		return field{rename: "traderAddress", slot: slotTrader}
+		return field{rename: `"traderAddress"`, slot: slotTrader}
 	case "traderAddress":
 		return field{slot: slotTrader}
 	case "marketLogo":
-		return field{rename: "logo", slot: slotLogo}
+		return field{rename: `"logo"`, slot: slotLogo}
 	case "logo":
 		return field{slot: slotLogo}
 	case "price":

@@ -26,6 +26,8 @@ func FuzzRewrite(f *testing.F) {
 		`{"message":"Invalid txHash format","status_code":"0","data":null}`,
 		ok + `{"items":[{"price":"0.5"}],"nextCursor":null}}`,
 		`{"data":{"items":[{"price":1e2}]},"success":true}`,
+		ok + `{"items":[{"fee":2.5E+3,"size":-1e-7,"usdcSize":12.50}]}}`,
+		b(`{"items":[{"fee":1.5e-3,"size":0e9,"usdcSize":1e1001}]}`),
 	} {
 		f.Add([]byte(src), uint8(Activity), true, "")
 	}

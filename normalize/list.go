@@ -1,81 +1,90 @@
 package normalize
 
-// This file rewrites the list shapes: data = {"items":[...],"nextCursor":...}
-// (SPEC.md "Response envelopes", rule 2, and "Pagination").
+// This file reads the list shapes: data = {"items":[...],"nextCursor":...}
+// (SPEC.md "Response envelopes", rule 2, and "Pagination"), rewriting them
+// or passing them through (order book data, SHAPES.md 1, and variant A
+// data). Both read Meta by the same rules.
 
-// list rewrites list data, each item with fields, and fills Meta.
-func (r *rewriter) list(in *input, fields fieldFunc) error {
-	d := &in.dec
-	k, err := peek(d)
-	if err != nil {
-		return err
-	}
-	switch k {
-	case 'n':
-		// SPEC.md rule 1: a lookup that finds nothing is a 200 with data
-		// null, not an error; it passes as null for the policy to see.
-		r.meta.DataNull = true
-		r.out = append(r.out, "null"...)
-		_, err := d.ReadValue()
-		return syntaxErr(err)
-	case '{':
-	default:
-		return invalidf("data is a JSON %v, not an object", k)
-	}
-	if err := delim(d); err != nil {
-		return err
-	}
-	r.out = append(r.out, '{')
+// list reads list data at src[at] ('{'), with depths as in values.go: the
+// envelope is 1, data 2, items 3, an item 4. With write it rewrites each
+// item by the shape's fields; without, it only validates (the caller
+// copies the bytes).
+func (r *rewriter) list(at int, write bool) (int, error) {
+	s := &r.scan
+	b := s.src
+	fields := itemFields(r.opt.Shape)
 	hasItems := false
-	for n := 0; ; n++ {
-		k, err := peek(d)
-		if err != nil {
-			return err
+	if write {
+		r.out = append(r.out, '{')
+	}
+	end, err := s.members(at, 2, func(name []byte, nameAt, at int) (int, error) {
+		if write {
+			r.key(nameAt, at)
 		}
-		if k == '}' {
-			break
-		}
-		raw, name, err := r.readName(d)
-		if err != nil {
-			return err
-		}
-		if n > 0 {
-			r.out = append(r.out, ',')
-		}
-		r.out = append(r.out, raw...)
-		r.out = append(r.out, ':')
 		switch string(name) {
 		case "items":
 			hasItems = true
-			if k, err = peek(d); err == nil && k != '[' {
-				err = invalidf("items is a JSON %v, not an array", k)
+			if at < len(b) && b[at] != '[' {
+				return at, invalidf("items is a JSON %s, not an array", kindOf(b[at]))
 			}
-			if err == nil {
-				r.meta.Items, err = r.objects(in, fields, r.opt.TimeField != "", "items")
+			if !write {
+				return s.elements(at, 3, r.inspectItem)
 			}
+			var end int
+			var err error
+			r.meta.Items, end, err = r.objects(at, 3, fields, true, "items")
+			return end, err
 		case "nextCursor":
-			var v []byte
-			if v, err = readString(d, "nextCursor", true); err == nil {
-				r.meta.NextCursor = v[0] == '"'
-				r.out = append(r.out, v...)
+			v, end, err := r.scanString(at, "nextCursor", true)
+			r.meta.NextCursor = v != nil
+			if write && err == nil {
+				r.out = append(r.out, b[at:end]...)
 			}
-		default:
-			_, err = r.fieldValue(in, keep)
+			return end, err
 		}
-		if err != nil {
-			return err
+		if write {
+			return r.keep(at, 2)
 		}
+		return s.value(at, 2)
+	})
+	if err != nil {
+		return end, err
 	}
-	if err := delim(d); err != nil {
-		return err
+	if write {
+		r.out = append(r.out, '}')
 	}
-	r.out = append(r.out, '}')
 	if !hasItems {
-		return invalidf("list data has no items")
+		return at, invalidf("list data has no items")
 	}
 	r.meta.HasTime = r.opt.TimeField != "" && r.meta.Items > 0 && !r.timeMissing
 	if !r.meta.HasTime {
 		r.meta.MaxTime = 0
 	}
-	return nil
+	return end, nil
+}
+
+// inspectItem validates the passed-through item at src[at] and reads its
+// TimeField.
+func (r *rewriter) inspectItem(at int) (int, error) {
+	s := &r.scan
+	b := s.src
+	if at < len(b) && b[at] != '{' {
+		return at, invalidf("items element %d is a JSON %s, not an object", r.meta.Items, kindOf(b[at]))
+	}
+	r.meta.Items++
+	if r.opt.TimeField == "" {
+		return s.value(at, 3)
+	}
+	var t int64
+	hasTime := false
+	end, err := s.members(at, 4, func(name []byte, _, at int) (int, error) {
+		isTime := string(name) == r.opt.TimeField
+		end, err := s.value(at, 4)
+		if isTime && err == nil {
+			t, hasTime = parseInt(b[at:end])
+		}
+		return end, err
+	})
+	r.itemTime(t, hasTime)
+	return end, err
 }

@@ -1,33 +1,14 @@
 package normalize
 
 import (
-	"bytes"
 	"fmt"
 	"slices"
 	"sync"
-
-	"github.com/go-json-experiment/json/jsontext"
 )
 
 // successPrefix opens every body Rewrite produces (SHAPES.md "Envelopes":
 // variant A success, keys in this order).
 const successPrefix = `{"message":"OK","status_code":"1","data":`
-
-// input is a jsontext decoder over an in-memory slice. Reading from a
-// bytes.Buffer lets the decoder parse the slice in place, without copying.
-type input struct {
-	dec jsontext.Decoder
-	buf bytes.Buffer
-	// depth is the number of containers of the body around the slice's value.
-	// The decoder counts nesting from its slice, the output from the body.
-	depth int
-}
-
-func (in *input) reset(b []byte, depth int) {
-	in.depth = depth
-	in.buf = *bytes.NewBuffer(b)
-	in.dec.Reset(&in.buf)
-}
 
 // rewriter holds the state of one Rewrite or Failure call. Rewriters are
 // pooled so a call allocates nothing once the pool is warm.
@@ -38,9 +19,7 @@ type rewriter struct {
 	timeMissing bool // an item had no integer TimeField
 	haveMax     bool // meta.MaxTime holds an item's time
 
-	scan scanner // the envelope, and data that passes through
-	data input   // data that is rewritten
-	aux  input   // second passes inside a transaction
+	scan scanner // reads and validates the whole body
 	text []byte  // scratch for unescaped strings
 }
 
@@ -53,14 +32,25 @@ func getRewriter(opt Options, out []byte) *rewriter {
 	return r
 }
 
+// A pooled rewriter keeps at most maxScratch bytes of unescaped text and
+// room for maxNames member names (names of the objects open at once: a
+// page of items needs a few dozen).
+const (
+	maxScratch = 4 << 10
+	maxNames   = 1024
+)
+
 func putRewriter(r *rewriter) {
 	// Drop every reference to the caller's bytes before pooling.
 	r.out = nil
 	r.scan.reset(nil)
-	r.data.reset(nil, 0)
-	r.aux.reset(nil, 0)
-	if cap(r.text) > 4<<10 {
+	// Nor keep what one odd body grew: an object of many members, or many
+	// escaped names, would otherwise pin its scratch for every later call.
+	if cap(r.text) > maxScratch {
 		r.text = nil
+	}
+	if cap(r.scan.text) > maxScratch || cap(r.scan.names) > maxNames {
+		r.scan = scanner{}
 	}
 	rewriters.Put(r)
 }
@@ -103,30 +93,44 @@ func Failure(src []byte) (code, message string, ok bool) {
 
 // dataAt writes the data value at src[at] and returns the offset past it.
 // Variant A data (SHAPES.md: an A body passes unchanged) and order book data
-// (SHAPES.md 1) are validated by the scanner and copied byte for byte; the
-// rest is rewritten token by token from a decoder started at the value.
-func (r *rewriter) dataAt(src []byte, at int, passthrough bool) (int, error) {
-	if passthrough || r.opt.Shape == OrderBook {
-		end, err := r.inspect(at)
-		if err != nil {
-			return end, err
+// (SHAPES.md 1) are validated, their Meta read, and copied byte for byte;
+// the rest is rewritten as it is read.
+func (r *rewriter) dataAt(at int, passthrough bool) (int, error) {
+	s := &r.scan
+	b := s.src
+	write := !passthrough && r.opt.Shape != OrderBook
+	switch {
+	case at < len(b) && b[at] == 'n':
+		// SPEC.md rule 1: a lookup that finds nothing is a 200 with data
+		// null, not an error; it passes as null for the policy to see.
+		r.meta.DataNull = true
+		if write && r.opt.Shape == WalletAddress {
+			// SPEC.md: data.walletAddress is null when no mapping exists,
+			// so variant A never has data null here (SHAPES.md 8).
+			r.out = append(r.out, `{"walletAddress":null}`...)
+		} else {
+			r.out = append(r.out, "null"...)
 		}
-		r.out = append(r.out, src[at:end]...)
-		return end, nil
+		return s.literal(at, "null")
+	case at < len(b) && b[at] != '{':
+		return at, invalidf("data is a JSON %s, not an object or null", kindOf(b[at]))
 	}
-	if r.opt.Shape == Transaction {
-		return r.transactionAt(at)
-	}
-	in := &r.data
-	in.reset(src[at:], 1)
+	var end int
 	var err error
-	switch r.opt.Shape {
-	case WalletAddress:
-		err = r.wallet(in)
+	switch {
+	case r.opt.Shape == Transaction && write:
+		end, err = r.transaction(at)
+	case r.opt.Shape == Transaction:
+		end, err = s.value(at, 1)
+	case r.opt.Shape == WalletAddress:
+		end, err = r.wallet(at, write)
 	default:
-		err = r.list(in, itemFields(r.opt.Shape))
+		end, err = r.list(at, write)
 	}
-	return at + int(in.dec.InputOffset()), err
+	if err == nil && !write {
+		r.out = append(r.out, b[at:end]...)
+	}
+	return end, err
 }
 
 func (r *rewriter) failureCode(env envelope) string {

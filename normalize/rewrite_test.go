@@ -49,7 +49,21 @@ func TestRewrite(t *testing.T) {
 
 		// Decimals and prices: SPEC.md "Conventions", DESIGN.md.
 		{"price number shifted", b(`{"items":[{"price":78.5,"size":12,"fee":1e-7}]}`),
-			activity, ok + `{"items":[{"price":"0.785","size":"12","fee":"1e-7"}]}}`},
+			activity, ok + `{"items":[{"price":"0.785","size":"12","fee":"0.0000001"}]}}`},
+		{"decimal number keeps its characters", b(`{"items":[{"size":12.50,"fee":0,"usdcSize":-0.0,"netSharesTransferred":-7}]}`),
+			activity, ok + `{"items":[{"size":"12.50","fee":"0","usdcSize":"-0.0","netSharesTransferred":"-7"}]}}`},
+		{"decimal exponent converted", b(`{"items":[{"size":2.5E+3,"fee":1e-7,"usdcSize":-1.50e-2,"netSharesTransferred":0e5}]}`),
+			activity, ok + `{"items":[{"size":"2500","fee":"0.0000001","usdcSize":"-0.015","netSharesTransferred":"0"}]}}`},
+		{"decimal exponent unshifted without ShiftCents", b(`{"items":[{"fee":25e-1,"price":2.5E1}]}`),
+			Options{Shape: Activity}, ok + `{"items":[{"fee":"2.5","price":"25"}]}}`},
+		{"price string in exponent form, unit scale", b(`{"items":[{"price":"7.8e-1"}]}`),
+			Options{Shape: Activity}, ok + `{"items":[{"price":"0.78"}]}}`},
+		{"decimal exponent at the cap", b(`{"items":[{"amount":1e1000},{"amount":-1E-1000}]}`),
+			Options{Shape: Transfers}, ok + `{"items":[{"amount":"1` + strings.Repeat("0", 1000) + `"},{"amount":"-0.` + strings.Repeat("0", 999) + `1"}]}}`},
+		{"decimal string in exponent form untouched", b(`{"items":[{"size":"1e-7"}]}`),
+			activity, ok + `{"items":[{"size":"1e-7"}]}}`},
+		{"fill and position decimals converted", b(`{"actions":[{"shares":1E2,"txValue":7.85e1,"fee":5e-2}]}`),
+			Options{Shape: Transaction}, ok + `{"actions":[{"size":"100","usdcSize":"78.5","fee":"0.05"}],"comboActions":null}}`},
 		{"price null stays null", b(`{"items":[{"price":null,"size":null}]}`),
 			activity, ok + `{"items":[{"price":null,"size":null}]}}`},
 		{"price exponent converted", b(`{"items":[{"price":"1.5E+1"},{"price":5e1}]}`),
@@ -162,6 +176,8 @@ func TestRewriteInvalid(t *testing.T) {
 		{"price boolean", b(`{"items":[{"price":true}]}`), activity},
 		{"bad price unit scale", b(`{"items":[{"price":"7.8.0"}]}`), Options{Shape: Activity}},
 		{"price exponent too big", b(`{"items":[{"price":1e999999999}]}`), activity},
+		{"decimal exponent too big", b(`{"items":[{"fee":1e1001}]}`), activity},
+		{"decimal exponent too small", b(`{"items":[{"percentPnl":-5E-1001}]}`), Options{Shape: Positions}},
 		{"decimal object", b(`{"items":[{"size":{}}]}`), activity},
 		{"legs not array", b(`{"items":[{"legs":{}}]}`), Options{Shape: ComboPositions}},
 		{"leg not object", b(`{"items":[{"legs":["x"]}]}`), Options{Shape: ComboPositions}},
@@ -287,5 +303,24 @@ func TestShapeString(t *testing.T) {
 		if got := s.String(); got != want {
 			t.Errorf("Shape(%d).String() = %q, want %q", s, got, want)
 		}
+	}
+}
+
+// TestPutRewriterBoundsScratch: a pooled rewriter keeps no large scratch
+// from an odd body (many members, many escaped names) nor any reference to
+// the caller's bytes.
+func TestPutRewriterBoundsScratch(t *testing.T) {
+	src := []byte(b(`{"items":[` + manyMembers(2000, false) + `],"x\u0041":` + manyMembers(300, false) + `}`))
+	r := getRewriter(Options{Shape: Activity}, nil)
+	if _, err := r.envelope(src, true); err != nil {
+		t.Fatal(err)
+	}
+	if cap(r.scan.names) < 2000 {
+		t.Fatalf("scanner held %d names; the test body should need 2000", cap(r.scan.names))
+	}
+	putRewriter(r)
+	if r.out != nil || r.scan.src != nil || cap(r.scan.names) != 0 || cap(r.scan.text) > maxScratch || cap(r.text) > maxScratch {
+		t.Errorf("pooled rewriter keeps out %d, src %d, names %d, scan text %d, text %d bytes",
+			cap(r.out), len(r.scan.src), cap(r.scan.names), cap(r.scan.text), cap(r.text))
 	}
 }

@@ -11,10 +11,11 @@ import (
 // scanner validates JSON exactly as the jsontext decoder does by default
 // (RFC 7493: RFC 8259 grammar, valid UTF-8 including escaped surrogates,
 // unique member names, nesting at most maxDepth), without building tokens.
-// It reads envelopes and the data that passes through byte for byte (order
-// book data, SHAPES.md 1; variant A data), which must still be validated, at
-// a speed the token decoder does not reach on large pages (see
-// BenchmarkRewrite/OrderBook). FuzzScanner holds it to jsontext's verdict.
+// It reads the whole body: the envelope, data that passes through byte for
+// byte (order book data, SHAPES.md 1; variant A data), which must still be
+// validated, and data that is rewritten as it is read (values.go), at a
+// speed the token decoder does not reach (see BenchmarkRewrite).
+// FuzzScanner holds it to jsontext's verdict.
 type scanner struct {
 	src   []byte
 	names []nameRef // member names of the objects being read, innermost last
@@ -273,9 +274,9 @@ func (s *scanner) elements(i, depth int, fn func(at int) (int, error)) (int, err
 		return i, errDepth
 	}
 	b := s.src
-	i = s.ws(i + 1)
-	if i < len(b) && b[i] == ']' {
-		return i + 1, nil
+	i, more := s.open(i, ']')
+	if !more {
+		return i, nil
 	}
 	for {
 		var err error
@@ -302,17 +303,23 @@ func (s *scanner) elements(i, depth int, fn func(at int) (int, error)) (int, err
 	}
 }
 
-// members validates the object at src[i] ('{') like elements. fn receives
-// each member's name (unescaped; valid only until fn reads further) and the
-// offset of its value.
-func (s *scanner) members(i, depth int, fn func(name []byte, at int) (int, error)) (int, error) {
+// memberFunc handles one member of an object: name is its text
+// (unescaped; valid only until fn reads further), nameAt the offset of the
+// name as written (see rawName) and at the offset of its value. It returns
+// the offset past the value.
+type memberFunc func(name []byte, nameAt, at int) (int, error)
+
+// members validates the object at src[i] ('{') like elements, handing each
+// member to fn when it is not nil. It is the one walk over object members:
+// the envelope, data passed through and data rewritten all use it.
+func (s *scanner) members(i, depth int, fn memberFunc) (int, error) {
 	if depth > maxDepth {
 		return i, errDepth
 	}
 	b := s.src
-	i = s.ws(i + 1)
-	if i < len(b) && b[i] == '}' {
-		return i + 1, nil
+	i, more := s.open(i, '}')
+	if !more {
+		return i, nil
 	}
 	frame, text := len(s.names), len(s.text)
 	defer func() { s.names, s.text = s.names[:frame], s.text[:text] }()
@@ -333,6 +340,7 @@ func (s *scanner) members(i, depth int, fn func(name []byte, at int) (int, error
 		if err != nil {
 			return i, err
 		}
+		nameAt := i
 		i = s.ws(end)
 		if i >= len(b) {
 			return i, errEOF
@@ -341,7 +349,7 @@ func (s *scanner) members(i, depth int, fn func(name []byte, at int) (int, error
 			return i, errSyntax
 		}
 		if fn != nil {
-			i, err = fn(name, s.ws(i+1))
+			i, err = fn(name, nameAt, s.ws(i+1))
 		} else {
 			i, err = s.value(s.ws(i+1), depth)
 		}
@@ -361,6 +369,16 @@ func (s *scanner) members(i, depth int, fn func(name []byte, at int) (int, error
 			return i, errSyntax
 		}
 	}
+}
+
+// open steps past the opening delimiter at src[i] and any whitespace; more
+// is false when the container is empty, i then past its closing delimiter.
+func (s *scanner) open(i int, closer byte) (_ int, more bool) {
+	i = s.ws(i + 1)
+	if i < len(s.src) && s.src[i] == closer {
+		return i + 1, false
+	}
+	return i, true
 }
 
 // bigObject is the member count above which names are checked through a
@@ -456,4 +474,19 @@ func appendUnescaped(dst, q []byte) []byte {
 		i += 2
 	}
 	return dst
+}
+
+// rawName returns the name of a member as written, quotes included, from
+// the offsets handed to a memberFunc: only whitespace and the colon stand
+// between the name's closing quote and the value. It is found on demand,
+// by the rewrite alone, because handing every callback a slice costs the
+// pass-through scan of large order book pages about 2%.
+func (s *scanner) rawName(nameAt, at int) []byte {
+	j := at - 1
+	for s.src[j] != ':' {
+		j--
+	}
+	for j--; s.src[j] != '"'; j-- {
+	}
+	return s.src[nameAt : j+1]
 }

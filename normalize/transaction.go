@@ -7,31 +7,20 @@ package normalize
 
 // txPlan is what the first pass learns about a transaction object.
 type txPlan struct {
-	combo      bool   // sourceType is "COMBO"
-	hasActions bool   // the object has an actions member
-	fills      []byte // COMBO: the fills array written as comboActions; nil: null
+	combo      bool // sourceType is "COMBO"
+	hasActions bool // the object has an actions member
+	fills      int  // COMBO: offset of the fills array written as comboActions; -1: null
 }
 
-// transactionAt rewrites the transaction data at src[at], an object or
-// null when the hash is not indexed (SPEC.md endpoint 7, rule 2), and
-// returns the offset past it. The scanner validates the object and plans
-// in one pass; the decoder then rewrites the object.
-func (r *rewriter) transactionAt(at int) (int, error) {
-	s := &r.scan
-	b := s.src
-	if at < len(b) && b[at] == 'n' {
-		r.meta.DataNull = true
-		r.out = append(r.out, "null"...)
-		return s.literal(at, "null")
-	}
-	if at < len(b) && b[at] != '{' {
-		return at, invalidf("data is not an object or null")
-	}
+// transaction rewrites the transaction object at src[at] ('{') and returns
+// the offset past it. The first pass validates the object and plans; the
+// second writes it.
+func (r *rewriter) transaction(at int) (int, error) {
 	plan, end, err := r.txPlan(at)
 	if err != nil {
 		return end, err
 	}
-	return end, r.txRewrite(b[at:end], plan)
+	return end, r.txRewrite(at, plan)
 }
 
 // txPlan validates the transaction object at src[at] and reads its
@@ -40,11 +29,11 @@ func (r *rewriter) transactionAt(at int) (int, error) {
 // way. COMBO fills come from actions (variant B), or from comboActions when
 // actions is null or absent (a body already laid out as variant A).
 func (r *rewriter) txPlan(at int) (txPlan, int, error) {
-	var p txPlan
-	var actions, comboActions []byte
+	p := txPlan{fills: -1}
+	actions, comboActions := -1, -1
 	s := &r.scan
 	b := s.src
-	end, err := s.members(at, 2, func(name []byte, at int) (int, error) {
+	end, err := s.members(at, 2, func(name []byte, _, at int) (int, error) {
 		var isSource, isActions, isCombo bool
 		switch string(name) {
 		case "sourceType":
@@ -58,15 +47,14 @@ func (r *rewriter) txPlan(at int) (txPlan, int, error) {
 		if err != nil {
 			return end, err
 		}
-		v := b[at:end]
 		switch {
 		case isSource:
-			p.combo = v[0] == '"' && string(r.textOf(v)) == "COMBO"
+			p.combo = b[at] == '"' && string(r.textOf(b[at:end])) == "COMBO"
 		case isActions || isCombo:
-			var fills []byte
-			switch v[0] {
+			fills := -1
+			switch b[at] {
 			case '[':
-				fills = v
+				fills = at
 			case 'n':
 			default:
 				return at, invalidf("actions or comboActions is not an array or null")
@@ -81,121 +69,60 @@ func (r *rewriter) txPlan(at int) (txPlan, int, error) {
 	})
 	if p.combo {
 		p.fills = actions
-		if p.fills == nil {
+		if p.fills < 0 {
 			p.fills = comboActions
 		}
 	}
 	return p, end, err
 }
 
-// txRewrite writes the transaction in variant A: profileAddress renamed
-// traderAddress in place, fills rewritten (fillFields); TRADE keeps its fills
-// in actions and ends with "comboActions":null; COMBO nulls marketSlug,
-// marketId and actions in place and ends with the fills as comboActions
-// (SPEC.md "Transaction detail (variant A)", rules 1 and 2).
-func (r *rewriter) txRewrite(obj []byte, p txPlan) error {
-	a := &r.aux
-	a.reset(obj, 1)
-	d := &a.dec
-	if err := delim(d); err != nil {
-		return err
-	}
-	r.out = append(r.out, '{')
+// txRewrite writes the transaction at src[at] in variant A: profileAddress
+// renamed traderAddress in place, fills rewritten (fillFields); TRADE keeps
+// its fills in actions and ends with "comboActions":null; COMBO nulls
+// marketSlug, marketId and actions in place and ends with the fills as
+// comboActions (SPEC.md "Transaction detail (variant A)", rules 1 and 2).
+func (r *rewriter) txRewrite(at int, p txPlan) error {
+	s := &r.scan
 	hasTrader := false
-	n := 0
-	for {
-		k, err := peek(d)
-		if err != nil {
-			return err
-		}
-		if k == '}' {
-			break
-		}
-		raw, name, err := r.readName(d)
-		if err != nil {
-			return err
-		}
-		member := string(name)
-		drop := false
-		switch member {
+	r.out = append(r.out, '{')
+	_, err := s.members(at, 2, func(name []byte, nameAt, at int) (int, error) {
+		switch string(name) {
 		case "comboActions":
-			drop = true // always written last, from the plan
+			return s.value(at, 2) // always written last, from the plan
 		case "profileAddress", "traderAddress":
-			drop, hasTrader = hasTrader, true // the first of the two wins
-		}
-		if drop {
-			if _, err := d.ReadValue(); err != nil {
-				return syntaxErr(err)
+			if hasTrader {
+				return s.value(at, 2) // the first of the two wins
 			}
-			continue
-		}
-		if n > 0 {
-			r.out = append(r.out, ',')
-		}
-		n++
-		switch member {
-		case "profileAddress", "traderAddress":
-			r.out = append(r.out, `"traderAddress":`...)
-			_, err = r.fieldValue(a, keep)
+			hasTrader = true
+			r.out = appendKey(r.out, `"traderAddress"`)
+			return r.keep(at, 2)
 		case "marketSlug", "marketId", "actions":
-			r.out = append(r.out, raw...)
-			r.out = append(r.out, ':')
+			r.key(nameAt, at)
 			switch {
 			case p.combo:
 				r.out = append(r.out, "null"...)
-				_, err = d.ReadValue()
-				err = syntaxErr(err)
-			case member == "actions":
-				err = r.fills(a)
-			default:
-				_, err = r.fieldValue(a, keep)
+				return s.value(at, 2)
+			case string(name) == "actions":
+				return r.objectsOrNull(at, 2, fillFields, "fills")
 			}
-		default:
-			r.out = append(r.out, raw...)
-			r.out = append(r.out, ':')
-			_, err = r.fieldValue(a, keep)
+			return r.keep(at, 2)
 		}
-		if err != nil {
-			return err
-		}
-	}
-	if err := delim(d); err != nil {
-		return err
-	}
-	if !p.hasActions {
-		if n > 0 {
-			r.out = append(r.out, ',')
-		}
-		r.out = append(r.out, `"actions":null`...)
-	}
-	r.out = append(r.out, `,"comboActions":`...)
-	if p.fills == nil {
-		r.out = append(r.out, "null"...)
-	} else {
-		a.reset(p.fills, 2)
-		if err := r.fills(a); err != nil {
-			return err
-		}
-	}
-	r.out = append(r.out, '}')
-	return nil
-}
-
-// fills rewrites an array of fills, or null.
-func (r *rewriter) fills(in *input) error {
-	d := &in.dec
-	k, err := peek(d)
+		r.key(nameAt, at)
+		return r.keep(at, 2)
+	})
 	if err != nil {
 		return err
 	}
-	switch k {
-	case 'n':
+	if !p.hasActions {
+		r.out = appendKey(r.out, `"actions"`)
 		r.out = append(r.out, "null"...)
-		_, err := d.ReadValue()
-		return syntaxErr(err)
-	case '[':
-		_, err := r.objects(in, fillFields, false, "fills")
+	}
+	r.out = appendKey(r.out, `"comboActions"`)
+	if p.fills < 0 {
+		r.out = append(r.out, "null"...)
+	} else if _, err := r.objectsOrNull(p.fills, 2, fillFields, "fills"); err != nil {
 		return err
 	}
-	return invalidf("fills are a JSON %v, not an array", k)
+	r.out = append(r.out, '}')
+	return nil
 }

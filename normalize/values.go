@@ -8,40 +8,273 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// This file holds the token-level walk shared by the shapes: objects whose
+// This file holds the walk shared by the rewritten shapes: objects whose
 // members are classified by a fieldFunc (fields.go), arrays of such objects,
-// and the values of decimal and price fields. The decoder validates as it
-// reads (RFC 7493: valid UTF-8, no duplicate names); the walk writes compact
-// JSON straight into r.out, so a valid input always yields a valid output.
+// and the values of decimal and price fields. The scanner validates as it
+// reads (scan.go: as jsontext does, valid UTF-8, no duplicate names,
+// nesting counted over the whole body); the walk writes compact JSON
+// straight into r.out, so a valid input always yields a valid output.
+//
+// Offsets are into the body (r.scan.src). Depths are those of the body, as
+// the scanner counts them: an object or array is at its own depth, and a
+// member value at the depth of its object.
 
-// peek returns the kind of the next token; a decoding error (invalid or
-// truncated JSON) is reported as ErrInvalid.
-func peek(d *jsontext.Decoder) (jsontext.Kind, error) {
-	k := d.PeekKind()
-	if k == 0 {
-		_, err := d.ReadToken() // returns the error PeekKind kept
-		if err == nil {
-			return 0, invalidf("unreadable token")
+// fieldKind says how a member value is rewritten (SHAPES.md "Per endpoint").
+type fieldKind uint8
+
+const (
+	keep  fieldKind = iota // copied, compacted
+	dec                    // decimal: a JSON number becomes a plain decimal string
+	price                  // decimal, shifted from cents when ShiftCents
+	legs                   // array (or null) of combo legs
+)
+
+// field is the rewrite of one member.
+type field struct {
+	kind   fieldKind
+	rename string // the variant A name, quoted, when it differs from variant B's
+	// slot, when nonzero, is shared by the B and A names of one renamed
+	// field. Should an object carry both, the first one in the input is
+	// kept and the other dropped, so the output never repeats a name.
+	slot uint8
+}
+
+// fieldFunc classifies the members of one kind of object by name.
+type fieldFunc func(name []byte) field
+
+// appendKey appends a member name (raw: quoted, as written) and its colon,
+// after a comma unless the member is its object's first. The last byte
+// written tells which: only the object's '{' precedes a first member, and
+// no JSON value ends with '{'.
+func appendKey[T ~string | ~[]byte](dst []byte, raw T) []byte {
+	if dst[len(dst)-1] != '{' {
+		dst = append(dst, ',')
+	}
+	dst = append(dst, raw...)
+	return append(dst, ':')
+}
+
+// key writes the name of the member whose name and value start at
+// src[nameAt] and src[at], as written (see appendKey).
+func (r *rewriter) key(nameAt, at int) {
+	r.out = appendKey(r.out, r.scan.rawName(nameAt, at))
+}
+
+// object rewrites the object at src[at] ('{') and returns the offset past
+// it. timed marks a list item, whose TimeField feeds Meta.
+func (r *rewriter) object(at, depth int, fields fieldFunc, timed bool) (int, error) {
+	s := &r.scan
+	timed = timed && r.opt.TimeField != ""
+	var seen uint32 // slots written
+	var t int64
+	hasTime := false
+	r.out = append(r.out, '{')
+	end, err := s.members(at, depth, func(name []byte, nameAt, at int) (int, error) {
+		isTime := timed && string(name) == r.opt.TimeField
+		f := fields(name)
+		if f.slot != 0 {
+			if seen&(1<<f.slot) != 0 {
+				return s.value(at, depth) // the other name of the field came first
+			}
+			seen |= 1 << f.slot
 		}
-		return 0, syntaxErr(err)
-	}
-	return k, nil
-}
-
-// delim reads the delimiter a peek has just announced.
-func delim(d *jsontext.Decoder) error {
-	_, err := d.ReadToken()
-	return syntaxErr(err)
-}
-
-// readName reads an object member name: raw is the JSON string as written,
-// name its text (unescaped only when it has escapes).
-func (r *rewriter) readName(d *jsontext.Decoder) (raw jsontext.Value, name []byte, err error) {
-	raw, err = d.ReadValue()
+		if f.rename != "" {
+			r.out = appendKey(r.out, f.rename)
+		} else {
+			r.key(nameAt, at)
+		}
+		end, err := r.fieldValue(at, depth, f.kind)
+		if isTime && err == nil {
+			t, hasTime = parseInt(s.src[at:end])
+		}
+		return end, err
+	})
 	if err != nil {
-		return nil, nil, syntaxErr(err)
+		return end, err
 	}
-	return raw, r.textOf(raw), nil
+	r.out = append(r.out, '}')
+	if timed {
+		r.itemTime(t, hasTime)
+	}
+	return end, nil
+}
+
+// objects rewrites the array at src[at] ('[') whose elements must be
+// objects, and returns its length and the offset past it. what names the
+// array in errors.
+func (r *rewriter) objects(at, depth int, fields fieldFunc, timed bool, what string) (n, end int, err error) {
+	b := r.scan.src
+	r.out = append(r.out, '[')
+	end, err = r.scan.elements(at, depth, func(at int) (int, error) {
+		if at < len(b) && b[at] != '{' {
+			return at, invalidf("%s element %d is a JSON %s, not an object (offset %d)", what, n, kindOf(b[at]), at)
+		}
+		if n > 0 {
+			r.out = append(r.out, ',')
+		}
+		n++
+		return r.object(at, depth+1, fields, timed)
+	})
+	r.out = append(r.out, ']')
+	return n, end, err
+}
+
+// objectsOrNull rewrites the value at src[at], of a member at depth, that
+// must be an array of objects or null.
+func (r *rewriter) objectsOrNull(at, depth int, fields fieldFunc, what string) (int, error) {
+	b := r.scan.src
+	if at < len(b) && b[at] == '[' {
+		_, end, err := r.objects(at, depth+1, fields, false, what)
+		return end, err
+	}
+	if at < len(b) && b[at] != 'n' {
+		return at, invalidf("%s is a JSON %s, not an array (offset %d)", what, kindOf(b[at]), at)
+	}
+	return r.keep(at, depth)
+}
+
+// fieldValue rewrites the value at src[at] of a member of the given kind
+// and returns the offset past it.
+func (r *rewriter) fieldValue(at, depth int, kind fieldKind) (int, error) {
+	s := &r.scan
+	switch kind {
+	case keep:
+		return r.keep(at, depth)
+	case legs:
+		return r.objectsOrNull(at, depth, legFields, "legs")
+	}
+	end, err := s.value(at, depth)
+	if err != nil {
+		return end, err
+	}
+	v := s.src[at:end]
+	if kind == dec {
+		err = r.decimal(v)
+	} else {
+		err = r.price(v)
+	}
+	if err != nil {
+		return at, fmt.Errorf("%w (offset %d)", err, at)
+	}
+	return end, nil
+}
+
+// keep copies the value at src[at], compacted, and returns the offset past
+// it.
+func (r *rewriter) keep(at, depth int) (int, error) {
+	s := &r.scan
+	end, err := s.value(at, depth)
+	if err != nil {
+		return end, err
+	}
+	if v := s.src[at:end]; v[0] == '{' || v[0] == '[' {
+		r.out = appendCompact(r.out, v)
+	} else {
+		r.out = append(r.out, v...)
+	}
+	return end, nil
+}
+
+// decimal writes a decimal field (SHAPES.md "Per endpoint"): strings and
+// null are copied; a JSON number, which variant B may send, becomes a
+// string: of the same characters in plain notation, converted exactly to
+// plain notation from exponent form (SPEC.md "Conventions": decimals are
+// plain decimal strings).
+func (r *rewriter) decimal(v []byte) error {
+	switch c := v[0]; {
+	case c == '"' || c == 'n':
+		r.out = append(r.out, v...)
+		return nil
+	case c != '-' && !isDigit(c):
+		return invalidf("decimal is a JSON %s", kindOf(c))
+	}
+	r.out = append(r.out, '"')
+	if !hasExponent(v) {
+		r.out = append(r.out, v...)
+	} else {
+		d, err := parseDecimal(v) // a JSON number: fails only on the exponent cap
+		if err != nil {
+			return err
+		}
+		r.out = d.appendShifted(r.out, 0)
+	}
+	r.out = append(r.out, '"')
+	return nil
+}
+
+// hasExponent reports whether the JSON number v is in exponent form.
+func hasExponent(v []byte) bool {
+	for _, c := range v {
+		if c == 'e' || c == 'E' {
+			return true
+		}
+	}
+	return false
+}
+
+// price writes a price field: a decimal string, shifted from cents when
+// ShiftCents (SPEC.md "Conventions", price scale). null stays null; any
+// other value is not a price.
+func (r *rewriter) price(v []byte) error {
+	d := v
+	switch c := v[0]; {
+	case c == 'n':
+		r.out = append(r.out, v...)
+		return nil
+	case c == '"':
+		d = r.textOf(v)
+	case c != '-' && !isDigit(c):
+		return invalidf("price is a JSON %s", kindOf(c))
+	}
+	if r.opt.ShiftCents {
+		r.out = append(r.out, '"')
+		var err error
+		if r.out, err = ShiftCents(r.out, d); err != nil {
+			return err
+		}
+		r.out = append(r.out, '"')
+		return nil
+	}
+	dd, err := parseDecimal(d)
+	if err != nil {
+		return err
+	}
+	if hasExponent(d) {
+		// Already 0..1 (price_scale: unit), but variant A prices are plain
+		// decimal strings like every decimal: the exponent goes, exactly.
+		r.out = append(r.out, '"')
+		r.out = dd.appendShifted(r.out, 0)
+		r.out = append(r.out, '"')
+		return nil
+	}
+	if v[0] == '"' {
+		r.out = append(r.out, v...) // its digits as written
+		return nil
+	}
+	r.out = append(r.out, '"')
+	r.out = append(r.out, v...)
+	r.out = append(r.out, '"')
+	return nil
+}
+
+// kindOf names the kind of the JSON value starting with c, for errors.
+func kindOf(c byte) string {
+	switch c {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	}
+	if c == '-' || isDigit(c) {
+		return "number"
+	}
+	return "invalid value"
 }
 
 // textOf returns the text of the valid JSON string raw. It aliases raw when
@@ -56,228 +289,6 @@ func (r *rewriter) textOf(raw []byte) []byte {
 	}
 	r.text, _ = jsontext.AppendUnquote(r.text[:0], raw)
 	return r.text
-}
-
-// readString reads a value that must be a JSON string, or null if nullable.
-func readString(d *jsontext.Decoder, what string, nullable bool) (jsontext.Value, error) {
-	v, err := d.ReadValue()
-	if err != nil {
-		return nil, syntaxErr(err)
-	}
-	if k := v.Kind(); k != '"' && (k != 'n' || !nullable) {
-		return nil, invalidf("%s is a JSON %v, not a string", what, k)
-	}
-	return v, nil
-}
-
-// fieldKind says how a member value is rewritten (SHAPES.md "Per endpoint").
-type fieldKind uint8
-
-const (
-	keep  fieldKind = iota // copied, compacted
-	dec                    // decimal: a JSON number becomes a string of the same digits
-	price                  // decimal, shifted from cents when ShiftCents
-	legs                   // array (or null) of combo legs
-)
-
-// field is the rewrite of one member.
-type field struct {
-	kind   fieldKind
-	rename string // the variant A name, when it differs from variant B's
-	// slot, when nonzero, is shared by the B and A names of one renamed
-	// field. Should an object carry both, the first one in the input is
-	// kept and the other dropped, so the output never repeats a name.
-	slot uint8
-}
-
-// fieldFunc classifies the members of one kind of object by name.
-type fieldFunc func(name []byte) field
-
-// object rewrites the object at the decoder's position (its '{' peeked).
-// timed marks a list item, whose TimeField feeds Meta.
-func (r *rewriter) object(in *input, fields fieldFunc, timed bool) error {
-	d := &in.dec
-	if err := delim(d); err != nil {
-		return err
-	}
-	r.out = append(r.out, '{')
-	var seen uint32 // slots written
-	var t int64
-	hasTime := false
-	n := 0
-	for {
-		k, err := peek(d)
-		if err != nil {
-			return err
-		}
-		if k == '}' {
-			break
-		}
-		raw, name, err := r.readName(d)
-		if err != nil {
-			return err
-		}
-		isTime := timed && string(name) == r.opt.TimeField
-		f := fields(name)
-		if f.slot != 0 {
-			if seen&(1<<f.slot) != 0 {
-				if _, err := d.ReadValue(); err != nil {
-					return syntaxErr(err)
-				}
-				continue
-			}
-			seen |= 1 << f.slot
-		}
-		if n > 0 {
-			r.out = append(r.out, ',')
-		}
-		n++
-		if f.rename != "" {
-			r.out = append(r.out, '"')
-			r.out = append(r.out, f.rename...)
-			r.out = append(r.out, '"')
-		} else {
-			r.out = append(r.out, raw...)
-		}
-		r.out = append(r.out, ':')
-		v, err := r.fieldValue(in, f.kind)
-		if err != nil {
-			return err
-		}
-		if isTime {
-			t, hasTime = parseInt(v)
-		}
-	}
-	if err := delim(d); err != nil {
-		return err
-	}
-	r.out = append(r.out, '}')
-	if timed && r.opt.TimeField != "" {
-		r.itemTime(t, hasTime)
-	}
-	return nil
-}
-
-// objects rewrites an array of objects (its '[' peeked) and returns its
-// length. what names the array in errors.
-func (r *rewriter) objects(in *input, fields fieldFunc, timed bool, what string) (int, error) {
-	d := &in.dec
-	if err := delim(d); err != nil {
-		return 0, err
-	}
-	r.out = append(r.out, '[')
-	n := 0
-	for {
-		k, err := peek(d)
-		if err != nil {
-			return n, err
-		}
-		if k == ']' {
-			break
-		}
-		if k != '{' {
-			return n, invalidf("%s element %d is a JSON %v, not an object", what, n, k)
-		}
-		if n > 0 {
-			r.out = append(r.out, ',')
-		}
-		if err := r.object(in, fields, timed); err != nil {
-			return n, err
-		}
-		n++
-	}
-	r.out = append(r.out, ']')
-	return n, delim(d)
-}
-
-// fieldValue rewrites one member value of the given kind. It returns the
-// value as read when it is a scalar (for TimeField), nil otherwise.
-func (r *rewriter) fieldValue(in *input, kind fieldKind) (jsontext.Value, error) {
-	d := &in.dec
-	if kind == legs {
-		k, err := peek(d)
-		if err != nil {
-			return nil, err
-		}
-		switch k {
-		case 'n':
-		case '[':
-			_, err := r.objects(in, legFields, false, "legs")
-			return nil, err
-		default:
-			return nil, invalidf("legs is a JSON %v, not an array (at %s)", k, d.StackPointer())
-		}
-	}
-	v, err := d.ReadValue()
-	if err != nil {
-		return nil, syntaxErr(err)
-	}
-	switch kind {
-	case dec:
-		switch v.Kind() {
-		case '0': // SHAPES.md: B may send a decimal as a JSON number
-			r.out = append(r.out, '"')
-			r.out = append(r.out, v...)
-			r.out = append(r.out, '"')
-		case '"', 'n':
-			r.out = append(r.out, v...)
-		default:
-			return nil, invalidf("decimal is a JSON %v (at %s)", v.Kind(), d.StackPointer())
-		}
-	case price:
-		if err := r.price(v); err != nil {
-			return nil, fmt.Errorf("%w (at %s)", err, d.StackPointer())
-		}
-	default:
-		if k := v.Kind(); k == '{' || k == '[' {
-			var depth int
-			r.out, depth = appendCompact(r.out, v)
-			// The decoder limits nesting from where it started, inside
-			// the body; the output must keep the body's limit.
-			if in.depth+d.StackDepth()+depth > maxDepth {
-				return nil, invalidf("JSON nested too deeply (at %s)", d.StackPointer())
-			}
-		} else {
-			r.out = append(r.out, v...)
-		}
-	}
-	return v, nil
-}
-
-// price writes a price field: a decimal string, shifted from cents when
-// ShiftCents (SPEC.md "Conventions", price scale). null stays null; any
-// other value is not a price.
-func (r *rewriter) price(v jsontext.Value) error {
-	switch v.Kind() {
-	case 'n':
-		r.out = append(r.out, v...)
-		return nil
-	case '0', '"':
-	default:
-		return invalidf("price is a JSON %v", v.Kind())
-	}
-	s := []byte(v)
-	if v.Kind() == '"' {
-		s = r.textOf(v)
-	}
-	if !r.opt.ShiftCents {
-		if _, err := parseDecimal(s); err != nil {
-			return err
-		}
-		if v.Kind() == '"' {
-			r.out = append(r.out, v...)
-			return nil
-		}
-	}
-	r.out = append(r.out, '"')
-	var err error
-	if r.opt.ShiftCents {
-		r.out, err = ShiftCents(r.out, s)
-	} else {
-		r.out = append(r.out, s...)
-	}
-	r.out = append(r.out, '"')
-	return err
 }
 
 // itemTime records one list item's TimeField for Meta.
@@ -316,12 +327,11 @@ func parseInt(v []byte) (int64, bool) {
 	return 0, false
 }
 
-// appendCompact appends the valid JSON value v without insignificant
-// whitespace, leaving strings and numbers as written, and returns the
-// nesting depth of v.
-func appendCompact(dst, v []byte) ([]byte, int) {
+// appendCompact appends the valid JSON container v without insignificant
+// whitespace, leaving strings and numbers as written.
+func appendCompact(dst, v []byte) []byte {
 	inString := false
-	start, depth, deepest := 0, 0, 0
+	start := 0
 	for i := 0; i < len(v); i++ {
 		c := v[i]
 		if inString {
@@ -336,15 +346,10 @@ func appendCompact(dst, v []byte) ([]byte, int) {
 		switch c {
 		case '"':
 			inString = true
-		case '{', '[':
-			depth++
-			deepest = max(deepest, depth)
-		case '}', ']':
-			depth--
 		case ' ', '\t', '\n', '\r':
 			dst = append(dst, v[start:i]...)
 			start = i + 1
 		}
 	}
-	return append(dst, v[start:]...), deepest
+	return append(dst, v[start:]...)
 }

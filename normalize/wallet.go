@@ -1,64 +1,39 @@
 package normalize
 
-// wallet rewrites wallet mapping data (SPEC.md endpoint 8, SHAPES.md 8): an
-// object whose walletAddress is a string or null.
-func (r *rewriter) wallet(in *input) error {
-	d := &in.dec
-	k, err := peek(d)
-	if err != nil {
-		return err
-	}
-	switch k {
-	case 'n':
-		// SPEC.md: data.walletAddress is null when no mapping exists, so
-		// variant A never has data null here (SHAPES.md 8).
-		r.meta.DataNull = true
-		r.out = append(r.out, `{"walletAddress":null}`...)
-		_, err := d.ReadValue()
-		return syntaxErr(err)
-	case '{':
-	default:
-		return invalidf("data is a JSON %v, not an object", k)
-	}
-	if err := delim(d); err != nil {
-		return err
-	}
-	r.out = append(r.out, '{')
+// wallet reads wallet mapping data at src[at] ('{'), an object whose
+// walletAddress is a string or null (SPEC.md endpoint 8, SHAPES.md 8),
+// rewriting it with write or only validating it (variant A data).
+func (r *rewriter) wallet(at int, write bool) (int, error) {
+	s := &r.scan
 	hasAddress := false
-	for n := 0; ; n++ {
-		k, err := peek(d)
-		if err != nil {
-			return err
-		}
-		if k == '}' {
-			break
-		}
-		raw, name, err := r.readName(d)
-		if err != nil {
-			return err
-		}
-		if n > 0 {
-			r.out = append(r.out, ',')
-		}
-		r.out = append(r.out, raw...)
-		r.out = append(r.out, ':')
-		if string(name) == "walletAddress" {
-			hasAddress = true
-			v, err := readString(d, "walletAddress", true)
-			if err != nil {
-				return err
+	if write {
+		r.out = append(r.out, '{')
+	}
+	end, err := s.members(at, 2, func(name []byte, nameAt, at int) (int, error) {
+		if string(name) != "walletAddress" {
+			if !write {
+				return s.value(at, 2)
 			}
-			r.meta.DataNull = v[0] == 'n'
-			r.out = append(r.out, v...)
-			continue
+			r.key(nameAt, at)
+			return r.keep(at, 2)
 		}
-		if _, err = r.fieldValue(in, keep); err != nil {
-			return err
+		hasAddress = true
+		v, end, err := r.scanString(at, "walletAddress", true)
+		r.meta.DataNull = v == nil
+		if write && err == nil {
+			r.key(nameAt, at)
+			r.out = append(r.out, s.src[at:end]...)
 		}
+		return end, err
+	})
+	if err != nil {
+		return end, err
 	}
-	r.out = append(r.out, '}')
+	if write {
+		r.out = append(r.out, '}')
+	}
 	if !hasAddress {
-		return invalidf("wallet data has no walletAddress")
+		return at, invalidf("wallet data has no walletAddress")
 	}
-	return delim(d)
+	return end, nil
 }
