@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"time"
@@ -16,7 +17,7 @@ import (
 func (b *bench) capturePages(ctx context.Context, scs []*scenario) error {
 	var urls []string
 	for _, sc := range scs {
-		if slices.Contains(sc.servers, kindCeiling) {
+		if slices.Contains(sc.servers, kindCeiling) || slices.Contains(sc.servers, kindCeilingHeaders) {
 			for _, u := range sc.urls {
 				if !slices.Contains(urls, u) {
 					urls = append(urls, u)
@@ -44,9 +45,9 @@ func (b *bench) capturePages(ctx context.Context, scs []*scenario) error {
 		if err != nil {
 			return err
 		}
-		p := fixture.Page{Target: u, ContentType: id.header.Get("Content-Type"), Identity: id.body}
+		p := fixture.Page{Target: u, ContentType: id.header.Get("Content-Type"), Identity: id.body, Header: replayed(id.header)}
 		if gz.header.Get("Content-Encoding") == "gzip" {
-			p.Gzip = gz.body
+			p.Gzip, p.GzipHeader = gz.body, replayed(gz.header)
 		}
 		pages = append(pages, p)
 		b.pageSizes = append(b.pageSizes, fmt.Sprintf("`%s`: %d bytes identity, %s", u, len(p.Identity), gzipSize(p.Gzip)))
@@ -74,6 +75,20 @@ func (b *bench) checkMetrics(ctx context.Context, srv *server) {
 	if b.tgSections["log"] {
 		b.note("tradergate ran with log.access: false")
 	}
+}
+
+// replayed is what the ceiling+headers row sends of h: every header but
+// the ones the ceiling writes itself and the ones net/http sets.
+func replayed(h http.Header) map[string][]string {
+	out := make(map[string][]string, len(h))
+	for k, v := range h {
+		switch k {
+		case "Content-Type", "Content-Length", "Content-Encoding", "Vary", "Date":
+			continue
+		}
+		out[k] = slices.Clone(v)
+	}
+	return out
 }
 
 func gzipSize(gz []byte) string {

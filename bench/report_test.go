@@ -94,19 +94,25 @@ func TestCheckTargets(t *testing.T) {
 	rows := []row{
 		{Scenario: "hit-activity20", Server: kindTradergate, RPS: 45000, Requests: 1},
 		{Scenario: "hit-activity20", Server: kindCeiling, RPS: 48000, Requests: 1},
+		{Scenario: "hit-activity20", Server: kindCeilingHeaders, RPS: 46000, Requests: 1},
 		{Scenario: "hit-activity20", Server: kindNginx, RPS: 50000, Requests: 1},
 		{Scenario: "miss", Server: kindTradergate, CPUus: 100, Requests: 1},
 		{Scenario: "miss", Server: kindPassthrough, CPUus: 90, Requests: 1},
 		{Scenario: "stampede", Server: kindTradergate, Requests: 1, UpstreamPerRound: []int64{1, 1}, RoundsWanted: 2},
 	}
 	var got []string
-	for _, v := range checkTargets(rows) {
+	vs := checkTargets(rows)
+	for _, v := range vs {
 		got = append(got, v.Status)
 	}
-	// nginx 50000 > 45000; 45000 >= 0.9 × 48000; 100 <= 1.2 × 90; one
-	// call per round; normalization is not a load figure.
+	// nginx 50000 > 45000; 45000 >= 0.9 × 48000 (the plain ceiling, not
+	// the one sending tradergate's headers); 100 <= 1.2 × 90; one call per
+	// round; normalization is not a load figure.
 	if want := "FAIL PASS PASS PASS n/a"; strings.Join(got, " ") != want {
 		t.Fatalf("verdicts %v, want %s", got, want)
+	}
+	if want := "same headers: 45000 vs 46000 (×0.98)"; !strings.Contains(vs[1].Detail, want) {
+		t.Errorf("ceiling verdict %q lacks %q", vs[1].Detail, want)
 	}
 }
 

@@ -132,7 +132,7 @@ func writeMarkdown(w *bytes.Buffer, m meta, rows []row, verdicts []verdict, prof
 	}
 	fmt.Fprintln(w, "\n## How to read it")
 	fmt.Fprintln(w)
-	for _, k := range []serverKind{kindTradergate, kindCeiling, kindNginx, kindPassthrough, kindLegacysim} {
+	for _, k := range []serverKind{kindTradergate, kindCeiling, kindCeilingHeaders, kindNginx, kindPassthrough, kindLegacysim} {
 		fmt.Fprintf(w, "- **%s**: %s.\n", k, k.about())
 	}
 	fmt.Fprintf(w, `- Every server runs alone on CPU (%s), GOMAXPROCS=1 for the Go ones, nginx with one worker; a fresh instance per row.

@@ -123,7 +123,7 @@ func (b *bench) spec(sc *scenario, kind serverKind, srv *server, prefix string) 
 	}
 	// The legacy host as the server under test is its own upstream; the
 	// ceiling has none.
-	if kind != kindLegacysim && kind != kindCeiling {
+	if kind != kindLegacysim && kind != kindCeiling && kind != kindCeilingHeaders {
 		s.StatsURL = b.statsURL()
 	}
 	return s

@@ -70,14 +70,14 @@ func buildScenarios(f fixture.Fixtures, o scenarioOptions) []*scenario {
 			sc := &scenario{
 				name: "hit-" + p.name, about: "cache hit, " + p.about, gzip: gz, mode: load.ModeList,
 				urls: []string{p.url}, hit: true,
-				servers: []serverKind{kindTradergate, kindCeiling, kindNginx, kindPassthrough, kindLegacysim},
+				servers: []serverKind{kindTradergate, kindCeiling, kindCeilingHeaders, kindNginx, kindPassthrough, kindLegacysim},
 			}
 			if gz {
 				sc.name += "-gzip"
 				sc.about += ", Accept-Encoding: gzip"
 				// Without a cache the gzip rows only add the legacy host's
 				// compression on the load generator's CPU.
-				sc.servers = sc.servers[:3]
+				sc.servers = sc.servers[:4]
 			}
 			out = append(out, sc)
 		}

@@ -15,11 +15,13 @@ import (
 type serverKind string
 
 const (
-	kindTradergate  serverKind = "tradergate"
-	kindCeiling     serverKind = "ceiling"
-	kindNginx       serverKind = "nginx"
-	kindPassthrough serverKind = "passthrough"
-	kindLegacysim   serverKind = "legacysim"
+	kindTradergate serverKind = "tradergate"
+	kindCeiling    serverKind = "ceiling"
+	// kindCeilingHeaders is the ceiling sending tradergate's headers too.
+	kindCeilingHeaders serverKind = "ceiling+headers"
+	kindNginx          serverKind = "nginx"
+	kindPassthrough    serverKind = "passthrough"
+	kindLegacysim      serverKind = "legacysim"
 )
 
 // about explains each server in the report's notes.
@@ -29,6 +31,8 @@ func (k serverKind) about() string {
 		return "the edge: auth, per-key limits, validation, cache, rewrite (variant A)"
 	case kindCeiling:
 		return "plain net/http serving tradergate's bytes for the same URL from memory: the Go ceiling"
+	case kindCeilingHeaders:
+		return "the ceiling sending, besides the body, the headers tradergate sent with it (X-RateLimit-*, RateLimit*, X-Cache, Age, ETag, Cache-Control, X-Request-Id): what the contract's headers cost net/http alone. The ×ceiling column stays relative to the plain ceiling"
 	case kindNginx:
 		return "nginx proxy_cache in front of the same legacysim: cache only, no auth, no limits, no rewrite (variant B bodies)"
 	case kindPassthrough:
@@ -128,13 +132,17 @@ func (b *bench) setUpstreamLatency(ctx context.Context, d time.Duration) error {
 	return err
 }
 
-func (b *bench) startCeiling(ctx context.Context) (*server, error) {
+func (b *bench) startCeiling(ctx context.Context, headers bool) (*server, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	p, err := b.procs.start("ceiling", b.opt.serverCPU, startOpts{}, b.bins.ceiling, "-listen", addr, "-pages", b.pagesPath)
+	args := []string{"-listen", addr, "-pages", b.pagesPath}
+	if headers {
+		args = append(args, "-headers")
+	}
+	p, err := b.procs.start("ceiling", b.opt.serverCPU, startOpts{}, b.bins.ceiling, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -172,8 +180,8 @@ func (b *bench) startTarget(ctx context.Context, kind serverKind, sc *scenario) 
 			return b.startTradergate(ctx, "redis://"+b.redisSrv.addr+"/0")
 		}
 		return b.startTradergate(ctx, "")
-	case kindCeiling:
-		return b.startCeiling(ctx)
+	case kindCeiling, kindCeilingHeaders:
+		return b.startCeiling(ctx, kind == kindCeilingHeaders)
 	case kindNginx:
 		return b.startNginx(ctx)
 	case kindPassthrough:

@@ -42,6 +42,11 @@ func checkTargets(rows []row) []verdict {
 		if tgz, cz := find("hit-activity20-gzip", kindTradergate), find("hit-activity20-gzip", kindCeiling); tgz != nil && cz != nil {
 			v.Detail += fmt.Sprintf("; gzip: %.0f vs %.0f (×%.2f)", tgz.RPS, cz.RPS, tgz.RPS/cz.RPS)
 		}
+		// Not the target, which is against the plain ceiling: how much of
+		// the gap is net/http sending the headers the contract asks for.
+		if ch := find("hit-activity20", kindCeilingHeaders); ch != nil {
+			v.Detail += fmt.Sprintf("; against the ceiling sending the same headers: %.0f vs %.0f (×%.2f)", tg.RPS, ch.RPS, tg.RPS/ch.RPS)
+		}
 	} else {
 		v.Detail = "needs the tradergate and ceiling rows of hit-activity20"
 	}

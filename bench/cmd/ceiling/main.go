@@ -3,15 +3,18 @@
 // bytes tradergate served for it (identity, and gzip when tradergate had a
 // gzip copy). Nothing a real edge does per request (auth, limits, cache
 // lookup, headers) happens here, so it bounds what any Go edge on the same
-// core can reach.
+// core can reach. With -headers it also sends the rate limit, cache and
+// request id headers tradergate sent with each page, so that the cost of
+// the headers the contract asks for is told apart from the edge's work.
 //
-//	ceiling -listen 127.0.0.1:9002 -pages pages.json
+//	ceiling -listen 127.0.0.1:9002 -pages pages.json [-headers]
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -34,6 +37,7 @@ func main() {
 func run() error {
 	listen := flag.String("listen", "127.0.0.1:0", "address to serve on")
 	pagesPath := flag.String("pages", "", "JSON list of pages to serve")
+	headers := flag.Bool("headers", false, "also send the other headers tradergate sent with each page")
 	flag.Parse()
 
 	var list []fixture.Page
@@ -55,10 +59,15 @@ func run() error {
 		hd := w.Header()
 		hd["Content-Type"] = []string{p.ContentType}
 		hd["Vary"] = []string{"Accept-Encoding"}
-		body, n := p.Identity, p.identityLen
+		body, n, extra := p.Identity, p.identityLen, p.Header
 		if p.Gzip != nil && strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
-			body, n = p.Gzip, p.gzipLen
+			body, n, extra = p.Gzip, p.gzipLen, p.GzipHeader
 			hd["Content-Encoding"] = []string{"gzip"}
+		}
+		if *headers {
+			// Held values, as tradergate's own are per request: the
+			// cost measured is net/http's, of sending that many headers.
+			maps.Copy(hd, extra)
 		}
 		// An explicit length: without it net/http chunks bodies over its
 		// buffer size, which no peer here does.
