@@ -398,14 +398,6 @@ func TestFaultShutdownUnderLoad(t *testing.T) {
 	tally.lose(lost)
 }
 
-// TestFaultSummary runs last (by name order is not guaranteed; it only
-// logs): the figures for the closing note.
-func TestFaultZSummary(t *testing.T) {
-	tally.mu.Lock()
-	defer tally.mu.Unlock()
-	t.Logf("fault suite: %d client requests, %d failures answered as variant A errors, %d lost", tally.requests, tally.failures, tally.lost)
-}
-
 func TestFaultShutdownDeadline(t *testing.T) {
 	e := newEdge(t, withConfig(func(c *proxy.Config) { c.Server.ShutdownTimeout = 500 * time.Millisecond }))
 	e.sim.SetFaults(legacysim.Faults{Hang: true})
@@ -449,4 +441,13 @@ func TestFaultShutdownDeadline(t *testing.T) {
 	_ = wait()
 	_ = e.srv.Close() // ends the hung legacy calls
 	tally.add(n, n)
+}
+
+// TestFaultZSummary is declared last, so it runs after every case of the
+// suite (go test runs a file's tests in order); it only logs the figures
+// for the closing note.
+func TestFaultZSummary(t *testing.T) {
+	tally.mu.Lock()
+	defer tally.mu.Unlock()
+	t.Logf("fault suite: %d client requests, %d failures answered as variant A errors, %d lost", tally.requests, tally.failures, tally.lost)
 }
