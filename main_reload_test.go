@@ -3,7 +3,6 @@
 package main
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"os"
@@ -31,27 +30,10 @@ func TestSIGHUPReloadsConfig(t *testing.T) {
 	}
 	write(base)
 
-	ctx, cancel := context.WithCancel(context.Background())
 	var logs lockedBuffer
-	ready := make(chan string, 1)
 	m := &Main{ConfigPath: config, Demo: true, Listen: "127.0.0.1:0", AdminListen: "off", Stdout: io.Discard,
-		Logger: slogTo(&logs), Getenv: func(string) string { return "" }, Ready: func(addr string) { ready <- addr }}
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	var addr string
-	select {
-	case addr = <-ready:
-	case err := <-done:
-		t.Fatalf("Run: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("not serving within 10s")
-	}
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+		Logger: slogTo(&logs), Getenv: func(string) string { return "" }}
+	addr, _ := startMain(t, m, &logs)
 
 	const newKey = "a-key-added-later"
 	status := func(key string) int {

@@ -54,21 +54,9 @@ func (l *lockedBuffer) String() string {
 // TestDemoCurlLines is the newcomer's path: run the demo on the embedded
 // config, paste every printed curl line, get variant A answers.
 func TestDemoCurlLines(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
 	var stdout, logs lockedBuffer
-	ready := make(chan string, 1)
-	m := &Main{Demo: true, Listen: "127.0.0.1:0", AdminListen: "off", Stdout: &stdout,
-		Logger: slogTo(&logs), Getenv: func(string) string { return "" },
-		Ready: func(addr string) { ready <- addr }}
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("demo did not start: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("demo did not start in 10s")
-	}
+	_, stop := startMain(t, &Main{Demo: true, Listen: "127.0.0.1:0", AdminListen: "off", Stdout: &stdout,
+		Logger: slogTo(&logs), Getenv: func(string) string { return "" }}, &logs)
 
 	curl := regexp.MustCompile(`curl -s -H 'Authorization: Bearer ([^']+)' '([^']+)'`)
 	lines := curl.FindAllStringSubmatch(stdout.String(), -1)
@@ -96,10 +84,7 @@ func TestDemoCurlLines(t *testing.T) {
 			t.Errorf("%s: the demo line shows no data: %.200s", l[2], body)
 		}
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Errorf("Run: %v", err)
-	}
+	stop() // the shutdown's lines too must not hold the key
 	if key := lines[0][1]; strings.Contains(logs.String(), key) {
 		t.Error("the demo key appears in the logs")
 	}
@@ -130,3 +115,35 @@ func TestConfigFileErrors(t *testing.T) {
 }
 
 func slogTo(w io.Writer) *slog.Logger { return slog.New(slog.NewJSONHandler(w, nil)) }
+
+// startMain runs m until stop is called or the test ends, and returns the
+// address it serves on once it does. stop cancels the run and waits for it:
+// a test calls it itself to look at what the shutdown logged.
+func startMain(t *testing.T, m *Main, logs *lockedBuffer) (addr string, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	m.Ready = func(addr string) { ready <- addr }
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Run: %v\n%s", err, logs.String())
+			}
+		})
+	}
+	t.Cleanup(stop)
+	select {
+	case addr = <-ready:
+		return addr, stop
+	case err := <-done:
+		done <- err // for stop
+		t.Fatalf("Run: %v\n%s", err, logs.String())
+	case <-time.After(10 * time.Second):
+		t.Fatal("not serving within 10s")
+	}
+	return "", stop
+}

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -35,27 +34,10 @@ func TestSIGHUPReloadsCertificates(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ctx, cancel := context.WithCancel(context.Background())
 	var logs lockedBuffer
-	ready := make(chan string, 1)
 	m := &Main{ConfigPath: config, Demo: true, Listen: "127.0.0.1:0", AdminListen: "off", Stdout: io.Discard, Logger: slogTo(&logs),
-		Getenv: func(string) string { return "" }, Ready: func(addr string) { ready <- addr }}
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	var addr string
-	select {
-	case addr = <-ready:
-	case err := <-done:
-		t.Fatalf("Run: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("not serving within 10s")
-	}
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v\n%s", err, logs.String())
-		}
-	}()
+		Getenv: func(string) string { return "" }}
+	addr, _ := startMain(t, m, &logs)
 
 	served := func() *x509.Certificate {
 		c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, &tls.Config{InsecureSkipVerify: true})
