@@ -77,13 +77,5 @@ func (b *bench) startNginx(ctx context.Context) (*server, error) {
 	// The conf names the legacy key; the copy kept with the results does
 	// not.
 	_ = os.WriteFile(filepath.Join(b.out, "nginx.conf"), bytes.ReplaceAll(conf, []byte(b.simKey), []byte("<legacy key>")), 0o644)
-	p, err := b.procs.start("nginx", b.opt.serverCPU, startOpts{}, b.nginx, "-p", prefix, "-c", confPath, "-e", "stderr")
-	if err != nil {
-		return nil, err
-	}
-	if err := waitPort(ctx, p, addr, 10*time.Second); err != nil {
-		p.stop(2 * time.Second)
-		return nil, errorWithTail(err, p)
-	}
-	return &server{addr: addr, proc: p}, nil
+	return b.serve(ctx, "nginx", b.opt.serverCPU, addr, 10*time.Second, b.nginx, "-p", prefix, "-c", confPath, "-e", "stderr")
 }

@@ -24,17 +24,8 @@ func (b *bench) startRedis(ctx context.Context) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := b.procs.start("redis", b.opt.loadCPU, startOpts{}, b.redis,
+	return b.serve(ctx, "redis", b.opt.loadCPU, "127.0.0.1:"+strconv.Itoa(port), 10*time.Second, b.redis,
 		"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir)
-	if err != nil {
-		return nil, err
-	}
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	if err := waitPort(ctx, p, addr, 10*time.Second); err != nil {
-		p.stop(2 * time.Second)
-		return nil, errorWithTail(err, p)
-	}
-	return &server{addr: addr, proc: p}, nil
 }
 
 // redisCommands reads total_commands_processed from INFO stats, to show

@@ -65,15 +65,7 @@ func (b *bench) startSim(ctx context.Context, name string, cpu int, fixtures str
 	if fixtures != "" {
 		args = append(args, "-fixtures", fixtures)
 	}
-	p, err := b.procs.start(name, cpu, startOpts{}, b.bins.simserver, args...)
-	if err != nil {
-		return nil, err
-	}
-	if err := waitPort(ctx, p, addr, 15*time.Second); err != nil {
-		p.stop(2 * time.Second)
-		return nil, errorWithTail(err, p)
-	}
-	return &server{addr: addr, proc: p}, nil
+	return b.serve(ctx, name, cpu, addr, 15*time.Second, b.bins.simserver, args...)
 }
 
 // startUpstream starts the shared legacy host on the load generator's CPU
@@ -142,15 +134,7 @@ func (b *bench) startCeiling(ctx context.Context, headers bool) (*server, error)
 	if headers {
 		args = append(args, "-headers")
 	}
-	p, err := b.procs.start("ceiling", b.opt.serverCPU, startOpts{}, b.bins.ceiling, args...)
-	if err != nil {
-		return nil, err
-	}
-	if err := waitPort(ctx, p, addr, 10*time.Second); err != nil {
-		p.stop(2 * time.Second)
-		return nil, errorWithTail(err, p)
-	}
-	return &server{addr: addr, proc: p}, nil
+	return b.serve(ctx, "ceiling", b.opt.serverCPU, addr, 10*time.Second, b.bins.ceiling, args...)
 }
 
 func (b *bench) startPassthrough(ctx context.Context) (*server, error) {
@@ -159,16 +143,8 @@ func (b *bench) startPassthrough(ctx context.Context) (*server, error) {
 		return nil, err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	p, err := b.procs.start("passthrough", b.opt.serverCPU, startOpts{}, b.bins.passthrough,
+	return b.serve(ctx, "passthrough", b.opt.serverCPU, addr, 10*time.Second, b.bins.passthrough,
 		"-listen", addr, "-upstream", b.upstreamBase(), "-key", b.simKey)
-	if err != nil {
-		return nil, err
-	}
-	if err := waitPort(ctx, p, addr, 10*time.Second); err != nil {
-		p.stop(2 * time.Second)
-		return nil, errorWithTail(err, p)
-	}
-	return &server{addr: addr, proc: p}, nil
 }
 
 // startTarget starts a fresh instance of a server under test, so that no
@@ -190,6 +166,21 @@ func (b *bench) startTarget(ctx context.Context, kind serverKind, sc *scenario) 
 		return b.startSim(ctx, "legacysim", b.opt.serverCPU, "")
 	}
 	return nil, fmt.Errorf("unknown server %q", kind)
+}
+
+// serve starts a server process pinned to cpu and waits up to wait for it
+// to listen on addr; one that does not is stopped, and the error carries
+// the tail of its stderr.
+func (b *bench) serve(ctx context.Context, name string, cpu int, addr string, wait time.Duration, bin string, args ...string) (*server, error) {
+	p, err := b.procs.start(name, cpu, startOpts{}, bin, args...)
+	if err != nil {
+		return nil, err
+	}
+	if err := waitPort(ctx, p, addr, wait); err != nil {
+		p.stop(2 * time.Second)
+		return nil, errorWithTail(err, p)
+	}
+	return &server{addr: addr, proc: p}, nil
 }
 
 func errorWithTail(err error, p *proc) error {
