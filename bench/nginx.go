@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"text/template"
 	"time"
 )
 
@@ -23,15 +22,7 @@ type nginxConf struct {
 }
 
 func renderNginxConf(c nginxConf) ([]byte, error) {
-	t, err := template.New("nginx.conf").Option("missingkey=error").Parse(nginxConfTemplate)
-	if err != nil {
-		return nil, err
-	}
-	var b bytes.Buffer
-	if err := t.Execute(&b, c); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
+	return renderTemplate("nginx.conf", nginxConfTemplate, c)
 }
 
 // nginxVersion returns `nginx -v` of the nginx on PATH, "" when there is

@@ -33,12 +33,18 @@ type tgConfig struct {
 }
 
 func renderTGConfig(c tgConfig) ([]byte, error) {
-	t, err := template.New("tradergate.yaml").Option("missingkey=error").Parse(tgConfigTemplate)
+	return renderTemplate("tradergate.yaml", tgConfigTemplate, c)
+}
+
+// renderTemplate fills one of the harness's config templates; a field the
+// template names and data lacks is an error, not an empty string.
+func renderTemplate(name, text string, data any) ([]byte, error) {
+	t, err := template.New(name).Option("missingkey=error").Parse(text)
 	if err != nil {
 		return nil, err
 	}
 	var b bytes.Buffer
-	if err := t.Execute(&b, c); err != nil {
+	if err := t.Execute(&b, data); err != nil {
 		return nil, err
 	}
 	return b.Bytes(), nil
