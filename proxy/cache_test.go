@@ -363,3 +363,29 @@ func TestPolicyPerRoute(t *testing.T) {
 		t.Errorf("to 6m ago: %q, want immutable", got)
 	}
 }
+
+// TestCachedPagesKeepTheirBytes: the rewrite writes into a pooled scratch
+// buffer (upstream.fetch); a cached page must be a copy of its own, never
+// overwritten by the pages fetched after it.
+func TestCachedPagesKeepTheirBytes(t *testing.T) {
+	e := newEdge(t)
+	wallets := e.sim.Wallets()
+	first := make(map[string][]byte)
+	for _, w := range wallets {
+		path := "/v1/trader/" + w + "/activity"
+		resp, body := e.get(path, "Accept-Encoding", "identity")
+		if resp.StatusCode != 200 || resp.Header.Get("X-Cache") != "MISS" {
+			t.Fatalf("%s: %d, X-Cache %s", path, resp.StatusCode, resp.Header.Get("X-Cache"))
+		}
+		first[path] = body
+	}
+	for path, want := range first {
+		resp, body := e.get(path, "Accept-Encoding", "identity")
+		if resp.Header.Get("X-Cache") != "HIT" {
+			t.Fatalf("%s: X-Cache %s", path, resp.Header.Get("X-Cache"))
+		}
+		if !bytes.Equal(body, want) {
+			t.Errorf("%s: the cached page changed after later fetches", path)
+		}
+	}
+}
