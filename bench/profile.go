@@ -16,10 +16,10 @@ import (
 )
 
 // profiles profiles tradergate on the hit path (the 20-item page) and the
-// miss path, printing the top of each.
+// miss path (on a filling and on a full cache), printing the top of each.
 func (b *bench) profiles(ctx context.Context, w io.Writer, scs []*scenario) []profileResult {
 	var out []profileResult
-	for _, name := range []string{"hit-activity20", "miss"} {
+	for _, name := range []string{"hit-activity20", "miss", "miss-full"} {
 		fmt.Fprintf(b.stderr, "profiling %s on tradergate…\n", name)
 		text, err := b.profile(ctx, scenarioByName(scs, name))
 		p := profileResult{Scenario: name, Report: text}

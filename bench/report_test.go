@@ -98,6 +98,8 @@ func TestCheckTargets(t *testing.T) {
 		{Scenario: "hit-activity20", Server: kindNginx, RPS: 50000, Requests: 1},
 		{Scenario: "miss", Server: kindTradergate, CPUus: 100, Requests: 1},
 		{Scenario: "miss", Server: kindPassthrough, CPUus: 90, Requests: 1},
+		{Scenario: "miss-full", Server: kindTradergate, CPUus: 130, Requests: 1},
+		{Scenario: "miss-full", Server: kindPassthrough, CPUus: 100, Requests: 1},
 		{Scenario: "stampede", Server: kindTradergate, Requests: 1, UpstreamPerRound: []int64{1, 1}, RoundsWanted: 2},
 	}
 	var got []string
@@ -106,9 +108,10 @@ func TestCheckTargets(t *testing.T) {
 		got = append(got, v.Status)
 	}
 	// nginx 50000 > 45000; 45000 >= 0.9 × 48000 (the plain ceiling, not
-	// the one sending tradergate's headers); 100 <= 1.2 × 90; one call per
-	// round; normalization is not a load figure.
-	if want := "FAIL PASS PASS PASS n/a"; strings.Join(got, " ") != want {
+	// the one sending tradergate's headers); 100 <= 1.2 × 90 on the
+	// filling cache, 130 > 1.2 × 100 on the full one; one call per round;
+	// normalization is not a load figure.
+	if want := "FAIL PASS PASS FAIL PASS n/a"; strings.Join(got, " ") != want {
 		t.Fatalf("verdicts %v, want %s", got, want)
 	}
 	if want := "same headers: 45000 vs 46000 (×0.98)"; !strings.Contains(vs[1].Detail, want) {
@@ -159,7 +162,7 @@ func TestCombine(t *testing.T) {
 	if n := strings.Join(got.allNotes(), "; "); !strings.Contains(n, "FAIL: upstream calls per round [1 1 1 2]") {
 		t.Fatalf("stampede notes %q", n)
 	}
-	if v := checkTargets([]row{got})[3]; v.Status != "FAIL" {
+	if v := checkTargets([]row{got})[4]; v.Status != "FAIL" {
 		t.Fatalf("stampede target %+v", v)
 	}
 

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -62,9 +63,12 @@ func (b *bench) runRow(ctx context.Context, sc *scenario, kind serverKind) row {
 		if after, err := redisCommands(b.redisSrv.addr); err == nil && redisBefore > 0 && res.Requests > 0 {
 			// The counter spans the load's warm-up too; scale the window's
 			// requests up to the whole run at the same rate.
-			all := float64(res.Requests) * (1 + b.opt.warmup.Seconds()/res.Window.Seconds())
+			all := float64(res.Requests) * (1 + b.warmupOf(sc).Seconds()/res.Window.Seconds())
 			r.Notes = append(r.Notes, fmt.Sprintf("redis: about %.1f commands per request", float64(after-redisBefore)/all))
 		}
+	}
+	if kind == kindTradergate && sc.mode == load.ModeSequence {
+		r.Notes = append(r.Notes, b.cacheFill(ctx, srv))
 	}
 	if srv.proc.exited() {
 		r.Notes = append(r.Notes, "server exited during the run: "+srv.proc.stderrTail(300))
@@ -75,6 +79,29 @@ func (b *bench) runRow(ctx context.Context, sc *scenario, kind serverKind) row {
 		r.Notes = append(r.Notes, fmt.Sprintf("access log ON: %d lines written (kept out of the logs by the harness)", n))
 	}
 	return r
+}
+
+// cacheFill says how full tradergate's cache was at the end of a miss row,
+// from its metrics: evictions show the window ran on a full cache.
+func (b *bench) cacheFill(ctx context.Context, srv *server) string {
+	if srv.admin == "" {
+		return "cache fill unknown: no admin listener"
+	}
+	a, err := b.get(ctx, "http://"+srv.admin+"/metrics", false, "")
+	if err != nil || a.status != 200 {
+		return "cache fill unknown: /metrics did not answer"
+	}
+	var held, evicted float64
+	for line := range strings.Lines(string(a.body)) {
+		name, val, _ := strings.Cut(strings.TrimSpace(line), " ")
+		switch name {
+		case "tradergate_cache_bytes":
+			held, _ = strconv.ParseFloat(val, 64)
+		case "tradergate_cache_evictions_total":
+			evicted, _ = strconv.ParseFloat(val, 64)
+		}
+	}
+	return fmt.Sprintf("cache at the end: %.0f MiB held, %.0f evictions", held/(1<<20), evicted)
 }
 
 // headers are what every request of a row carries. Every server gets the
@@ -100,7 +127,7 @@ func (b *bench) spec(sc *scenario, kind serverKind, srv *server, prefix string) 
 		ZipfS:       b.opt.zipfS,
 		Seed:        b.opt.seed,
 		Connections: b.opt.connections,
-		Warmup:      b.opt.warmup,
+		Warmup:      b.warmupOf(sc),
 		Duration:    b.opt.duration,
 		Rounds:      sc.rounds,
 		ServerCPU:   b.opt.serverCPU,
@@ -128,6 +155,10 @@ func (b *bench) spec(sc *scenario, kind serverKind, srv *server, prefix string) 
 	}
 	return s
 }
+
+// warmupOf is sc's unmeasured load: -warmup, or the scenario's own when
+// longer.
+func (b *bench) warmupOf(sc *scenario) time.Duration { return max(b.opt.warmup, sc.warmup) }
 
 // warm requests every URL of a list scenario before the clock starts, and
 // for tradergate's hit scenarios until it answers HIT, so that the window

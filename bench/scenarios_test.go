@@ -81,7 +81,7 @@ func TestBuildScenarios(t *testing.T) {
 	for _, sc := range scs {
 		names = append(names, sc.name)
 	}
-	want := "hit-tx hit-tx-gzip hit-activity20 hit-activity20-gzip hit-orderbook1000 hit-orderbook1000-gzip hit-activity20-redis miss stampede zipf"
+	want := "hit-tx hit-tx-gzip hit-activity20 hit-activity20-gzip hit-orderbook1000 hit-orderbook1000-gzip hit-activity20-redis miss miss-full stampede zipf"
 	if got := strings.Join(names, " "); got != want {
 		t.Fatalf("scenarios %q", got)
 	}
