@@ -138,12 +138,14 @@ func (s *Server) writeEntry(w http.ResponseWriter, r *http.Request, e *cache.Ent
 	now := state(r).now
 	h := w.Header()
 	// Header keys are written in canonical form directly: Set would
-	// canonicalize each on every hit.
-	h["X-Cache"] = []string{status.String()}
+	// canonicalize each on every hit. Values that never change are shared
+	// slices (no allocation per hit); nothing writes into a header value
+	// in place (Set and Add replace or reallocate the slice).
+	h["X-Cache"] = xCacheValues[status]
 	h["Age"] = []string{strconv.FormatInt(int64(e.Age(now)/time.Second), 10)}
 	// The answer depends on Accept-Encoding whenever a gzip copy exists;
 	// saying so always keeps downstream caches simple.
-	h["Vary"] = []string{"Accept-Encoding"}
+	h["Vary"] = varyAcceptEncoding
 	cc := "private, max-age=" + strconv.FormatInt(int64(e.FreshFor(now)/time.Second), 10)
 	if e.Immutable {
 		cc += ", immutable"
@@ -163,10 +165,19 @@ func (s *Server) writeEntry(w http.ResponseWriter, r *http.Request, e *cache.Ent
 		return
 	}
 	if gz {
-		h["Content-Encoding"] = []string{"gzip"}
+		h["Content-Encoding"] = contentEncodingGzip
 	}
 	writeBody(w, r, http.StatusOK, body)
 }
+
+// Header values shared by every answer that carries them (writeEntry).
+var (
+	xCacheValues = [...][]string{
+		cache.Hit: {"HIT"}, cache.Miss: {"MISS"}, cache.Stale: {"STALE"}, cache.Bypass: {"BYPASS"},
+	}
+	varyAcceptEncoding  = []string{"Accept-Encoding"}
+	contentEncodingGzip = []string{"gzip"}
+)
 
 // etagMatches implements If-None-Match's weak comparison (RFC 9110 section
 // 13.1.2): either representation's tag, with or without W/, or "*".
