@@ -214,8 +214,9 @@ func (u *upstream) gunzip(r io.Reader) (*gzip.Reader, error) {
 	return gzip.NewReader(r)
 }
 
-// maxPooledOut bounds the rewrite scratch a pool keeps: one odd large page
-// (a 1000-event order book is ~500 KB) must not pin its buffer for ever.
+// maxPooledOut bounds the rewrite scratch the pool keeps: after one odd
+// large page (up to upstream.max_body_bytes) its buffer would otherwise go
+// round the pool serving small pages until a GC drops it.
 const maxPooledOut = 1 << 20
 
 func (u *upstream) getOut() *[]byte {
