@@ -141,7 +141,7 @@ func (s *Server) writeEntry(w http.ResponseWriter, r *http.Request, e *cache.Ent
 	// canonicalize each on every hit. Values that never change are shared
 	// slices (no allocation per hit); nothing writes into a header value
 	// in place (Set and Add replace or reallocate the slice).
-	h["X-Cache"] = xCacheValues[status]
+	h["X-Cache"] = xCacheValue(status)
 	h["Age"] = []string{strconv.FormatInt(int64(e.Age(now)/time.Second), 10)}
 	// The answer depends on Accept-Encoding whenever a gzip copy exists;
 	// saying so always keeps downstream caches simple.
@@ -178,6 +178,15 @@ var (
 	varyAcceptEncoding  = []string{"Accept-Encoding"}
 	contentEncodingGzip = []string{"gzip"}
 )
+
+// xCacheValue is the shared X-Cache value of status; a status the table
+// does not know yet gets its own, rather than an index out of range.
+func xCacheValue(status cache.Status) []string {
+	if int(status) < len(xCacheValues) && xCacheValues[status] != nil {
+		return xCacheValues[status]
+	}
+	return []string{status.String()}
+}
 
 // etagMatches implements If-None-Match's weak comparison (RFC 9110 section
 // 13.1.2): either representation's tag, with or without W/, or "*".
