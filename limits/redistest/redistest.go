@@ -1,15 +1,19 @@
-// Package redistest runs a throwaway redis-server for tests (DESIGN "Scale
-// beyond one machine": tests use a real redis-server, never a mock).
+// Package redistest runs throwaway Redis deployments for tests, so that
+// code using Redis is tested against a real redis-server, never a mock:
+// one server (Start, StartWith), a Redis Cluster (StartCluster), a
+// master watched by a Sentinel (StartSentinel), and an address that accepts
+// connections and never answers (Stalled).
 //
-// Each Start launches its own redis-server on a free loopback port, with no
+// Each server runs its own redis-server on a free loopback port, with no
 // persistence (--save "" --appendonly no) and its working files in a
 // temporary directory, so tests never touch a Redis the machine already runs
 // (such as one on 6379).
 //
-// redis-server must be on PATH. When it is not, Start skips the test, unless
-// the environment variable CI is set (to anything non-empty): CI installs
-// redis-server, so there a missing binary fails the test instead of silently
-// skipping the Redis half of the suite.
+// redis-server (and, for a cluster, redis-cli from Debian's redis-tools)
+// must be on PATH. When one is not, the test is skipped, unless the
+// environment variable CI is set (to anything non-empty): CI installs them,
+// so there a missing binary fails the test instead of silently skipping the
+// Redis half of the suite.
 package redistest
 
 import (
@@ -26,6 +30,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"tradergate/proxy/testkit"
 )
 
 // startTimeout bounds how long a starting server may take to answer PING.
@@ -38,6 +44,10 @@ type Server struct {
 	bin  string
 	dir  string
 	port int
+	// args and password are how launch was told to start the server; every
+	// restart reuses them.
+	args     func(dir string, port int) ([]string, error)
+	password string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -49,20 +59,39 @@ type Server struct {
 // stops it.
 func Start(tb testing.TB) *Server {
 	tb.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			tb.Fatalf("redistest: redis-server not on PATH and CI is set: install it (apt-get install redis-server): %v", err)
-		}
-		tb.Skipf("redistest: redis-server not on PATH, skipping (install it; with CI set this fails): %v", err)
+	return launch(tb, nil, "")
+}
+
+// Options change how StartWith launches a server.
+type Options struct {
+	// Password is set as requirepass, so clients must AUTH with it. "": no
+	// password.
+	Password string
+}
+
+// StartWith is Start with Options.
+func StartWith(tb testing.TB, o Options) *Server {
+	tb.Helper()
+	var args func(dir string, port int) ([]string, error)
+	if o.Password != "" {
+		args = func(string, int) ([]string, error) { return []string{"--requirepass", o.Password}, nil }
 	}
-	s := &Server{tb: tb, bin: bin, dir: tb.TempDir()}
+	return launch(tb, args, o.Password)
+}
+
+// launch starts a server on a free port. args gives the arguments the kind
+// of server needs beyond the common ones (cluster mode, sentinel config); it
+// may write files into the server's directory. password is what the start
+// probe authenticates with.
+func launch(tb testing.TB, args func(dir string, port int) ([]string, error), password string) *Server {
+	tb.Helper()
+	s := &Server{tb: tb, bin: redisServer(tb), dir: tb.TempDir(), args: args, password: password}
 	tb.Cleanup(s.Stop)
 	// The free port is found by binding :0 and releasing it, so another
 	// process may take it before redis-server binds; try a few.
 	var lastErr error
 	for range 5 {
-		if s.port, lastErr = freePort(); lastErr != nil {
+		if s.port, lastErr = testkit.FreePort(); lastErr != nil {
 			continue
 		}
 		if lastErr = s.start(); lastErr == nil {
@@ -73,10 +102,16 @@ func Start(tb testing.TB) *Server {
 	return nil
 }
 
+// redisServer finds the binary, or ends the test: skipped, or failed under CI.
+func redisServer(tb testing.TB) string {
+	tb.Helper()
+	return testkit.Binary(tb, "redis-server", "redis-server")
+}
+
 // Addr is host:port of the server.
 func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
 
-// URL is redis://host:port/0, the form of limits.redis_url.
+// URL is redis://host:port/0, for clients configured by URL.
 func (s *Server) URL() string { return "redis://" + s.Addr() + "/0" }
 
 // Stop kills the server (SIGKILL: a crash, not a shutdown) and waits for it
@@ -123,14 +158,20 @@ func (s *Server) start() error {
 		return err
 	}
 	defer logFile.Close() // the child holds its own descriptor
-	cmd := exec.Command(s.bin,
+	var argv []string
+	if s.args != nil {
+		if argv, err = s.args(s.dir, s.port); err != nil {
+			return err
+		}
+	}
+	cmd := exec.Command(s.bin, append(argv,
 		"--port", strconv.Itoa(s.port),
 		"--bind", "127.0.0.1",
 		"--save", "",
 		"--appendonly", "no",
 		"--dir", s.dir,
 		"--daemonize", "no",
-	)
+	)...)
 	// An *os.File, not a buffer: exec then needs no copying goroutine.
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
@@ -144,56 +185,31 @@ func (s *Server) start() error {
 	for {
 		// Ask for the pid, not just PING: if another process took the port,
 		// its server must not pass for ours.
-		if pid, err := serverPID(addr); err == nil && pid == cmd.Process.Pid {
+		if pid, err := serverPID(addr, s.password); err == nil && pid == cmd.Process.Pid {
 			s.cmd, s.done = cmd, done
 			return nil
 		}
 		select {
 		case <-done:
-			return fmt.Errorf("redis-server exited at start: %s", tail(logPath))
+			return fmt.Errorf("redis-server exited at start: %s", testkit.Tail(logPath))
 		case <-time.After(10 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			_ = cmd.Process.Kill()
 			<-done
-			return fmt.Errorf("redis-server did not answer PING within %v: %s", startTimeout, tail(logPath))
+			return fmt.Errorf("redis-server did not answer PING within %v: %s", startTimeout, testkit.Tail(logPath))
 		}
 	}
 }
 
-// serverPID sends PING and INFO server in RESP; a server that answers both
-// is up, and process_id says which one it is.
-func serverPID(addr string) (int, error) {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
+// serverPID asks INFO server; a server that answers is up, and process_id
+// says which one it is.
+func serverPID(addr, password string) (int, error) {
+	info, err := command(addr, password, "INFO", "server")
 	if err != nil {
 		return 0, err
 	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(time.Second))
-	if _, err := c.Write([]byte("*1\r\n$4\r\nPING\r\n*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n")); err != nil {
-		return 0, err
-	}
-	r := bufio.NewReader(c)
-	line, err := r.ReadString('\n')
-	if err != nil {
-		return 0, err
-	}
-	if strings.TrimSpace(line) != "+PONG" {
-		return 0, fmt.Errorf("PING answered %q", line)
-	}
-	line, err = r.ReadString('\n')
-	if err != nil {
-		return 0, err
-	}
-	n, err := strconv.Atoi(strings.TrimPrefix(strings.TrimSpace(line), "$"))
-	if err != nil || !strings.HasPrefix(line, "$") {
-		return 0, fmt.Errorf("INFO answered %q", line)
-	}
-	info := make([]byte, n)
-	if _, err := io.ReadFull(r, info); err != nil {
-		return 0, err
-	}
-	for _, l := range strings.Split(string(info), "\n") {
+	for _, l := range strings.Split(info, "\n") {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "process_id:"); ok {
 			return strconv.Atoi(v)
 		}
@@ -201,21 +217,66 @@ func serverPID(addr string) (int, error) {
 	return 0, errors.New("INFO server has no process_id")
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+// command sends one command in RESP on a fresh connection, after AUTH when
+// password is set, and returns its reply if that is a status, an integer or
+// a bulk string. It needs no client library, so redistest tests the client
+// without depending on it.
+func command(addr, password string, args ...string) (string, error) {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
-		return 0, err
+		return "", err
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	var req []byte
+	if password != "" {
+		req = appendCommand(req, "AUTH", password)
+	}
+	req = appendCommand(req, args...)
+	if _, err := c.Write(req); err != nil {
+		return "", err
+	}
+	r := bufio.NewReader(c)
+	if password != "" {
+		if _, err := readReply(r); err != nil {
+			return "", fmt.Errorf("AUTH: %w", err)
+		}
+	}
+	return readReply(r)
 }
 
-// tail is the end of a log file, for failure messages.
-func tail(path string) string {
-	b, _ := os.ReadFile(path)
-	const n = 2000
-	if len(b) > n {
-		b = b[len(b)-n:]
+func appendCommand(b []byte, args ...string) []byte {
+	b = fmt.Appendf(b, "*%d\r\n", len(args))
+	for _, a := range args {
+		b = fmt.Appendf(b, "$%d\r\n%s\r\n", len(a), a)
 	}
-	return strings.TrimSpace(string(b))
+	return b
+}
+
+func readReply(r *bufio.Reader) (string, error) {
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	line = strings.TrimRight(line, "\r\n")
+	if line == "" {
+		return "", errors.New("empty reply")
+	}
+	switch line[0] {
+	case '+', ':':
+		return line[1:], nil
+	case '-':
+		return "", fmt.Errorf("redis replied %q", line[1:])
+	case '$':
+		n, err := strconv.Atoi(line[1:])
+		if err != nil || n < 0 {
+			return "", fmt.Errorf("bulk reply %q", line)
+		}
+		b := make([]byte, n+2)
+		if _, err := io.ReadFull(r, b); err != nil {
+			return "", err
+		}
+		return string(b[:n]), nil
+	}
+	return "", fmt.Errorf("unexpected reply %q", line)
 }

@@ -1,0 +1,91 @@
+// Package testkit is what the tests of every package share: a clock a test
+// moves by hand, a log buffer safe for concurrent writers, one polling
+// helper with one time bound, and self-signed certificates. It is imported
+// by tests only.
+package testkit
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Clock is a clock the test moves: code under test takes its Now instead
+// of time.Now, so no test has to sleep to see time pass. Safe for
+// concurrent use.
+type Clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// NewClock returns a clock showing t.
+func NewClock(t time.Time) *Clock { return &Clock{t: t} }
+
+// Now is the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+// Advance moves the clock forward by d.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// Set moves the clock to t.
+func (c *Clock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = t
+}
+
+// LogBuffer collects log lines from any goroutine.
+type LogBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *LogBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String is everything written so far.
+func (b *LogBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// Count is how many times substr occurs in what was written.
+func (b *LogBuffer) Count(substr string) int { return strings.Count(b.String(), substr) }
+
+// Logger is a JSON slog.Logger at debug level writing into b.
+func (b *LogBuffer) Logger() *slog.Logger {
+	return slog.New(slog.NewJSONHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// WaitBound is how long Eventually polls before it fails the test:
+// generous, because it waits for state another goroutine or process
+// reaches (a reconnect, a scrape), never to assert how fast.
+const WaitBound = 15 * time.Second
+
+// Eventually polls cond until it holds, failing t with what after
+// WaitBound.
+func Eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(WaitBound)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for: %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
