@@ -10,7 +10,7 @@ import (
 )
 
 // The sim is the upstream of load benchmarks; these keep its own cost in
-// view (STYLE.md: speed goals live in benchmarks).
+// view.
 
 func BenchmarkNew(b *testing.B) {
 	b.ReportAllocs()

@@ -6,12 +6,14 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"tradergate/proxy/testkit"
 )
 
 // A test sets End in the future and moves its clock to make the upstream
 // answer change: new trades, new order book events (Config.Now).
 func TestClockRevealsItems(t *testing.T) {
-	clk := newClock(testEnd.Add(-2 * time.Hour))
+	clk := testkit.NewClock(testEnd.Add(-2 * time.Hour))
 	s := New(Config{End: testEnd, Now: clk.Now})
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)

@@ -21,8 +21,8 @@ const (
 // cursorPos is the position a cursor stands for: the sort key of the last
 // item handed out. Keys are positions in the full (time-independent) data,
 // not offsets, so a page boundary stays put when the clock reveals new
-// items (SPEC.md "Pagination": each page is fetched once and must stay
-// valid while new data arrives).
+// items (docs/CONTRACT.md#pagination: a page named by a cursor does not
+// shift when newer items arrive).
 //
 //	order book: ts = event time (ms), a = token index, b = event index
 //	lists:      ts = item time (s), a = item sequence number, b = 0
@@ -35,8 +35,9 @@ type cursorPos struct {
 // Layout: check(2) | kind(1) | ts(8) | a(4) | b(4) = 19 bytes, 28 base64
 // characters ending in "==". The 17 payload bytes are XORed with a stream
 // keyed by the check, so cursors look random and contain '+' and '/' often:
-// SPEC.md calls cursors opaque strings that must be passed back
-// unmodified, and the proxy's URL escaping must be exercised.
+// cursors are opaque strings that must be passed back byte for byte
+// (docs/CONTRACT.md#conventions), and the proxy's URL escaping must be
+// exercised.
 const (
 	cursorRaw = 19
 	cursorLen = 28 // base64.StdEncoding.EncodedLen(cursorRaw)

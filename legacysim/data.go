@@ -6,7 +6,7 @@ import (
 	"sync"
 )
 
-// Activity kinds (SPEC.md "Activity item": Buy, Sell or Redeem).
+// Activity kinds (docs/CONTRACT.md#shape-activity: Buy, Sell or Redeem).
 const (
 	actBuy uint8 = iota
 	actSell
@@ -24,7 +24,7 @@ func actionName(k uint8) string {
 }
 
 // zeroAddress is the counterparty of deposits bridged in rather than sent
-// from another wallet (SPEC.md "Transfer item").
+// from another wallet (docs/CONTRACT.md#params-deposits-withdrawals).
 const zeroAddress = "0x0000000000000000000000000000000000000000"
 
 // wallet is one simulated trader. All lists are newest first, the order in
@@ -91,8 +91,8 @@ type leg struct {
 
 // blockOf derives a block height from a timestamp: 2-second blocks, as on
 // the venue's chain, anchored so that heights look realistic. It is what
-// the activity filters fromBlock/toBlock compare against (SPEC.md
-// endpoint 2).
+// the activity filters fromBlock/toBlock compare against
+// (docs/CONTRACT.md#params-activity).
 func blockOf(ts int64) int64 {
 	const anchorTs, anchorBlock = 1_700_000_000, 50_000_000
 	d := ts - anchorTs
@@ -234,8 +234,8 @@ func (s *Sim) genPosition(r prng, mi, n int) (position, []activity) {
 }
 
 // genTransfers makes 30 to 50 deposits and withdrawals. A third of the
-// deposit senders is the zero address (bridged funds, SPEC.md "Transfer
-// item").
+// deposit senders is the zero address (bridged funds,
+// docs/CONTRACT.md#params-deposits-withdrawals).
 func (s *Sim) genTransfers(r prng) []transfer {
 	senders := []string{zeroAddress, r.hexID(20), r.hexID(20)}
 	dests := []string{r.hexID(20), r.hexID(20)}

@@ -5,8 +5,9 @@ import (
 	"strconv"
 )
 
-// Decimal quantities are strings (SPEC.md "Conventions"), and the brief
-// forbids floats for them: every amount is an int64 in fixed units and is
+// Decimal quantities are strings (docs/CONTRACT.md#conventions), and no
+// float may touch them (docs/ARCHITECTURE.md, "Exact decimals"): every
+// amount is an int64 in fixed units and is
 // printed here. The units used across the package:
 //
 //	micro   1e-6: USDC amounts, shares, and prices in USD per share
@@ -54,8 +55,8 @@ func appendDec(dst []byte, v int64, scale int) []byte {
 }
 
 // appendCents prints a micro-USD price in cents, the variant B price scale
-// of activity, positions and transactions (SPEC.md "Conventions": 78.0
-// means 78 cents).
+// of activity, positions and transactions (docs/CONTRACT.md#conventions:
+// 78.0 means 78 cents).
 func appendCents(dst []byte, priceMicro int64) []byte {
 	return appendDec(dst, priceMicro, 4)
 }

@@ -89,8 +89,8 @@ func TestPageSizes(t *testing.T) {
 		t.Fatalf("wallet has %d activity items, want more than 100", n)
 	}
 	size := func(path string, q url.Values) int { return len(get(t, srv, tr+path, q).list(t).Items) }
-	// The general guide's default is 50 (SPEC.md endpoint 2); the edge
-	// must not assume the reference's 20.
+	// The legacy guide's activity default is 50, its endpoint reference
+	// says 20 (docs/CONTRACT.md#assumptions); the edge must not assume 20.
 	if n := size("/activity", nil); n != 50 {
 		t.Errorf("activity default page %d, want 50", n)
 	}
@@ -273,8 +273,9 @@ func TestTransactions(t *testing.T) {
 	}
 }
 
-// checkSentence asserts SPEC.md "Transaction detail" rule 3: the fills'
-// txValue sum to the total the sentence states.
+// checkSentence asserts that the fills' txValue sum to the total the
+// sentence states (the sentence is computed from the fills,
+// docs/CONTRACT.md#shape-tx).
 func checkSentence(t *testing.T, tx json.RawMessage, actions []json.RawMessage) {
 	t.Helper()
 	var sum int64

@@ -69,8 +69,8 @@ func (st *faultState) wait(ctx context.Context) bool {
 	}
 }
 
-// fails draws the deterministic spread of the brief: with rate 0.25 the
-// 4th, 8th, 12th... request in scope fails.
+// fails draws a deterministic spread, so that tests can count on it: with
+// rate 0.25 the 4th, 8th, 12th... request in scope fails.
 func (st *faultState) fails() bool {
 	if st.f.FailStatus == 0 {
 		return false

@@ -11,19 +11,9 @@ import (
 	"sync"
 	"testing"
 	"time"
-)
 
-// eventually polls cond for up to five seconds: handler bookkeeping
-// (InFlight) settles just after the client sees the end of a request.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
+	"tradergate/proxy/testkit"
+)
 
 func TestFailStatus(t *testing.T) {
 	s, srv := fixed(t, Config{})
@@ -178,12 +168,12 @@ func TestLatencyAndHang(t *testing.T) {
 			}
 			done <- err
 		}()
-		eventually(t, "the request in flight", func() bool { return s.Stats().InFlight == 1 })
+		testkit.Eventually(t, "the request in flight", func() bool { return s.Stats().InFlight == 1 })
 		cancel()
 		if err := <-done; !errors.Is(err, context.Canceled) {
 			t.Fatalf("%+v: client got %v", f, err)
 		}
-		eventually(t, "the handler to return", func() bool { return s.Stats().InFlight == 0 })
+		testkit.Eventually(t, "the handler to return", func() bool { return s.Stats().InFlight == 0 })
 	}
 }
 
@@ -203,14 +193,14 @@ func TestInFlightCounting(t *testing.T) {
 			}
 		})
 	}
-	eventually(t, "all requests in flight", func() bool { return s.Stats().InFlight == n })
+	testkit.Eventually(t, "all requests in flight", func() bool { return s.Stats().InFlight == n })
 	st := s.Stats()
 	if st.MaxInFlight != n || st.Requests != n || st.ByRoute["tx"] != n {
 		t.Fatalf("stats %+v", st)
 	}
 	cancel()
 	wg.Wait()
-	eventually(t, "handlers to return", func() bool { return s.Stats().InFlight == 0 })
+	testkit.Eventually(t, "handlers to return", func() bool { return s.Stats().InFlight == 0 })
 	if st := s.Stats(); st.MaxInFlight != n {
 		t.Fatalf("high-water mark %d after the requests ended", st.MaxInFlight)
 	}

@@ -9,9 +9,10 @@ import (
 	"time"
 )
 
-// Page sizes (SPEC.md "Limits"). Activity defaults to 50, the general
-// guide's value, since this is the general guide's host; the endpoint
-// reference says 20, and the edge must not assume they agree.
+// Page sizes (docs/CONTRACT.md#query-parameters). Activity defaults to 50,
+// the legacy guide's value, since this is that guide's host; the endpoint
+// reference says 20, and the edge must not assume they agree
+// (docs/CONTRACT.md#assumptions).
 const (
 	obDefaultLimit   = 1000
 	obMaxLimit       = 10000
@@ -31,7 +32,7 @@ func (s *Sim) answer(rt route, arg string, r *http.Request, dst []byte) ([]byte,
 	switch {
 	case rt == routeNone:
 		return dst, &apiError{http.StatusNotFound, statusMessage(http.StatusNotFound)}
-	case r.Method != http.MethodGet: // SPEC.md: every endpoint uses GET
+	case r.Method != http.MethodGet: // every legacy endpoint is a GET
 		return dst, &apiError{http.StatusMethodNotAllowed, statusMessage(http.StatusMethodNotAllowed)}
 	case !s.authorized(r):
 		return dst, &apiError{http.StatusUnauthorized, statusMessage(http.StatusUnauthorized)}
@@ -214,9 +215,10 @@ func (s *Sim) activity(dst []byte, addr string, q url.Values, now time.Time) ([]
 	return appendListPage(dst, s.encoded(w).acts, page, more, curActivity, key), nil
 }
 
-// transfers is endpoint 3. SPEC.md leaves its filter names unstated; the
-// host takes type, fromTimestamp, toTimestamp and minAmount (deposits only,
-// withdrawals always pass), newest first.
+// transfers is endpoint 3. The legacy contract leaves its filter names
+// unstated (docs/CONTRACT.md#assumptions); the host takes type,
+// fromTimestamp, toTimestamp and minAmount (deposits only, withdrawals
+// always pass), newest first.
 func (s *Sim) transfers(dst []byte, addr string, q url.Values, now time.Time) ([]byte, *apiError) {
 	if !isAddress(addr) {
 		return dst, badRequest("Invalid address format")
@@ -308,7 +310,7 @@ func (s *Sim) combos(dst []byte, addr string, q url.Values, now time.Time) ([]by
 
 // positions is endpoints 5 (closed) and 6 (open). Positions are the final
 // state of the generated trades and are listed once their latest trade is
-// visible; endpoint 6 takes no marketIds (SPEC.md).
+// visible; endpoint 6 takes no marketIds (docs/CONTRACT.md#params-positions).
 func (s *Sim) positions(dst []byte, addr string, q url.Values, now time.Time, closed bool) ([]byte, *apiError) {
 	if !isAddress(addr) {
 		return dst, badRequest("Invalid address format")
@@ -351,7 +353,8 @@ func (s *Sim) positions(dst []byte, addr string, q url.Values, now time.Time, cl
 }
 
 // tx is endpoint 7: a malformed hash is a 400, an unknown or not yet
-// visible one is data null (SPEC.md endpoint 7 rules 1 and 2).
+// visible one is data null (docs/CONTRACT.md#path-parameters and
+// #params-lookups).
 func (s *Sim) tx(dst []byte, hash string, now time.Time) ([]byte, *apiError) {
 	if !isHash(hash) {
 		return dst, badRequest("Invalid txHash format")

@@ -39,7 +39,7 @@ func (s *Sim) encoded(w *wallet) *walletEnc {
 }
 
 // appendActivity encodes SHAPES.md item 2. `fee` is a JSON number, as the
-// legacy host sends it; price is in cents (SPEC.md "Conventions").
+// legacy host sends it; price is in cents (docs/CONTRACT.md#conventions).
 func (s *Sim) appendActivity(dst []byte, w *wallet, a *activity) []byte {
 	t := &s.tokens[a.token]
 	m := &s.markets[t.market]
@@ -71,8 +71,8 @@ func (s *Sim) appendActivity(dst []byte, w *wallet, a *activity) []byte {
 	return append(dst, '}')
 }
 
-// appendRole writes MAKER, TAKER, or null for non-trade actions (SPEC.md
-// "Activity item").
+// appendRole writes MAKER, TAKER, or null for non-trade actions
+// (docs/CONTRACT.md#shape-activity).
 func appendRole(dst []byte, a *activity) []byte {
 	switch {
 	case a.kind == actRedeem:
@@ -140,7 +140,8 @@ func (s *Sim) appendPosition(dst []byte, p *position) []byte {
 }
 
 // appendPercent writes 100*num/den with two decimals as a string, or null
-// when den is zero (SPEC.md "Position item": percentPnl may be null).
+// when den is zero (docs/CONTRACT.md#shape-position: percentPnl may be
+// null).
 func appendPercent(dst []byte, num, den int64) []byte {
 	if den == 0 {
 		return append(dst, "null"...)
@@ -151,7 +152,8 @@ func appendPercent(dst []byte, num, den int64) []byte {
 }
 
 // appendCombo encodes SHAPES.md item 4. amount is the USDC paid and
-// totalBought the combo shares bought (SPEC.md leaves both undefined);
+// totalBought the combo shares bought (the legacy contract leaves both
+// undefined);
 // closed combos hold no balance, so unrealizedPnl is 0 and totalPnl equals
 // realizedPnl, the proceeds over the amount paid.
 func (s *Sim) appendCombo(dst []byte, c *combo) []byte {

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,18 +18,6 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // testEnd is the End of most test sims: a fixed instant keeps the data,
 // and so the bytes, the same on every run.
 var testEnd = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-
-// clock is a test clock that tests move by hand.
-type clock struct{ ns atomic.Int64 }
-
-func newClock(t time.Time) *clock {
-	c := &clock{}
-	c.ns.Store(t.UnixNano())
-	return c
-}
-func (c *clock) Now() time.Time          { return time.Unix(0, c.ns.Load()).UTC() }
-func (c *clock) Set(t time.Time)         { c.ns.Store(t.UnixNano()) }
-func (c *clock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
 
 // fixed returns a sim at testEnd whose clock stands at End, so that all
 // data is visible, and an httptest server in front of it.

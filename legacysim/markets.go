@@ -25,8 +25,8 @@ type market struct {
 	tokens                                 [2]int
 }
 
-// token is one outcome token. Its order book is generated on first use
-// (the brief: tests that build many sims must stay cheap).
+// token is one outcome token. Its order book is generated on first use:
+// tests that build many sims must stay cheap.
 type token struct {
 	market, outcome int
 	id              string
@@ -35,8 +35,9 @@ type token struct {
 	book            *tokenBook
 }
 
-// outcomeName is the outcome label of SPEC.md "OrderBookEvent" and
-// "positionSide": every simulated market is binary.
+// outcomeName is the outcome label of an order book event's outcome and
+// of positionSide (docs/CONTRACT.md#shapes): every simulated market is
+// binary.
 func outcomeName(i int) string {
 	if i == 0 {
 		return "Yes"
@@ -164,7 +165,8 @@ func (s *Sim) genMarkets(n int) {
 }
 
 // appendPositionHead appends the market metadata block shared by position
-// items (SPEC.md "Position item": marketId ... logo, in SHAPES.md order).
+// items (docs/CONTRACT.md#shape-position: marketId ... logo, in
+// normalize/SHAPES.md order).
 func (m *market) appendPositionHead(dst []byte) []byte {
 	dst = append(dst, `{"marketId":`...)
 	dst = appendStr(dst, m.id)

@@ -5,12 +5,13 @@ import (
 	"sort"
 )
 
-// Order book events (SPEC.md "OrderBookEvent", endpoint 1). Each token has
-// a `book` snapshot every 10 minutes and `price_change` deltas every 15 to
-// 30 seconds in between. The deltas are the only changes to the book, and
-// each snapshot is the book after every earlier delta, so SPEC.md endpoint
-// 1 rule 5 (latest book <= T, then the price changes after its cursor up
-// to T) rebuilds exactly the book of the next snapshot.
+// Order book events (docs/CONTRACT.md#shape-orderbook-event, endpoint 1).
+// Each token has a `book` snapshot every 10 minutes and `price_change`
+// deltas every 15 to 30 seconds in between. The deltas are the only changes
+// to the book, and each snapshot is the book after every earlier delta, so
+// the reconstruction rule (docs/CONTRACT.md#reconstruction: latest book
+// <= T, then the price changes after its cursor up to T) rebuilds exactly
+// the book of the next snapshot.
 const (
 	bookEveryMs = 10 * 60 * 1000
 	evBook      = uint8(0)
@@ -29,6 +30,7 @@ type obEvent struct {
 	kind  uint8
 	side  uint8
 	price uint8 // price_change level, cents
+	spell uint8 // spelling of price and size (variety.go); 0: plain
 }
 
 type tokenBook struct {
@@ -41,7 +43,13 @@ type tokenBook struct {
 // book returns token t's events, generating them on first use.
 func (s *Sim) book(t int) *tokenBook {
 	tk := &s.tokens[t]
-	tk.once.Do(func() { tk.book = s.genBook(t) })
+	tk.once.Do(func() {
+		if s.variety {
+			tk.book = s.genVarietyBook(t)
+		} else {
+			tk.book = s.genBook(t)
+		}
+	})
 	return tk.book
 }
 
@@ -150,13 +158,19 @@ func changeLevel(r prng, l *levels, newSize func() int64) (price int, size int64
 // appendLevels writes both sides as [price, size] string pairs on the 0..1
 // price scale, best price first.
 func appendLevels(dst []byte, bids, asks *levels) []byte {
-	pair := func(dst []byte, p int, size int64) []byte {
+	return appendSides(dst, bids, asks, func(dst []byte, p int, size int64) []byte {
 		dst = append(dst, `["`...)
 		dst = appendDec(dst, int64(p), 2)
 		dst = append(dst, `","`...)
 		dst = appendDec(dst, size, 2)
 		return append(dst, `"]`...)
-	}
+	})
+}
+
+// appendSides writes "bids":[...],"asks":[...] with every level that holds
+// a size, best price first on each side (bids from the highest, asks from
+// the lowest); pair writes one level.
+func appendSides(dst []byte, bids, asks *levels, pair func(dst []byte, p int, size int64) []byte) []byte {
 	dst = append(dst, `"bids":[`...)
 	first := true
 	for p := bids.hi; p >= bids.lo; p-- {
@@ -195,8 +209,9 @@ func (s *Sim) eventFragment(t int) []byte {
 	return append(appendKey(dst, "eventType"), '"')
 }
 
-// appendEvent encodes event i of token t with the fields in SPEC.md
-// order, nulls where SPEC.md says the kind has none.
+// appendEvent encodes event i of token t with the fields in the
+// contract's order, nulls where it says the kind has none
+// (docs/CONTRACT.md#shape-orderbook-event).
 func (s *Sim) appendEvent(dst []byte, t int, b *tokenBook, i int) []byte {
 	e := &b.events[i]
 	dst = append(dst, `{"cursor":"`...)
@@ -218,9 +233,9 @@ func (s *Sim) appendEvent(dst []byte, t int, b *tokenBook, i int) []byte {
 		} else {
 			dst = append(dst, `,"side":"SELL","price":"`...)
 		}
-		dst = appendDec(dst, int64(e.price), 2)
+		dst = appendPriceSpelled(dst, int(e.price), e.spell)
 		dst = append(dst, `","sizeAfter":"`...)
-		dst = appendDec(dst, e.size, 2)
+		dst = appendSizeSpelled(dst, e.size, e.spell)
 		dst = append(dst, `","bids":null,"asks":null`...)
 	}
 	dst = append(dst, `,"sourceHash":"`...)
@@ -228,7 +243,8 @@ func (s *Sim) appendEvent(dst []byte, t int, b *tokenBook, i int) []byte {
 	return append(dst, `"}`...)
 }
 
-// obQuery is a validated order book query (SPEC.md endpoint 1).
+// obQuery is a validated order book query
+// (docs/CONTRACT.md#params-orderbook-events).
 type obQuery struct {
 	tokens   []int
 	kinds    uint8 // bit 1<<evBook, 1<<evChange

@@ -28,8 +28,9 @@ func levelsOf(t *testing.T, ev json.RawMessage) bookState {
 	return st
 }
 
-// reconstruct follows SPEC.md endpoint 1 rule 5 for token tok at time T,
-// paging the price changes limit at a time.
+// reconstruct follows the reconstruction rule
+// (docs/CONTRACT.md#reconstruction) for token tok at time T, paging the
+// price changes limit at a time.
 func reconstruct(t *testing.T, srv *httptest.Server, tok string, T int64, limit int) bookState {
 	t.Helper()
 	to := strconv.FormatInt(T, 10)

@@ -7,7 +7,8 @@ import (
 	"strings"
 )
 
-// Paging of the wallet lists (SPEC.md endpoints 2 to 6, "Pagination").
+// Paging of the wallet lists (endpoints 2 to 6,
+// docs/CONTRACT.md#pagination).
 // Lists are stored newest first; a cursor holds the sort key (time, seq)
 // of the last item handed out, never an offset.
 
@@ -21,8 +22,9 @@ func (s *Sim) walletOf(addr string) *wallet {
 }
 
 // timeRange reads an inclusive [fromName, toName] range; absent bounds are
-// open. An inverted range is not an error on endpoints 2 and 3 (SPEC.md
-// states to >= from for endpoint 1 only); it matches nothing.
+// open. An inverted range is not an error on endpoints 2 and 3 (the
+// legacy contract states to >= from for endpoint 1 only; the edge refuses
+// it everywhere, docs/CONTRACT.md#assumptions); it matches nothing.
 func timeRange(q url.Values, fromName, toName, unit string) (lo, hi int64, err *apiError) {
 	lo, hi = math.MinInt64, math.MaxInt64
 	if v, ok, err := intParam(q, fromName, unit); err != nil {
@@ -87,7 +89,8 @@ func appendEmptyList(dst []byte) []byte {
 }
 
 // appendNext closes a list payload with nextCursor: the cursor of the last
-// item when more remain, null on the last page (SPEC.md "Pagination").
+// item when more remain, null on the last page
+// (docs/CONTRACT.md#pagination).
 func appendNext(dst []byte, last cursorPos, more bool) []byte {
 	if !more {
 		return append(dst, `,"nextCursor":null}`...)

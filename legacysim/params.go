@@ -11,7 +11,7 @@ import (
 // an empty value counts as absent, and unknown parameters are ignored.
 
 // listParam collects the values of name, comma-separated, repeated, or
-// both (SPEC.md endpoint 1), dropping empty pieces.
+// both (docs/CONTRACT.md#query-parameters), dropping empty pieces.
 func listParam(q url.Values, name string) []string {
 	var out []string
 	for _, v := range q[name] {
@@ -38,8 +38,8 @@ func intParam(q url.Values, name, unit string) (v int64, ok bool, err *apiError)
 }
 
 // pageLimit parses the page size `limit`: def when absent, 400 outside
-// [1, hi] unless capAbove, which clamps values above hi to hi (activity:
-// SPEC.md endpoint 2).
+// [1, hi] unless capAbove, which clamps values above hi to hi (activity,
+// docs/CONTRACT.md#params-activity).
 func pageLimit(q url.Values, def, hi int, capAbove bool) (int, *apiError) {
 	s := q.Get("limit")
 	if s == "" {
@@ -75,8 +75,9 @@ func cursorParam(q url.Values, kind cursorKind) (*cursorPos, *apiError) {
 	return &c, nil
 }
 
-// marketIDsParam parses `marketIds` (comma-separated market IDs, SPEC.md
-// endpoints 2, 4, 5) into a set of market indexes; unknown IDs match
+// marketIDsParam parses `marketIds` (comma-separated market IDs,
+// endpoints 2, 4, 5: docs/CONTRACT.md#params-activity and
+// #params-positions) into a set of market indexes; unknown IDs match
 // nothing. nil means no filter.
 func (s *Sim) marketIDsParam(q url.Values) ([]bool, *apiError) {
 	ids := listParam(q, "marketIds")
@@ -96,7 +97,7 @@ func (s *Sim) marketIDsParam(q url.Values) ([]bool, *apiError) {
 }
 
 // decimalMicroParam parses an optional decimal string with up to six
-// decimals (an amount, SPEC.md "Conventions") into micro units.
+// decimals (an amount, docs/CONTRACT.md#conventions) into micro units.
 func decimalMicroParam(q url.Values, name string) (v int64, ok bool, err *apiError) {
 	s := q.Get(name)
 	if s == "" {
@@ -130,8 +131,9 @@ func isDigits(s string) bool {
 }
 
 // isHex0x reports whether s is "0x" and n hex digits: n = 40 is an
-// address, n = 64 a transaction hash or condition id (SPEC.md
-// "Conventions"). Case does not matter anywhere, "0X" included: the host
+// address, n = 64 a transaction hash or condition id
+// (docs/CONTRACT.md#conventions). Case does not matter anywhere, "0X"
+// included: the host
 // matches addresses and hashes case-insensitively.
 func isHex0x(s string, n int) bool {
 	if len(s) != 2+n || s[0] != '0' || s[1] != 'x' && s[1] != 'X' {

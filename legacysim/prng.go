@@ -11,6 +11,7 @@ const (
 	streamWallet
 	streamBook
 	streamFills
+	streamBookVariety
 )
 
 // mix64 is the splitmix64 finalizer: a cheap bijective scrambler, used to
@@ -37,8 +38,8 @@ func (r prng) between(lo, hi int64) int64 {
 }
 
 // hexID returns "0x" followed by 2*n lower-case hex digits: n = 20 is an
-// address, n = 32 a transaction hash or condition id (SPEC.md
-// "Conventions").
+// address, n = 32 a transaction hash or condition id
+// (docs/CONTRACT.md#conventions).
 func (r prng) hexID(n int) string {
 	b := make([]byte, 2, 2+2*n)
 	b[0], b[1] = '0', 'x'

@@ -8,7 +8,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 )
 
-// Variant B envelopes (SPEC.md "Response envelopes", SHAPES.md
+// Variant B envelopes (docs/CONTRACT.md#envelopes, normalize/SHAPES.md
 // "Envelopes").
 const (
 	okPrefix = `{"success":true,"code":"0","message":"success","data":`
@@ -24,8 +24,8 @@ type apiError struct {
 func badRequest(msg string) *apiError { return &apiError{http.StatusBadRequest, msg} }
 
 // statusMessage is the failure message for statuses the sim answers on its
-// own or through Faults.FailStatus. SPEC.md "Errors" fixes 401 and 429;
-// the rest are plain wordings.
+// own or through Faults.FailStatus. The legacy contract fixes 401 and
+// 429; the rest are plain wordings.
 func statusMessage(status int) string {
 	switch status {
 	case http.StatusUnauthorized:

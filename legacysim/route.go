@@ -2,8 +2,9 @@ package legacysim
 
 import "strings"
 
-// route is one of the eight endpoints of SPEC.md, named as in the
-// counters of Stats.ByRoute and Faults.Route.
+// route is one of the eight legacy endpoints, in the order and with the
+// names of docs/CONTRACT.md#routes, as the counters of Stats.ByRoute and
+// Faults.Route name them.
 type route uint8
 
 const (
@@ -41,8 +42,8 @@ func (r route) String() string {
 	return ""
 }
 
-// basePath is the path prefix of the general guide's legacy host (SPEC.md
-// "Endpoints": {legacy_base_url} with /open-api).
+// basePath is the path prefix of the legacy host (docs/CONTRACT.md#routes:
+// upstream.base_url ends in /open-api).
 const basePath = "/open-api"
 
 // matchRoute maps a request path to its route and path parameter (address

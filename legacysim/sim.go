@@ -1,7 +1,7 @@
 // Package legacysim is a simulated legacy host: an http.Handler that
-// speaks variant B (SPEC.md "Response envelopes", normalize/SHAPES.md) for
-// the eight endpoints of SPEC.md under the general guide's /open-api base
-// path, over deterministic synthetic data derived from a seed.
+// speaks variant B (docs/CONTRACT.md#envelopes, normalize/SHAPES.md) for
+// the eight legacy endpoints (docs/CONTRACT.md#routes) under the /open-api
+// base path, over deterministic synthetic data derived from a seed.
 //
 // It is the upstream of the demo, of the end-to-end and fault tests, and
 // of load benchmarks: it counts and records what reaches it (Stats,
@@ -29,12 +29,19 @@ type Config struct {
 	History time.Duration    // span of generated data before End; zero (or negative): 72h
 	Wallets int              // wallets; zero (or negative): 16
 	Markets int              // markets of two outcome tokens (Yes, No) each; zero (or negative): 8
+	// OrderBookVariety: order book events exercise every case of a book
+	// rebuild (variety.go: sparse snapshots, dense deltas, removals of
+	// absent levels, "0.5" and "0.50", crossed books). About 10,000
+	// events an hour per token: pair it with a History of a few hours.
+	// false: the default books, unchanged.
+	OrderBookVariety bool
 }
 
 // Sim is the simulated legacy host. It is safe for concurrent use.
 type Sim struct {
 	seed       uint64
 	key        string
+	variety    bool // Config.OrderBookVariety
 	now        func() time.Time
 	start, end time.Time
 	startS     int64 // Unix s of start and end
@@ -61,7 +68,7 @@ type Sim struct {
 // transfers, positions and combos at once (about a millisecond with
 // defaults), order books per token on first use.
 func New(cfg Config) *Sim {
-	s := &Sim{seed: uint64(cfg.Seed), key: cfg.Key, now: cfg.Now}
+	s := &Sim{seed: uint64(cfg.Seed), key: cfg.Key, now: cfg.Now, variety: cfg.OrderBookVariety}
 	if s.seed == 0 {
 		s.seed = 1
 	}
@@ -171,7 +178,8 @@ func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.write(w, r, http.StatusOK, k.b, 0, inScope && fs.f.Truncate)
 }
 
-// authorized checks the bearer key (SPEC.md "Authentication"). The scheme
+// authorized checks the bearer key, the edge's own credential
+// (docs/CONTRACT.md#authentication). The scheme
 // is case-insensitive as in RFC 9110; the key is compared in constant time.
 func (s *Sim) authorized(r *http.Request) bool {
 	if s.key == "" {
@@ -204,8 +212,9 @@ func (s *Sim) Markets() []Market {
 }
 
 // Signers returns the signer -> proxy wallet mapping of endpoint 8.
-// Endpoint 8 also maps each wallet to itself (SPEC.md: it resolves "a
-// signer or trader address"); those identities are not listed here.
+// Endpoint 8 also maps each wallet to itself (it resolves a signer or
+// trader address, docs/CONTRACT.md#shape-wallet); those identities are not
+// listed here.
 func (s *Sim) Signers() map[string]string {
 	out := make(map[string]string, len(s.signerOf))
 	for signer, wi := range s.signerOf {

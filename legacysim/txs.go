@@ -9,7 +9,7 @@ type txRef struct {
 	combo       bool
 }
 
-// fill is one actor's part of a transaction (SPEC.md "TransactionAction":
+// fill is one actor's part of a transaction (docs/CONTRACT.md#shape-tx:
 // one order may be matched against several counterparties).
 type fill struct {
 	kind        uint8
@@ -165,7 +165,8 @@ func appendFillHead(dst []byte, i int, f *fill, idName, id string, price int64, 
 func (f *fill) txValue(price int64) int64 { return f.shares * price / micro }
 
 // appendSentenceTotal ends a sentence with the fill count and the sum of
-// the fills' txValue at price (SPEC.md "Transaction detail" rule 3).
+// the fills' txValue at price: the sentence is computed from the fills
+// (docs/CONTRACT.md#shape-tx).
 func appendSentenceTotal(dst []byte, fills []fill, price int64) []byte {
 	var sum int64
 	for i := range fills {
