@@ -4,7 +4,7 @@ import "fmt"
 
 // maxExponent bounds the exponent of a decimal in exponent form. A body of a
 // few bytes such as "1e999999999" would otherwise ask for a gigabyte of zeros;
-// no price or quantity of SPEC.md "Conventions" comes near 10^1000.
+// no price or quantity of docs/CONTRACT.md "Conventions" comes near 10^1000.
 const maxExponent = 1000
 
 // decimal is a parsed decimal string: sign, the digits before and after the
@@ -77,7 +77,7 @@ func parseDecimal(s []byte) (decimal, error) {
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 // ShiftCents appends the exact decimal value of s/100 for a decimal string s
-// (cents -> 0..1, SPEC.md "Conventions": variant B states prices in cents).
+// (cents -> 0..1, docs/CONTRACT.md "Conventions": variant B states prices in cents).
 //
 // The shift moves the decimal point on the digits; no float is involved, so
 // every digit of a long decimal survives. The result is in plain notation

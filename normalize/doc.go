@@ -1,5 +1,5 @@
 // Package normalize rewrites the response bodies of the legacy host
-// (variant B of SPEC.md) into the variant A contract that tradergate serves.
+// (variant B of docs/CONTRACT.md) into the variant A contract that tradergate serves.
 // It is pure: bytes in, bytes out, no I/O. SHAPES.md beside this file fixes
 // the variant B shapes assumed for each endpoint.
 //
@@ -25,13 +25,13 @@
 // scanner reads strings eight bytes at a time and settles most names with
 // a 64-bit filter. BenchmarkRewrite and BenchmarkRewriteLegacySim measure it.
 //
-// # Envelopes (SPEC.md "Response envelopes")
+// # Envelopes (docs/CONTRACT.md "Response envelopes")
 //
 //   - A variant B success becomes {"message":"OK","status_code":"1","data":…},
 //     compact, keys in that order. The keys of the input may come in any
 //     order; unknown envelope keys are dropped.
 //   - success true with a code other than "0" is ErrInvalid: clients detect
-//     failure by code (SPEC.md "Errors"), so the body is contradictory and
+//     failure by code (docs/CONTRACT.md "Errors"), so the body is contradictory and
 //     must not be served or cached as data.
 //   - A body already in variant A (status_code, no success) with status_code
 //     "1" keeps its data byte for byte; its envelope is written in the
@@ -40,14 +40,14 @@
 //   - success false, or status_code "0", is a *FailureError carrying code and
 //     message; Failure reads the same without rewriting.
 //
-// # Decimals and prices (SPEC.md "Conventions", DESIGN.md)
+// # Decimals and prices (docs/CONTRACT.md "Conventions"; docs/ARCHITECTURE.md)
 //
 // A decimal field that arrives as a JSON number leaves as a string. A
 // number in plain notation keeps its characters ("fee": 0.5 -> "fee":
 // "0.5", 12.50 stays "12.50"). A number in exponent form is converted
 // exactly to plain notation, as ShiftCents does with no shift ("fee": 1e-7
 // -> "fee": "0.0000001", 2.5E+3 -> "2500"): variant A decimals are plain
-// decimal strings (SPEC.md "Conventions"), and a client reading them as such
+// decimal strings (docs/CONTRACT.md "Conventions"), and a client reading them as such
 // would fail on, or misread, "1e-7". Its exponent is capped as a price's is
 // (below). Strings and null are copied. With Options.ShiftCents a price
 // field is divided by 100 by moving the decimal point on its digits (see
@@ -76,7 +76,7 @@
 // Field renames happen in place. Should an object carry both a variant B name
 // and the variant A name it is renamed to, the first in the input is kept and
 // the other dropped: the output never repeats a name. A list whose data is
-// null (SPEC.md rule 1, nothing found) keeps data null and reports
+// null (docs/CONTRACT.md "Response envelopes" rule 1, nothing found) keeps data null and reports
 // Meta.DataNull; a list object without items is ErrInvalid. Transaction
 // detail: only sourceType "COMBO" selects the combo layout; any other source
 // type is rewritten as a TRADE.

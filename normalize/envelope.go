@@ -14,7 +14,7 @@ type envelope struct {
 	hasData bool
 }
 
-// envelope reads the envelope of src (SPEC.md "Response envelopes",
+// envelope reads the envelope of src (docs/CONTRACT.md "Response envelopes",
 // SHAPES.md "Envelopes") with the scanner, which validates the whole body.
 // Its keys may come in any order. When the key deciding success comes before
 // data, as it does from the legacy host, data is written in stream;
@@ -101,7 +101,7 @@ func (r *rewriter) envelope(src []byte, rewrite bool) (envelope, error) {
 	case !env.success:
 		return env, nil
 	case env.variant == 'B' && env.code != nil && string(r.textOf(env.code)) != "0":
-		// Clients detect failure by code (SPEC.md "Errors"): a success with
+		// Clients detect failure by code (docs/CONTRACT.md "Errors"): a success with
 		// another code is contradictory, and must not be cached as data.
 		return env, invalidf("success true with code %s", env.code)
 	case !env.hasData:

@@ -14,7 +14,7 @@ import (
 var ErrInvalid = errors.New("invalid upstream body")
 
 // FailureError: src is a failure envelope (variant B success:false, or
-// variant A status_code "0"; SPEC.md "Response envelopes").
+// variant A status_code "0"; docs/CONTRACT.md "Response envelopes").
 type FailureError struct {
 	// Code is variant B's code (the HTTP status as a string, e.g. "429"),
 	// or "0" for a variant A failure, which carries no HTTP status.
@@ -27,7 +27,7 @@ func (e *FailureError) Error() string {
 }
 
 // AppendError appends a variant A failure body
-// {"message":<msg>,"status_code":"0","data":null} (SPEC.md "Errors"), msg
+// {"message":<msg>,"status_code":"0","data":null} (docs/CONTRACT.md "Errors"), msg
 // JSON-escaped. The one place the variant A error envelope is written.
 func AppendError(dst []byte, message string) []byte {
 	dst = append(dst, `{"message":`...)

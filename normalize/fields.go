@@ -81,7 +81,7 @@ const (
 )
 
 // fillFields: one fill of a transaction, TRADE or COMBO (SHAPES.md 7,
-// SPEC.md "Transaction detail (variant B)"). The A names are listed too, so
+// docs/CONTRACT.md "Transaction detail (variant B)"). The A names are listed too, so
 // a fill that already carries one is still rewritten as a decimal and
 // cannot produce a duplicate name.
 func fillFields(name []byte) field {

@@ -1,7 +1,7 @@
 package normalize
 
 // This file reads the list shapes: data = {"items":[...],"nextCursor":...}
-// (SPEC.md "Response envelopes", rule 2, and "Pagination"), rewriting them
+// (docs/CONTRACT.md "Response envelopes", rule 2, and "Pagination"), rewriting them
 // or passing them through (order book data, SHAPES.md 1, and variant A
 // data). Both read Meta by the same rules.
 

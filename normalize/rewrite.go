@@ -101,11 +101,11 @@ func (r *rewriter) dataAt(at int, passthrough bool) (int, error) {
 	write := !passthrough && r.opt.Shape != OrderBook
 	switch {
 	case at < len(b) && b[at] == 'n':
-		// SPEC.md rule 1: a lookup that finds nothing is a 200 with data
+		// docs/CONTRACT.md "Response envelopes" rule 1: a lookup that finds nothing is a 200 with data
 		// null, not an error; it passes as null for the policy to see.
 		r.meta.DataNull = true
 		if write && r.opt.Shape == WalletAddress {
-			// SPEC.md: data.walletAddress is null when no mapping exists,
+			// docs/CONTRACT.md: data.walletAddress is null when no mapping exists,
 			// so variant A never has data null here (SHAPES.md 8).
 			r.out = append(r.out, `{"walletAddress":null}`...)
 		} else {

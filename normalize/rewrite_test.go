@@ -25,7 +25,7 @@ func TestRewrite(t *testing.T) {
 		opt  Options
 		want string
 	}{
-		// Envelopes: SPEC.md "Response envelopes", SHAPES.md "Envelopes".
+		// Envelopes: docs/CONTRACT.md "Response envelopes", SHAPES.md "Envelopes".
 		{"data first", `{"data":{"walletAddress":"` + addr + `"},"message":"success","code":"0","success":true}`,
 			Options{Shape: WalletAddress}, ok + `{"walletAddress":"` + addr + `"}}`},
 		{"success last after data", `{"code":"0","data":{"items":[{"price":"50"}],"nextCursor":null},"success":true}`,
@@ -47,7 +47,7 @@ func TestRewrite(t *testing.T) {
 		{"A wallet data null kept", `{"message":"OK","status_code":"1","data":null}`,
 			Options{Shape: WalletAddress}, ok + `null}`},
 
-		// Decimals and prices: SPEC.md "Conventions", DESIGN.md.
+		// Decimals and prices: docs/CONTRACT.md "Conventions"; docs/ARCHITECTURE.md.
 		{"price number shifted", b(`{"items":[{"price":78.5,"size":12,"fee":1e-7}]}`),
 			activity, ok + `{"items":[{"price":"0.785","size":"12","fee":"0.0000001"}]}}`},
 		{"decimal number keeps its characters", b(`{"items":[{"size":12.50,"fee":0,"usdcSize":-0.0,"netSharesTransferred":-7}]}`),

@@ -48,16 +48,16 @@ type Options struct {
 }
 
 // Meta is what the cache policy needs to know about a page, gathered during
-// the rewrite (DESIGN.md "Decisions already taken": immutable vs fresh).
+// the rewrite (docs/ARCHITECTURE.md "Cache policy").
 type Meta struct {
 	// DataNull: data was null (a transaction not indexed, or a list or
 	// wallet endpoint that found nothing), or WalletAddress with
-	// walletAddress null. SPEC.md: such a 200 is not an error.
+	// walletAddress null. docs/CONTRACT.md: such a 200 is not an error.
 	DataNull bool
 	// Items is the number of items of a list shape.
 	Items int
 	// NextCursor: data.nextCursor is a non-null string, so the page cannot
-	// grow (SPEC.md "Pagination").
+	// grow (docs/CONTRACT.md "Pagination").
 	NextCursor bool
 	// MaxTime is the greatest TimeField value among the items; meaningful
 	// when HasTime.

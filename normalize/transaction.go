@@ -1,6 +1,6 @@
 package normalize
 
-// This file rewrites transaction detail (SPEC.md endpoint 7, "Transaction
+// This file rewrites transaction detail (docs/CONTRACT.md "Routes", "Transaction
 // detail" A and B; SHAPES.md 7). It needs two passes over the object:
 // whether the transaction is a COMBO decides how marketSlug and marketId are
 // written, and those may come before sourceType.
@@ -80,7 +80,7 @@ func (r *rewriter) txPlan(at int) (txPlan, int, error) {
 // renamed traderAddress in place, fills rewritten (fillFields); TRADE keeps
 // its fills in actions and ends with "comboActions":null; COMBO nulls
 // marketSlug, marketId and actions in place and ends with the fills as
-// comboActions (SPEC.md "Transaction detail (variant A)", rules 1 and 2).
+// comboActions (docs/CONTRACT.md "Transaction detail (variant A)", rules 1 and 2).
 func (r *rewriter) txRewrite(at int, p txPlan) error {
 	s := &r.scan
 	hasTrader := false

@@ -178,7 +178,7 @@ func (r *rewriter) keep(at, depth int) (int, error) {
 // decimal writes a decimal field (SHAPES.md "Per endpoint"): strings and
 // null are copied; a JSON number, which variant B may send, becomes a
 // string: of the same characters in plain notation, converted exactly to
-// plain notation from exponent form (SPEC.md "Conventions": decimals are
+// plain notation from exponent form (docs/CONTRACT.md "Conventions": decimals are
 // plain decimal strings).
 func (r *rewriter) decimal(v []byte) error {
 	switch c := v[0]; {
@@ -213,7 +213,7 @@ func hasExponent(v []byte) bool {
 }
 
 // price writes a price field: a decimal string, shifted from cents when
-// ShiftCents (SPEC.md "Conventions", price scale). null stays null; any
+// ShiftCents (docs/CONTRACT.md "Conventions", price scale). null stays null; any
 // other value is not a price.
 func (r *rewriter) price(v []byte) error {
 	d := v
@@ -302,7 +302,7 @@ func (r *rewriter) itemTime(t int64, ok bool) {
 }
 
 // parseInt parses a JSON number that is an integer within int64. Timestamps
-// are integers (SPEC.md "Conventions"); anything else is no time at all.
+// are integers (docs/CONTRACT.md "Conventions"); anything else is no time at all.
 func parseInt(v []byte) (int64, bool) {
 	neg := len(v) > 0 && v[0] == '-'
 	if neg {

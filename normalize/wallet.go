@@ -1,7 +1,7 @@
 package normalize
 
 // wallet reads wallet mapping data at src[at] ('{'), an object whose
-// walletAddress is a string or null (SPEC.md endpoint 8, SHAPES.md 8),
+// walletAddress is a string or null (docs/CONTRACT.md "Routes", SHAPES.md 8),
 // rewriting it with write or only validating it (variant A data).
 func (r *rewriter) wallet(at int, write bool) (int, error) {
 	s := &r.scan
