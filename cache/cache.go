@@ -1,6 +1,6 @@
-// Package cache is the edge's page cache (issue 3): variant A pages kept in
+// Package cache is the edge's page cache: variant A pages kept in
 // a bytes-bounded ristretto store, under the immutable-vs-fresh policy of
-// DESIGN.md "Decisions already taken", with identical misses coalesced into
+// docs/ARCHITECTURE.md "Cache policy", with identical misses coalesced into
 // one upstream call and stale pages served while a refresh runs or when the
 // upstream fails.
 //
@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/singleflight"
 )
 
@@ -45,6 +47,33 @@ type Options struct {
 	// page served in place of an error, a failed background refresh, a
 	// recovered panic. nil: nothing is logged.
 	Logger *slog.Logger
+
+	// L2 is the shared tier's Redis (l2.go), shared by every replica. nil:
+	// no shared tier, the cache is this replica's alone. Config.L2 can turn
+	// it off without removing the client. The cache never closes it.
+	L2 redis.UniversalClient
+	// L2Prefix starts every Redis key and the notice channel; replicas
+	// that share pages must share it, and it must not contain braces.
+	// Empty: DefaultL2Prefix.
+	L2Prefix string
+	// L2Timeout bounds each Redis call; one that takes longer counts as a
+	// failure and the flight works alone. Zero: DefaultL2Timeout.
+	L2Timeout time.Duration
+	// LeaseTimeout is how long a replica holds the lease of a key while it
+	// fetches, and how long the others wait for its page before fetching
+	// themselves: the upstream timeout. Zero: DefaultLeaseTimeout.
+	LeaseTimeout time.Duration
+	// EncodeErr encodes a fetch error for the replicas waiting on the
+	// failed fetch, and DecodeErr decodes it there; the decoded error goes
+	// through StaleOK and is returned by Get like a local one. nil
+	// EncodeErr: nothing is encoded; nil DecodeErr: waiters get
+	// ErrPeerFetch.
+	EncodeErr func(error) []byte
+	DecodeErr func([]byte) error
+	// Tracer, when set, records a span for a wait on another caller's
+	// flight and one for each visit of the shared tier, under the span in
+	// the caller's context. nil: no spans.
+	Tracer trace.Tracer
 }
 
 // Cache is the page cache. It is safe for concurrent use.
@@ -55,6 +84,7 @@ type Cache struct {
 	cfg     atomic.Pointer[settings]
 	now     func() time.Time
 	staleOK func(error) bool
+	tracer  trace.Tracer // nil: no spans
 	log     *slog.Logger
 
 	// Background work (flights, refreshes) is owned here: it registers in
@@ -67,6 +97,7 @@ type Cache struct {
 
 	stats counters
 	wants wants // callers waiting per key, for Abandoned
+	l2    *l2   // nil: no shared tier
 
 	// testHookWaiting, when set by a test, runs once a miss waits on its
 	// flight: a barrier that needs no sleeping.
@@ -92,6 +123,7 @@ func New(cfg Config, opt Options) (*Cache, error) {
 		now:     opt.Now,
 		staleOK: opt.StaleOK,
 		log:     opt.Logger,
+		tracer:  opt.Tracer,
 	}
 	if c.now == nil {
 		c.now = time.Now
@@ -104,14 +136,21 @@ func New(cfg Config, opt Options) (*Cache, error) {
 	}
 	c.cfg.Store(s)
 	c.stop, c.cancel = context.WithCancel(context.Background())
+	if opt.L2 != nil {
+		if c.l2, err = newL2(opt); err != nil {
+			st.close()
+			return nil, err
+		}
+		c.l2.listen(c.stop)
+	}
 	return c, nil
 }
 
 // SetConfig replaces the policy figures and compress_min_bytes for entries
 // stored from now on; entries already held keep theirs. MaxBytes is fixed at
 // New and ignored here. An invalid cfg is refused and the running one kept.
-// (Returning the error is an addition to the brief's signature: a reload must
-// not half-apply; callers that ignore it still compile.)
+// It returns the error rather than half-applying: a reload must not
+// half-apply.
 func (c *Cache) SetConfig(cfg Config) error {
 	s, err := resolve(cfg)
 	if err != nil {
@@ -139,6 +178,9 @@ func (c *Cache) Close() {
 	c.mu.Unlock()
 	c.cancel()
 	c.wg.Wait()
+	if c.l2 != nil {
+		c.l2.close()
+	}
 	c.store.close()
 }
 

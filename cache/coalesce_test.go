@@ -6,6 +6,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
 // barrier returns a hook for Cache.testHookWaiting that closes the returned
@@ -97,7 +100,7 @@ func TestCoalesceCancelledWaiter(t *testing.T) {
 	for range 2 {
 		wg.Go(func() {
 			e, st, err := c.Get(context.Background(), "k", fetch)
-			if err != nil || st != Miss || string(e.Body) != "page" {
+			if err != nil || st != Miss || string(e.Body()) != "page" {
 				t.Errorf("other waiter: %v %v", st, err)
 			}
 		})
@@ -133,5 +136,38 @@ func TestCancelledBeforeGet(t *testing.T) {
 	}
 	if fetches.Load() != 0 {
 		t.Error("fetched for a cancelled caller")
+	}
+}
+
+// With a tracer, every caller that joined another's flight records its
+// wait; the one whose flight ran records none.
+func TestCoalescedWaitSpans(t *testing.T) {
+	const n = 5
+	rec := tracetest.NewSpanRecorder()
+	tracer := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)).Tracer("test")
+	c := newTestCache(t, Config{}, newClock(), Options{Tracer: tracer})
+	hook, all := barrier(n)
+	c.testHookWaiting = hook
+	fetch := func(context.Context) ([]byte, Facts, error) {
+		<-all
+		return []byte(`{"data":1}`), liveFacts, nil
+	}
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			if _, _, err := c.Get(context.Background(), "k", fetch); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	waits := 0
+	for _, s := range rec.Ended() {
+		if s.Name() == "cache.coalesced_wait" {
+			waits++
+		}
+	}
+	if waits != n-1 {
+		t.Errorf("%d wait spans for %d callers of one flight, want %d", waits, n, n-1)
 	}
 }

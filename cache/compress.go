@@ -2,6 +2,9 @@ package cache
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
+	"io"
 	"sync"
 
 	"github.com/klauspost/compress/gzip"
@@ -11,17 +14,20 @@ import (
 // compressed again every TTL (a second) for as long as its key is read, so
 // speed wins there; an immutable page is compressed once a day, which made
 // level 6 tempting, but the compression is paid on the miss itself: the
-// bench harness (issue 8) measured the gzip copy at 20% of a miss's CPU at
+// bench harness measured the gzip copy at 20% of a miss's CPU at
 // level 6, and level 1 takes about half that time for an output ~10%
-// larger (BenchmarkCompress on a 400 KB order book page).
+// larger (BenchmarkCompress on a 400 KB order book page). The copy is now
+// made on the first gzip hit (forms.go) rather than on the miss, but the
+// same trade holds: one hit per entry pays it.
 const gzipLevel = gzip.BestSpeed
 
-// compressor makes the gzip copy of a page. Writers and buffers are pooled:
-// a gzip writer holds hundreds of KiB of state, too much to allocate per
-// insert. The pools live in the Cache, not in package variables (STYLE.md
-// "Avoid").
+// compressor makes the gzip copy of a page, and the identity body of a page
+// that arrived gzip only. Writers, readers and buffers are pooled: a gzip
+// writer holds hundreds of KiB of state, too much to allocate per page. The
+// pools live in the Cache, not in package variables.
 type compressor struct {
 	writers sync.Pool // *gzip.Writer
+	readers sync.Pool // *gzip.Reader
 	buffers sync.Pool // *bytes.Buffer
 }
 
@@ -52,4 +58,35 @@ func (z *compressor) gzip(body []byte) []byte {
 		return nil
 	}
 	return bytes.Clone(buf.Bytes())
+}
+
+// gunzip inflates gz, whose identity body is n bytes long with the given
+// ETag, into a slice of exactly n bytes. The ETag check catches a stream
+// that inflates cleanly to other bytes.
+func (z *compressor) gunzip(gz []byte, n int, etag string) ([]byte, error) {
+	src := bytes.NewReader(gz)
+	r, _ := z.readers.Get().(*gzip.Reader)
+	var err error
+	if r == nil {
+		r, err = gzip.NewReader(src)
+	} else {
+		err = r.Reset(src)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("gunzip: %w", err)
+	}
+	defer z.readers.Put(r)
+	out := make([]byte, n)
+	if _, err := io.ReadFull(r, out); err != nil {
+		return nil, fmt.Errorf("gunzip %d bytes: %w", n, err)
+	}
+	// Reading past the end checks gzip's CRC and length trailer.
+	var more [1]byte
+	if k, err := r.Read(more[:]); k != 0 || !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("gunzip: more than %d bytes, or a bad trailer (%v)", n, err)
+	}
+	if id, _ := etags(out); id != etag {
+		return nil, errors.New("gunzip: the body does not match its ETag")
+	}
+	return out, nil
 }

@@ -12,7 +12,7 @@ import (
 // Config is the `cache:` section of config.yaml. Every figure is optional:
 // the comment on a field says what its zero value means, and ApplyDefaults
 // (also run by New and SetConfig) fills those zeros (gobreaker Settings
-// style, STYLE.md "Shape").
+// style).
 type Config struct {
 	// MaxBytes bounds the bytes the page cache holds: identity bodies, their
 	// gzip copies, keys and a fixed per-entry overhead. Zero: 256 MiB. At
@@ -21,32 +21,48 @@ type Config struct {
 	MaxBytes int64 `yaml:"max_bytes"`
 	// CompressMinBytes: a page larger than this is also kept gzip-compressed,
 	// made once at insert and served to clients that accept gzip. Zero: 1024
-	// (the issue's 1 KiB). Negative: never compress.
+	// (1 KiB). Negative: never compress.
 	CompressMinBytes int `yaml:"compress_min_bytes"`
-	// Policy holds the figures of every route (DESIGN.md "Immutable vs
-	// fresh"). A zero field takes the default named on Policy.
+	// Policy holds the figures of every route (docs/ARCHITECTURE.md "Cache
+	// policy"). A zero field takes the default named on Policy.
 	Policy Policy `yaml:"policy"`
 	// Routes overrides Policy per route name (orderbook_events, activity,
 	// ...). A zero field inherits the value of Policy.
 	Routes map[string]Policy `yaml:"routes"`
+	// L2 configures the shared tier, used when the proxy gives the cache a
+	// Redis client (Options.L2).
+	L2 L2Config `yaml:"l2"`
 }
 
-// Policy holds the figures of the caching policy of DESIGN.md "Decisions
-// already taken" (immutable vs fresh). For the TTLs and the stale windows a
+// L2Config is the `cache.l2:` section.
+type L2Config struct {
+	// Enabled turns the shared tier on or off. Absent: on whenever a client
+	// is given. A reload may flip it; flights started before keep their
+	// tier.
+	Enabled *bool `yaml:"enabled"`
+	// MaxEntryBytes bounds a page's value in Redis (its gzip form, or its
+	// identity body when gzip does not shrink it, plus ~60 bytes); a larger
+	// page stays in L1 only. Zero: 1 MiB. At most 512 MiB, the Redis
+	// string limit.
+	MaxEntryBytes int `yaml:"max_entry_bytes"`
+}
+
+// Policy holds the figures of the caching policy (docs/ARCHITECTURE.md
+// "Cache policy": immutable vs fresh). For the TTLs and the stale windows a
 // negative value means "off": such pages are not cached (X-Cache: BYPASS), or
 // no stale page is served.
 type Policy struct {
 	// FreshTTL is the TTL of pages that may still change. Zero: 1s. At most
-	// 1m: SPEC "What the service does" promises data within seconds.
+	// 1m: the contract promises data within seconds (docs/CONTRACT.md).
 	FreshTTL time.Duration `yaml:"fresh_ttl"`
 	// ImmutableTTL is the TTL of settled pages and of found lookups. Zero: 24h.
 	ImmutableTTL time.Duration `yaml:"immutable_ttl"`
-	// NegativeTTL is the TTL of "not found" answers (data null, SPEC
-	// "Response envelopes" rule 1), the one kind of negative entry DESIGN.md
+	// NegativeTTL is the TTL of "not found" answers (data null,
+	// docs/CONTRACT.md#envelopes), the one kind of negative entry the policy
 	// allows. Zero: 2s. At most 1m.
 	NegativeTTL time.Duration `yaml:"negative_ttl"`
 	// SettleWindow: items older than this are settled, never to change. Zero:
-	// 5m (DESIGN.md). Must not be negative.
+	// 5m. Must not be negative.
 	SettleWindow time.Duration `yaml:"settle_window"`
 	// StaleWhileRevalidate: this long past its TTL a page is still served
 	// (X-Cache: STALE) while one background refresh runs. Zero: 1s. At most
@@ -87,6 +103,13 @@ func (c *Config) ApplyDefaults() {
 	}
 	if c.CompressMinBytes == 0 {
 		c.CompressMinBytes = DefaultCompressMinBytes
+	}
+	if c.L2.Enabled == nil {
+		on := true
+		c.L2.Enabled = &on
+	}
+	if c.L2.MaxEntryBytes == 0 {
+		c.L2.MaxEntryBytes = DefaultL2MaxEntryBytes
 	}
 	c.Policy = c.Policy.withDefaults()
 	for name, p := range c.Routes {
@@ -140,6 +163,9 @@ func (c Config) Validate(routes []string) error {
 	case c.MaxBytes > 0 && c.MaxBytes < minMaxBytes:
 		add("cache.max_bytes", "must be at least %d (1 MiB; the unit is bytes), got %d", minMaxBytes, c.MaxBytes)
 	}
+	if c.L2.MaxEntryBytes < 0 || c.L2.MaxEntryBytes > maxIdentity {
+		add("cache.l2.max_entry_bytes", "must be between 0 (default 1 MiB) and %d (the Redis string limit), got %d", maxIdentity, c.L2.MaxEntryBytes)
+	}
 	c.Policy.validate("cache.policy", add)
 	for name, p := range c.Routes {
 		field := "cache.routes." + name
@@ -159,7 +185,7 @@ func (c Config) Validate(routes []string) error {
 func (p Policy) validate(prefix string, add func(field, format string, args ...any)) {
 	short := func(name string, d time.Duration) {
 		if d > maxShortTTL {
-			add(prefix+"."+name, "must be at most %v (SPEC: data within seconds; negative turns it off), got %v", maxShortTTL, d)
+			add(prefix+"."+name, "must be at most %v (the contract promises data within seconds; negative turns it off), got %v", maxShortTTL, d)
 		}
 	}
 	short("fresh_ttl", p.FreshTTL)
@@ -174,6 +200,8 @@ func (p Policy) validate(prefix string, add func(field, format string, args ...a
 // Get reads through an atomic pointer, so a reload never races a request.
 type settings struct {
 	compressMin int // < 0: never compress
+	l2          bool
+	l2Max       int
 	global      Policy
 	routes      map[string]Policy
 }
@@ -187,7 +215,13 @@ func resolve(cfg Config) (*settings, error) {
 	// caller's map.
 	cfg.Routes = maps.Clone(cfg.Routes)
 	cfg.ApplyDefaults()
-	return &settings{compressMin: cfg.CompressMinBytes, global: cfg.Policy, routes: cfg.Routes}, nil
+	return &settings{
+		compressMin: cfg.CompressMinBytes,
+		l2:          *cfg.L2.Enabled,
+		l2Max:       cfg.L2.MaxEntryBytes,
+		global:      cfg.Policy,
+		routes:      cfg.Routes,
+	}, nil
 }
 
 // policy returns the resolved policy of a route; unknown or empty names get

@@ -10,8 +10,9 @@ import (
 	"github.com/cespare/xxhash/v2"
 )
 
-// Status is how Get answered; String gives the X-Cache header value (issue
-// 3, "Headers").
+// Status is how Get answered, and which tier answered: String gives the
+// X-Cache header value, which is the same for both tiers; L2 tells the
+// shared tier's answers apart, for a Cache-Status header (RFC 9211).
 type Status uint8
 
 const (
@@ -26,15 +27,30 @@ const (
 	Stale
 	// Bypass: fetched and not stored, because the policy gives ttl <= 0.
 	Bypass
+	// HitL2: not in memory; a fresh page from the shared tier (l2.go),
+	// fetched earlier by this replica or another.
+	HitL2
+	// StaleL2: as Stale, with the page from the shared tier: inside
+	// stale_while_revalidate (one refresh runs across the fleet), or inside
+	// stale_if_error after a failed fetch here or on the replica this call
+	// waited for.
+	StaleL2
+	// MissL2: as Miss, with the fetch made by another replica, for a
+	// concurrent identical call there: this call waited for it and read the
+	// page from the shared tier (RFC 9211 "collapsed").
+	MissL2
 )
+
+// L2 reports whether the shared tier answered.
+func (s Status) L2() bool { return s >= HitL2 && s <= MissL2 }
 
 func (s Status) String() string {
 	switch s {
-	case Hit:
+	case Hit, HitL2:
 		return "HIT"
-	case Miss:
+	case Miss, MissL2:
 		return "MISS"
-	case Stale:
+	case Stale, StaleL2:
 		return "STALE"
 	case Bypass:
 		return "BYPASS"
@@ -43,24 +59,22 @@ func (s Status) String() string {
 }
 
 // Entry is one cached page. Its exported fields are never written after the
-// entry is built, so it is shared by every goroutine that serves it; callers
-// must not modify Body or Gzip either.
+// entry is built, so it is shared by every goroutine that serves it. The page
+// itself is held in one or two forms, identity and gzip, each made on first
+// demand (forms.go): read them with Body and GzipBody, and never modify
+// what they return.
 type Entry struct {
-	// Body is the variant A body.
-	Body []byte
-	// Gzip is Body gzip-compressed, made once at insert (issue 3,
-	// "Compression"); nil when Body is at most compress_min_bytes long, or
-	// when gzip does not make it smaller.
-	Gzip []byte
-	// ETag is the strong ETag of Body, quoted: a 64-bit xxHash of the bytes,
-	// in hex. Strong, because it changes with any byte of the body.
+	// ETag is the strong ETag of the identity body, quoted: a 64-bit xxHash
+	// of the bytes, in hex. Strong, because it changes with any byte of the
+	// body.
 	ETag string
-	// Stored is when the page was fetched, by the cache's clock.
+	// Stored is when the page was fetched, by the cache's clock (for a page
+	// from the shared tier, by the clock of the replica that fetched it).
 	Stored time.Time
 	// TTL is how long after Stored the page is fresh; zero for a BYPASS
 	// entry, which is never stored.
 	TTL time.Duration
-	// Immutable: the page is settled (DESIGN.md), for Cache-Control's
+	// Immutable: the page is settled (policy.go), for Cache-Control's
 	// immutable directive.
 	Immutable bool
 
@@ -68,11 +82,12 @@ type Entry struct {
 	// Stale windows of the policy at insert, negative ones as zero: a reload
 	// changes later entries only.
 	swr, sie time.Duration
-	cost     int64 // bytes charged to the store (store.go)
-	// refreshing is the one field that changes after insert, and it is
-	// scheduling state, not page content: set while the background refresh
-	// of this entry runs, so a burst of stale hits starts one refresh.
+	// refreshing is scheduling state, not page content: set while the
+	// background refresh of this entry runs, so a burst of stale hits starts
+	// one refresh.
 	refreshing atomic.Bool
+
+	forms
 }
 
 // Age is how long ago the page was fetched (Age header); never negative.

@@ -8,10 +8,12 @@ import (
 	"runtime/debug"
 	"sync/atomic"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // A miss goes through a flight: one singleflight call per key at a time
-// (issue 3, item 4), which fetches, classifies, builds the entry, stores it
+// which fetches, classifies, builds the entry, stores it
 // and hands it to every caller waiting on the key.
 
 // call is one caller's bid to start the flight of a key. Only the first
@@ -31,6 +33,9 @@ type call struct {
 type result struct {
 	e  *Entry
 	st Status
+	// refresh: e is a stale page from L2, served at once; its refresh is
+	// for the callers to start, once the flight has ended (refresh).
+	refresh bool
 }
 
 // miss waits for the flight of key, starting it if none runs. DoChan, not
@@ -45,6 +50,9 @@ func (c *Cache) miss(ctx context.Context, key string, fetch Fetch, held *Entry) 
 	}
 	cl := &call{c: c, ctx: ctx, key: key, fetch: fetch, held: held}
 	defer c.wants.wait(key)()
+	if c.tracer != nil {
+		defer c.traceWait(ctx, cl, time.Now())
+	}
 	ch := c.group.DoChan(key, cl.run)
 	c.stats.waiting.Add(1)
 	defer c.stats.waiting.Add(-1)
@@ -62,6 +70,11 @@ func (c *Cache) miss(ctx context.Context, key string, fetch Fetch, held *Entry) 
 			return nil, Miss, r.Err
 		}
 		res := r.Val.(result)
+		if res.refresh {
+			// The flight has left the group before its result was sent, so
+			// the refresh's own flight does not join it.
+			c.refresh(ctx, key, res.e, fetch)
+		}
 		c.stats.count(res.st)
 		return res.e, res.st, nil
 	case <-ctx.Done():
@@ -70,8 +83,18 @@ func (c *Cache) miss(ctx context.Context, key string, fetch Fetch, held *Entry) 
 	}
 }
 
+// traceWait records, for a caller that joined another's flight, the span
+// of its wait (the flight's own work is traced by whoever started it).
+func (c *Cache) traceWait(ctx context.Context, cl *call, start time.Time) {
+	if cl.ran.Load() {
+		return
+	}
+	_, span := c.tracer.Start(ctx, "cache.coalesced_wait", trace.WithTimestamp(start))
+	span.End()
+}
+
 // refresh starts the background refresh of a stale entry, unless one runs
-// already (stale_while_revalidate, issue 3 item 5). It joins the flight of
+// already (stale_while_revalidate). It joins the flight of
 // the key, so a refresh and the misses of the same key make one upstream
 // call between them.
 func (c *Cache) refresh(ctx context.Context, key string, e *Entry, fetch Fetch) {
@@ -121,15 +144,15 @@ func (cl *call) run() (v any, err error) {
 	return c.flight(cl.ctx, cl.key, cl.fetch, cl.held)
 }
 
-// flight checks the store again, fetches, and stores by policy.
+// flight checks the store again, then asks the shared tier (l2flight.go)
+// or fetches and stores by policy.
 func (c *Cache) flight(parent context.Context, key string, fetch Fetch, held *Entry) (any, error) {
-	start := c.now()
 	// Check again inside the flight (groupcache load()): a flight that ended
 	// between the caller's lookup and this one has stored the page.
 	if e := c.store.get(key); e != nil {
-		switch e.state(start) {
+		switch e.state(c.now()) {
 		case fresh:
-			return result{e, Hit}, nil
+			return result{e: e, st: Hit}, nil
 		case revalidate, expired:
 			held = e
 		}
@@ -145,29 +168,16 @@ func (c *Cache) flight(parent context.Context, key string, fetch Fetch, held *En
 	defer c.wants.release(key, w)
 	ctx = context.WithValue(ctx, wantKey{}, w)
 
-	c.stats.fetches.Add(1)
-	body, facts, err := fetch(ctx)
-	if err != nil {
-		now := c.now()
-		if held != nil && held.servableOnError(now) && c.staleOK(err) {
-			// The error is not returned, so it is logged (STYLE.md
-			// "Errors").
-			c.log.LogAttrs(ctx, slog.LevelWarn, "cache: fetch failed; the held page stays in use",
-				slog.String("key", key), slog.Duration("age", held.Age(now)), slog.Any("error", err))
-			return result{held, Stale}, nil
-		}
-		return nil, err // errors are never cached (DESIGN.md)
+	if s := c.cfg.Load(); c.l2 != nil && s.l2 {
+		return c.sharedFlight(ctx, key, fetch, held, s)
 	}
+	return c.fetchLocal(ctx, key, fetch, held, false, nil)
+}
 
-	s := c.cfg.Load()
-	p := s.policy(facts.Route)
-	ttl, immutable := p.Classify(facts, start)
-	e := c.newEntry(s, p, body, start, ttl, immutable)
-	if ttl <= 0 {
-		return result{e, Bypass}, nil
-	}
-	c.store.put(key, e)
-	return result{e, Miss}, nil
+// lifetime is what is left of e's TTL plus its longer stale window: how long
+// the store keeps it.
+func (c *Cache) lifetime(e *Entry) time.Duration {
+	return e.TTL + max(e.swr, e.sie) - e.Age(c.now())
 }
 
 // newEntry builds the entry of a fetched page. Stored is the time the fetch
@@ -182,16 +192,13 @@ func (c *Cache) newEntry(s *settings, p Policy, body []byte, stored time.Time, t
 		body = bytes.Clone(body)
 	}
 	e := &Entry{
-		Body:      body,
 		Stored:    stored,
 		TTL:       ttl,
 		Immutable: immutable,
 		swr:       max(p.StaleWhileRevalidate, 0),
 		sie:       max(p.StaleIfError, 0),
 	}
-	if s.compressMin >= 0 && len(body) > s.compressMin {
-		e.Gzip = c.z.gzip(body)
-	}
+	c.newForms(e, body, nil, 0, s.compressMin >= 0 && len(body) > s.compressMin)
 	e.ETag, e.gzipETag = etags(body)
 	return e
 }

@@ -13,10 +13,10 @@ const (
 	// ClassList: list pages that settle (order book events, activity,
 	// deposits-withdrawals, closed positions, closed combo positions).
 	ClassList Class = iota + 1
-	// ClassLive: open positions, always fresh (DESIGN.md).
+	// ClassLive: open positions, always fresh.
 	ClassLive
 	// ClassLookup: transaction detail and wallet mapping; found: immutable,
-	// null: NegativeTTL (DESIGN.md).
+	// null: NegativeTTL.
 	ClassLookup
 )
 
@@ -35,7 +35,7 @@ type Facts struct {
 	// cannot judge.
 	UpperIsBlock bool
 	// TimeUnit is the unit of Upper and Meta.MaxTime: time.Millisecond for
-	// order book events, time.Second elsewhere (SPEC "Conventions"). Zero:
+	// order book events, time.Second elsewhere (docs/CONTRACT.md#conventions). Zero:
 	// time.Second.
 	TimeUnit time.Duration
 	// Meta is what the rewrite learnt of the page.
@@ -43,7 +43,7 @@ type Facts struct {
 }
 
 // Classify decides how long a page may be served and whether it is
-// immutable, by DESIGN.md "Decisions already taken" (immutable vs fresh):
+// immutable, by docs/ARCHITECTURE.md "Cache policy":
 //
 //   - ClassLive is always fresh.
 //   - ClassLookup: found is immutable; null gets NegativeTTL.
@@ -54,7 +54,7 @@ type Facts struct {
 //
 // For (2): with item times (Meta.HasTime) the newest item must be settled;
 // without them only an empty page or a settled upper bound proves it. For
-// (3): a non-null nextCursor closes the page (SPEC "Pagination"), and so does
+// (3): a non-null nextCursor closes the page (docs/CONTRACT.md#pagination), and so does
 // a settled upper bound, which a block height never is (its age is unknown).
 //
 // ttl <= 0 means "do not cache" (a figure turned off with a negative value);
@@ -65,7 +65,7 @@ func (p Policy) Classify(f Facts, now time.Time) (ttl time.Duration, immutable b
 	case f.Class == ClassLive:
 		return keep(p.FreshTTL, false)
 	case f.Meta.DataNull:
-		// SPEC "Response envelopes" rule 1: a lookup (or list) that found
+		// docs/CONTRACT.md#envelopes: a lookup (or list) that found
 		// nothing is a 200 with data null; it may be found seconds later.
 		return keep(p.NegativeTTL, false)
 	case f.Class == ClassLookup:

@@ -7,7 +7,7 @@ import (
 	"tradergate/normalize"
 )
 
-// TestClassify is the classification table of issue 3: every class, and
+// TestClassify is the classification table of the policy: every class, and
 // requests and pages that are immutable, fresh and null, in milliseconds
 // (order book), seconds and block heights.
 func TestClassify(t *testing.T) {

@@ -20,7 +20,7 @@ func body(e *Entry) string {
 	if e == nil {
 		return "<nil>"
 	}
-	return string(e.Body)
+	return string(e.Body())
 }
 
 // TestFreshness walks one key through its life on the injected clock:
@@ -34,7 +34,7 @@ func TestFreshness(t *testing.T) {
 	t0 := clk.Now()
 	e := mustGet(t, c, "k", fetch, Miss)
 	if body(e) != "v1" || e.TTL != time.Second || e.Immutable || !e.Stored.Equal(t0) {
-		t.Fatalf("entry %q ttl %v immutable %v stored %v", e.Body, e.TTL, e.Immutable, e.Stored)
+		t.Fatalf("entry %q ttl %v immutable %v stored %v", e.Body(), e.TTL, e.Immutable, e.Stored)
 	}
 	clk.Add(time.Second - time.Nanosecond)
 	if e := mustGet(t, c, "k", fetch, Hit); body(e) != "v1" || e.FreshFor(clk.Now()) != time.Nanosecond {
@@ -72,7 +72,7 @@ func TestFreshness(t *testing.T) {
 }
 
 // TestChangeSeenAfterWindows: past TTL plus stale_while_revalidate a changed
-// upstream answer is served (issue 3, "Freshness").
+// upstream answer is served.
 func TestChangeSeenAfterWindows(t *testing.T) {
 	clk := newClock()
 	c := newTestCache(t, Config{Policy: Policy{FreshTTL: 2 * time.Second, StaleWhileRevalidate: time.Second}}, clk, Options{})

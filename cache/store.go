@@ -1,17 +1,19 @@
 package cache
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/dgraph-io/ristretto/v2"
 )
 
-// The L1 store: ristretto, bounded in bytes (issue 3, item 1).
+// The L1 store: ristretto, bounded in bytes.
 //
-// Cost accounting. The cost of an entry is the bytes it really holds:
-// cap(Body) + cap(Gzip) + len(key) + entryOverhead (the key is charged
-// though ristretto keeps only its two hashes: a few bytes on the safe side).
+// Cost accounting. The cost of an entry is the bytes it really holds: the
+// capacities of the forms it holds (forms.go), len(key) (the entry keeps its
+// key) and entryOverhead.
 // ristretto runs with IgnoreInternalCost, because entryOverhead already
 // counts ristretto's own per-item record; adding its internal cost as well
 // would charge it twice, and the policy's ledger (MaxCost - RemainingCost,
@@ -33,12 +35,27 @@ import (
 // time a new item is added"), which would let a growing page push the store
 // past MaxBytes. A replacement is therefore a Del then a Set, so the new
 // entry goes through admission and eviction like any other.
+//
+// Growth. A form made on a hit (forms.go) adds to the cost of an entry the
+// store already holds. That is not a replacement: a Del then a Set would
+// take a hot page out of the store (every Get in between misses and
+// fetches) and put it through admission again, which may refuse it. So the
+// entry is Set again in place, with its new cost: ristretto updates the cost
+// in its ledger at once and evicts for it on the next insert. The ledger may
+// thus exceed MaxBytes by the forms made since the last insert, a few pages
+// at most, and never by more than it did before plus those. Should the
+// update be dropped (a full set buffer; ristretto keeps the value and loses
+// the cost), the ledger understates the entry by its new form until it
+// leaves. The Set in place must never put back an entry that its key's
+// flight has replaced or that was dropped: a striped lock per key orders
+// grow against put, and grow checks that the store still holds this very
+// entry.
 
-// entryOverhead is the fixed per-entry charge beyond body, gzip copy and
-// key, rounded up: the Entry struct (~150 B), its two ETag strings (~60 B),
+// entryOverhead is the fixed per-entry charge beyond the forms and the key,
+// rounded up: the Entry struct (~250 B), its two ETag strings (~60 B),
 // ristretto's storeItem (48 B) and its slots in three maps (store, policy
 // costs, expiry buckets, ~150 B together). TestEntryOverhead checks it.
-const entryOverhead = 512
+const entryOverhead = 640
 
 // avgEntryBytes sizes ristretto's frequency counters: most pages are small
 // (lookups ~1 KiB, 20-item pages ~8 KiB), so 2 KiB is a conservative mean.
@@ -54,8 +71,15 @@ type store struct {
 	// skipWait is for the benchmark that measures what Wait costs.
 	skipWait bool
 
+	// locks order put, grow and drop of one key (see "Growth").
+	locks [64]sync.Mutex
+
 	evictions, expired, rejected atomic.Uint64
 	closing                      atomic.Bool
+}
+
+func (s *store) lock(key string) *sync.Mutex {
+	return &s.locks[xxhash.Sum64String(key)%uint64(len(s.locks))]
 }
 
 func newStore(maxBytes int64) (*store, error) {
@@ -76,7 +100,7 @@ func newStore(maxBytes int64) (*store, error) {
 }
 
 // onEvict runs in ristretto's single processing goroutine: it only counts
-// (STYLE.md: callbacks stay cheap). The expiry cleanup reports through it
+// (callbacks under ristretto's lock stay cheap). The expiry cleanup reports through it
 // too; an item past its wall-clock expiration was expired, not evicted.
 func (s *store) onEvict(it *ristretto.Item[*Entry]) {
 	switch {
@@ -97,27 +121,59 @@ func (s *store) get(key string) *Entry {
 	return e
 }
 
-// put stores e under key, replacing whatever is held. The Del runs even when
-// the flight saw no entry: ristretto's Get hides an entry past its wall-clock
-// expiry that the store still holds, and a Set on it would be an update.
-// Only the flight of key writes key, so nothing races the Del and the Set.
-// The wall-clock TTL given to ristretto outlives every window of the entry
-// (TTL plus the longer stale window), so ristretto never drops an entry the
-// policy would still serve; freshness itself is judged by Entry.state on the
-// injected clock.
-func (s *store) put(key string, e *Entry) {
-	e.cost = int64(cap(e.Body)+cap(e.Gzip)+len(key)) + entryOverhead
-	if e.cost > s.max {
+// put stores e under key for ttl, replacing whatever is held. The Del runs
+// even when the flight saw no entry: ristretto's Get hides an entry past its
+// wall-clock expiry that the store still holds, and a Set on it would be an
+// update. Only the flight of key replaces key. ttl is what is left of the
+// entry's TTL plus its longer stale window, so ristretto never drops an entry
+// the policy would still serve; freshness itself is judged by Entry.state on
+// the injected clock.
+func (s *store) put(key string, e *Entry, ttl time.Duration) {
+	if ttl <= 0 {
+		return
+	}
+	e.home, e.key, e.expires = s, key, time.Now().Add(ttl)
+	cost := e.cost.Add(int64(cap(e.id)+cap(e.gz)+len(key)) + entryOverhead)
+	if cost > s.max {
 		s.rejected.Add(1)
 		return
 	}
+	mu := s.lock(key)
+	mu.Lock()
+	defer mu.Unlock()
 	s.rc.Del(key)
-	if !s.rc.SetWithTTL(key, e, e.cost, e.TTL+max(e.swr, e.sie)) {
+	if !s.rc.SetWithTTL(key, e, cost, ttl) {
 		s.rejected.Add(1) // the set buffer was full: dropped
 		return
 	}
 	if !s.skipWait {
 		s.rc.Wait()
+	}
+}
+
+// grow adds n bytes to the cost of e, in place, if the store still holds it
+// (see "Growth").
+func (s *store) grow(e *Entry, n int64) {
+	mu := s.lock(e.key)
+	mu.Lock()
+	defer mu.Unlock()
+	if cur, ok := s.rc.Get(e.key); !ok || cur != e {
+		return
+	}
+	ttl := time.Until(e.expires)
+	if ttl <= 0 {
+		return
+	}
+	s.rc.SetWithTTL(e.key, e, e.cost.Add(n), ttl)
+}
+
+// drop removes e if the store still holds it.
+func (s *store) drop(e *Entry) {
+	mu := s.lock(e.key)
+	mu.Lock()
+	defer mu.Unlock()
+	if cur, ok := s.rc.Get(e.key); ok && cur == e {
+		s.rc.Del(e.key)
 	}
 }
 

@@ -4,16 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
-
-	"github.com/klauspost/compress/gzip"
 )
 
 // page returns a JSON-like body of about n bytes: compressible, like the
@@ -34,7 +30,7 @@ func page(n int, seed uint64) []byte {
 // ristretto's ledger.
 func heldCost(c *Cache) int64 {
 	var sum int64
-	c.store.rc.IterValues(func(e *Entry) bool { sum += e.cost; return false })
+	c.store.rc.IterValues(func(e *Entry) bool { sum += e.cost.Load(); return false })
 	return sum
 }
 
@@ -109,52 +105,12 @@ func TestTooLarge(t *testing.T) {
 	c := newTestCache(t, Config{MaxBytes: 1 << 20}, newClock(), Options{})
 	var n atomic.Int64
 	big := string(page(2<<20, 1))
-	if e := mustGet(t, c, "big", counting(&n, big, liveFacts), Miss); len(e.Body) != len(big) {
+	if e := mustGet(t, c, "big", counting(&n, big, liveFacts), Miss); len(e.Body()) != len(big) {
 		t.Fatal("wrong body")
 	}
 	mustGet(t, c, "big", counting(&n, big, liveFacts), Miss)
 	if n.Load() != 2 || c.Stats().Rejected != 2 {
 		t.Errorf("fetches %d, rejected %d", n.Load(), c.Stats().Rejected)
-	}
-}
-
-// TestGzip: pages over compress_min_bytes carry a gzip copy whose
-// decompression is the identity body; small and incompressible pages none.
-func TestGzip(t *testing.T) {
-	c := newTestCache(t, Config{}, newClock(), Options{})
-	get := func(key string, b []byte) *Entry {
-		return mustGet(t, c, key, func(context.Context) ([]byte, Facts, error) { return b, liveFacts, nil }, Miss)
-	}
-	for _, n := range []int{1025, 8 << 10, 400 << 10} {
-		e := get(fmt.Sprint("big", n), page(n, uint64(n)))
-		if e.Gzip == nil || len(e.Gzip) >= len(e.Body) {
-			t.Fatalf("%d B: gzip %d B", n, len(e.Gzip))
-		}
-		zr, err := gzip.NewReader(bytes.NewReader(e.Gzip))
-		if err != nil {
-			t.Fatal(err)
-		}
-		plain, err := io.ReadAll(zr)
-		if err != nil || !bytes.Equal(plain, e.Body) {
-			t.Fatalf("%d B: gunzip differs from body (%v)", n, err)
-		}
-		if e.ETag == "" || e.GzipETag() != strings.TrimSuffix(e.ETag, `"`)+`-gzip"` {
-			t.Errorf("etags %s %s", e.ETag, e.GzipETag())
-		}
-	}
-	if e := get("small", page(1024, 1)[:1024]); e.Gzip != nil {
-		t.Error("a 1024 B page got a gzip copy")
-	}
-	noise := make([]byte, 4096)
-	_, _ = rand.NewChaCha8([32]byte{1}).Read(noise)
-	if e := get("noise", noise); e.Gzip != nil {
-		t.Error("an incompressible page got a gzip copy")
-	}
-
-	off := newTestCache(t, Config{CompressMinBytes: -1}, newClock(), Options{})
-	e := mustGet(t, off, "k", func(context.Context) ([]byte, Facts, error) { return page(8<<10, 1), liveFacts, nil }, Miss)
-	if e.Gzip != nil {
-		t.Error("compress_min_bytes -1 still compressed")
 	}
 }
 
@@ -174,8 +130,8 @@ func TestBodyTrimmed(t *testing.T) {
 	c := newTestCache(t, Config{}, newClock(), Options{})
 	buf := make([]byte, 100, 1<<20)
 	e := mustGet(t, c, "k", func(context.Context) ([]byte, Facts, error) { return buf, liveFacts, nil }, Miss)
-	if cap(e.Body) > 128 {
-		t.Errorf("cap(Body) = %d, want a copy of about 100", cap(e.Body))
+	if cap(e.Body()) > 128 {
+		t.Errorf("cap(Body()) = %d, want a copy of about 100", cap(e.Body()))
 	}
 }
 

@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 )
 
-// A fetch may want to know whether anyone still waits for it: issue 5 asks
+// A fetch may want to know whether anyone still waits for it: the retry loop asks
 // for no upstream retry once the client has gone. With coalescing "the
 // client" is every caller waiting on the flight, so the cache counts them
 // per key and the fetch asks Abandoned.

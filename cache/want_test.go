@@ -6,7 +6,7 @@ import (
 )
 
 // TestAbandoned: a fetch can tell when every caller waiting on it has gone
-// (issue 5: no retry once the client has gone), and a background refresh
+// (no retry once the client has gone), and a background refresh
 // nobody joined is never abandoned.
 func TestAbandoned(t *testing.T) {
 	c := newTestCache(t, Config{}, newClock(), Options{})

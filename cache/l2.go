@@ -1,0 +1,277 @@
+package cache
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The shared tier (L2): pages in Redis, shared by every replica of the
+// edge, so that the fleet makes one upstream call per key per TTL.
+//
+// A flight (miss.go) that finds nothing in L1 reads L2 first. On a miss it
+// takes a short lease on the key (SET NX PX, in a script that also returns
+// the holder's token when the lease is taken): the winner fetches, stores
+// the value, releases the lease (compare-and-delete on its token) and
+// publishes a notice; the others wait for it. This is the "aside" pattern of
+// redis/rueidis (rueidisaside): a lease only on a miss, waiters woken by a
+// notice rather than polling. rueidisaside wakes them through client-side
+// caching invalidations; go-redis has no such tracking, so the notice is a
+// pub/sub message on one channel per prefix, whose subscriber dispatches it
+// to the local waiters of the key. Waiters also poll every pollInterval:
+// pub/sub is fire-and-forget, so a notice sent while a replica resubscribes
+// is lost, and a holder that died sends none (its lease expires by itself;
+// a waiter polling then finds it gone and takes it).
+//
+// A holder whose fetch fails writes a failure marker (its token, then the
+// error as Options.EncodeErr encodes it) before releasing, so its waiters
+// answer as its own callers do (stale if they hold a page, else the error)
+// instead of each calling the upstream in turn. A waiter only believes a
+// marker carrying the token of the holder it waited for.
+//
+// Redis never fails a client: each call is bounded by L2Timeout, and a
+// failed one makes the flight work alone (L1 and local coalescing), counted
+// in Stats.L2Errors. Nothing is remembered of a failure: the next flight
+// asks Redis again, so the tier comes back by itself (a circuit breaker on
+// the client, installed by whoever builds it, makes a dead Redis fail fast).
+
+// Defaults of the zero L2 options.
+const (
+	DefaultL2Prefix     = "tradergate:page:"
+	DefaultL2Timeout    = 100 * time.Millisecond
+	DefaultLeaseTimeout = 10 * time.Second
+	// DefaultL2MaxEntryBytes bounds the values stored in L2: a larger page
+	// stays in L1 only.
+	DefaultL2MaxEntryBytes = 1 << 20
+)
+
+// pollInterval is how often a waiter checks the lease and the value when
+// no notice comes (see above).
+const pollInterval = 100 * time.Millisecond
+
+// Marker kinds, after the holder's token.
+const (
+	markFailed = 'E' // the fetch failed; the encoded error follows
+	markAlone  = 'A' // the page is not shared (BYPASS or too large): fetch alone
+)
+
+// acquireScript takes the lease, or returns the holder's token. One round
+// trip, and any Redis version (SET NX GET needs 7.0).
+var acquireScript = redis.NewScript(`
+local held = redis.call('GET', KEYS[1])
+if held then return held end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return false`)
+
+// releaseSrc deletes the lease only if the token still holds it: a holder
+// that overran its lease must not release the next holder's.
+const releaseSrc = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`
+
+// l2 is the shared tier of one Cache.
+type l2 struct {
+	rdb       redis.UniversalClient
+	prefix    string
+	channel   string
+	timeout   time.Duration
+	lease     time.Duration
+	encodeErr func(error) []byte
+	decodeErr func([]byte) error
+
+	ps   *redis.PubSub
+	done chan struct{} // closed when listen's loop has ended
+	// noNotice turns the notices off, for the benchmark that compares them
+	// with polling alone.
+	noNotice bool
+
+	mu      sync.Mutex
+	waiters map[string][]chan struct{} // by key hash, under mu
+}
+
+func newL2(opt Options) (*l2, error) {
+	l := &l2{
+		rdb:       opt.L2,
+		prefix:    opt.L2Prefix,
+		timeout:   opt.L2Timeout,
+		lease:     opt.LeaseTimeout,
+		encodeErr: opt.EncodeErr,
+		decodeErr: opt.DecodeErr,
+		waiters:   map[string][]chan struct{}{},
+	}
+	if l.prefix == "" {
+		l.prefix = DefaultL2Prefix
+	}
+	if strings.ContainsAny(l.prefix, "{}") {
+		return nil, fmt.Errorf("cache: L2Prefix %q must not contain braces (the keys carry a Redis Cluster hash tag)", l.prefix)
+	}
+	if l.timeout <= 0 {
+		l.timeout = DefaultL2Timeout
+	}
+	if l.lease <= 0 {
+		l.lease = DefaultLeaseTimeout
+	}
+	if l.encodeErr == nil {
+		l.encodeErr = func(error) []byte { return nil }
+	}
+	if l.decodeErr == nil {
+		l.decodeErr = func([]byte) error { return ErrPeerFetch }
+	}
+	l.channel = l.prefix + "notify"
+	return l, nil
+}
+
+// ErrPeerFetch is the error a waiter returns when the replica it waited for
+// failed to fetch the page and Options.DecodeErr is nil.
+var ErrPeerFetch = errors.New("cache: the fetch failed on another replica")
+
+// listen subscribes to the notices and dispatches them until close. The
+// subscription is (re)made by go-redis, in the background, for as long as
+// Redis is unreachable. The loop is not in Cache.wg, which counts the work
+// that ends by itself (tests wait on it for refreshes); close waits for it.
+func (l *l2) listen(stop context.Context) {
+	l.ps = l.rdb.Subscribe(stop, l.channel)
+	ch := l.ps.Channel()
+	l.done = make(chan struct{})
+	go func() {
+		defer close(l.done)
+		for msg := range ch {
+			l.notify(msg.Payload)
+		}
+	}()
+}
+
+func (l *l2) close() {
+	_ = l.ps.Close() // closes the channel: listen's loop ends
+	<-l.done
+}
+
+func (l *l2) notify(hash string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, ch := range l.waiters[hash] {
+		select {
+		case ch <- struct{}{}:
+		default: // a wake-up is pending already
+		}
+	}
+}
+
+// watch registers for the notices of hash until the returned func runs.
+// Registering before reading Redis loses no notice sent in between.
+func (l *l2) watch(hash string) (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	l.mu.Lock()
+	l.waiters[hash] = append(l.waiters[hash], ch)
+	l.mu.Unlock()
+	return ch, func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		list := l.waiters[hash]
+		for i, c := range list {
+			if c == ch {
+				list = append(list[:i], list[i+1:]...)
+				break
+			}
+		}
+		if len(list) == 0 {
+			delete(l.waiters, hash)
+		} else {
+			l.waiters[hash] = list
+		}
+	}
+}
+
+func (l *l2) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, l.timeout)
+}
+
+// get reads the value of a page: nil and no error when there is none.
+func (l *l2) get(ctx context.Context, k sharedKeys) ([]byte, error) {
+	ctx, cancel := l.bound(ctx)
+	defer cancel()
+	b, err := l.rdb.Get(ctx, k.value).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	return b, err
+}
+
+// acquire takes the lease of a page: its token when won, else the token of
+// the holder.
+func (l *l2) acquire(ctx context.Context, k sharedKeys) (token, holder string, err error) {
+	ctx, cancel := l.bound(ctx)
+	defer cancel()
+	token = rand.Text()
+	held, err := acquireScript.Run(ctx, l.rdb, []string{k.lock}, token, l.lease.Milliseconds()).Text()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return token, "", nil
+	case err != nil:
+		return "", "", err
+	}
+	return "", held, nil
+}
+
+// peek reads the value, the failure marker and the lease of a page in one
+// round trip (they share a hash slot).
+func (l *l2) peek(ctx context.Context, k sharedKeys) (value, mark []byte, holder string, err error) {
+	ctx, cancel := l.bound(ctx)
+	defer cancel()
+	vals, err := l.rdb.MGet(ctx, k.value, k.fail, k.lock).Result()
+	if err != nil {
+		return nil, nil, "", err
+	}
+	str := func(i int) string { s, _ := vals[i].(string); return s }
+	if s := str(0); s != "" {
+		value = []byte(s)
+	}
+	if s := str(1); s != "" {
+		mark = []byte(s)
+	}
+	return value, mark, str(2), nil
+}
+
+// finish ends a holder's lease: it stores value (nil: none) for ttl, or
+// writes a marker (nil: none), releases the lease and publishes the notice,
+// in one round trip.
+func (l *l2) finish(ctx context.Context, k sharedKeys, token string, value []byte, ttl time.Duration, mark []byte) error {
+	ctx, cancel := l.bound(ctx)
+	defer cancel()
+	_, err := l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		if value != nil {
+			p.Set(ctx, k.value, value, ttl)
+		}
+		if mark != nil {
+			p.Set(ctx, k.fail, mark, l.lease)
+		}
+		if token != "" {
+			p.Eval(ctx, releaseSrc, []string{k.lock}, token)
+		}
+		if !l.noNotice {
+			p.Publish(ctx, l.channel, k.hash)
+		}
+		return nil
+	})
+	return err
+}
+
+// marker builds a failure marker of the holder token.
+func marker(token string, kind byte, payload []byte) []byte {
+	b := make([]byte, 0, len(token)+1+len(payload))
+	b = append(b, token...)
+	b = append(b, kind)
+	return append(b, payload...)
+}
+
+// readMarker returns the kind and payload of mark if the holder wrote it.
+func readMarker(mark []byte, holder string) (kind byte, payload []byte, ok bool) {
+	if holder == "" || len(mark) <= len(holder) || string(mark[:len(holder)]) != holder {
+		return 0, nil, false
+	}
+	return mark[len(holder)], mark[len(holder)+1:], true
+}
