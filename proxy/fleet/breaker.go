@@ -1,0 +1,168 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"github.com/sony/gobreaker/v2"
+)
+
+// The breaker around every command of the shared client.
+//
+// It trips after tripAfter consecutive failures: a dead Redis fails every
+// call, so a handful of requests is enough evidence, and a count needs no
+// minimum volume the way a ratio over a window would (a quiet replica would
+// never trip). One success in between resets the count, so a Redis that
+// loses the odd call stays in use. Open, it refuses every command at once
+// for openFor, then lets one probe through (half-open); the probe's success
+// closes it. Recovery needs no goroutine of its own: the next call after
+// openFor is the probe.
+const (
+	// TripAfter is how many consecutive failures open the breaker.
+	TripAfter = 5
+	// OpenFor is how long the breaker stays open before it lets a probe
+	// through.
+	OpenFor = time.Second
+)
+
+// ErrUnavailable is wrapped by the error of every command the breaker
+// refused without sending it: Redis has been failing, so each replica works
+// alone until a probe succeeds. Errors of commands that were sent (a dial
+// refused, a timeout) are go-redis's own.
+var ErrUnavailable = errors.New("fleet: redis unavailable")
+
+// callerGone marks a failure caused by the caller cancelling its context: not
+// Redis's fault, so the breaker does not count it.
+type callerGone struct{ err error }
+
+func (e callerGone) Error() string { return e.err.Error() }
+
+// breaker is the hook (go-redis Hook) that runs every command and pipeline
+// through the circuit breaker, and refuses dials while it is open.
+type breaker struct {
+	cb      *gobreaker.CircuitBreaker[struct{}]
+	errs    prometheus.Counter
+	lastErr atomic.Pointer[error] // the last failure, for the "unreachable" log line
+}
+
+func newBreaker(errs prometheus.Counter, onChange func(from, to gobreaker.State)) *breaker {
+	b := &breaker{errs: errs}
+	b.cb = gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{
+		Name:          "redis",
+		MaxRequests:   1,
+		Timeout:       OpenFor,
+		ReadyToTrip:   func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= TripAfter },
+		IsSuccessful:  answered,
+		IsExcluded:    func(err error) bool { return errors.As(err, new(callerGone)) },
+		OnStateChange: func(_ string, from, to gobreaker.State) { onChange(from, to) },
+	})
+	return b
+}
+
+// answered reports whether Redis did its job: a reply, even redis.Nil or an
+// error reply about the command (WRONGTYPE, NOSCRIPT), is a success. Replies
+// saying the server cannot serve at all are failures.
+func answered(err error) bool {
+	if err == nil || errors.Is(err, redis.Nil) {
+		return true
+	}
+	var re redis.Error
+	if errors.As(err, &re) {
+		for _, p := range []string{"LOADING", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN"} {
+			if strings.HasPrefix(re.Error(), p) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// insideKey marks a context whose command is already going through the
+// breaker. go-redis runs the commands that set up a new connection (HELLO,
+// AUTH, SELECT) through the same hooks, within the command that needed the
+// connection; counted again they would trip the breaker twice as fast, and
+// in half-open they would be refused behind the probe that caused them.
+type insideKey struct{}
+
+// run sends one command or pipeline through the breaker.
+func (b *breaker) run(ctx context.Context, send func(context.Context) error) error {
+	if ctx.Value(insideKey{}) != nil {
+		return send(ctx)
+	}
+	inner := context.WithValue(ctx, insideKey{}, true)
+	_, err := b.cb.Execute(func() (struct{}, error) {
+		err := send(inner)
+		if err != nil && errors.Is(ctx.Err(), context.Canceled) {
+			return struct{}{}, callerGone{err}
+		}
+		return struct{}{}, err
+	})
+	var gone callerGone
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &gone):
+		return gone.err
+	case errors.Is(err, gobreaker.ErrOpenState), errors.Is(err, gobreaker.ErrTooManyRequests):
+		b.errs.Inc()
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	case !answered(err):
+		b.errs.Inc()
+		b.lastErr.Store(&err)
+	}
+	return err
+}
+
+func (b *breaker) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		// Not counted: the command that needed the connection is.
+		if b.cb.State() == gobreaker.StateOpen {
+			return nil, fmt.Errorf("%w: %w", ErrUnavailable, gobreaker.ErrOpenState)
+		}
+		return next(ctx, network, addr)
+	}
+}
+
+func (b *breaker) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := b.run(ctx, func(ctx context.Context) error { return next(ctx, cmd) })
+		if errors.Is(err, ErrUnavailable) {
+			cmd.SetErr(err)
+		}
+		return err
+	}
+}
+
+func (b *breaker) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := b.run(ctx, func(ctx context.Context) error { return next(ctx, cmds) })
+		if errors.Is(err, ErrUnavailable) {
+			// Never sent: each command must say so, or it would read as an
+			// empty success.
+			for _, c := range cmds {
+				c.SetErr(err)
+			}
+		}
+		return err
+	}
+}
+
+// dialGate is the dial half of breaker alone, for a Cluster's node clients:
+// their commands already went through the breaker on the ClusterClient.
+type dialGate struct{ b *breaker }
+
+func (g dialGate) DialHook(next redis.DialHook) redis.DialHook { return g.b.DialHook(next) }
+func (dialGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return next
+}
+func (dialGate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}

@@ -1,0 +1,235 @@
+// Package fleet is the replicas' shared Redis: the `redis:` configuration
+// section and the one client that every shared part (rate limits, the page
+// cache's second level, fleet-wide locks) uses, behind one circuit breaker.
+//
+// A Redis that is down, at start or later, never stops a replica: the
+// breaker refuses commands at once with ErrUnavailable, each part falls back
+// to working alone, and the client recovers by itself when Redis returns.
+package fleet
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+	"github.com/sony/gobreaker/v2"
+)
+
+// Options are the collaborators of a Conn.
+type Options struct {
+	// Logger receives one line when Redis becomes unreachable and one when
+	// it is reachable again. nil: discard.
+	Logger *slog.Logger
+}
+
+// Conn is the open connection to the shared Redis. It is safe for
+// concurrent use; Close it once every user of Client is done.
+type Conn struct {
+	client  redis.UniversalClient
+	prefix  string
+	timeout time.Duration
+	log     *slog.Logger
+	brk     *breaker
+
+	stateGauge  prometheus.Gauge
+	transitions *prometheus.CounterVec
+	errs        prometheus.Counter
+
+	// changes carries breaker state changes from OnStateChange, which runs
+	// under the breaker's lock, to logChanges, which logs them.
+	changes chan gobreaker.State
+	stop    chan struct{}
+	wg      sync.WaitGroup
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// changesBuffer is how many state changes may wait for the logger. Changes
+// come at most about one per OpenFor, so it never fills in practice; if it
+// did, a change would go unlogged (still counted in the metrics) rather than
+// block the breaker.
+const changesBuffer = 64
+
+// Open builds the client for cfg (defaults are applied to a copy). It does
+// not contact Redis, so a Redis that is down at start costs nothing: the
+// first commands fail, the breaker opens, and the replica works alone until
+// Redis answers. cfg must be Enabled and valid; getenv reads the password
+// from cfg.PasswordEnv.
+func Open(cfg Config, getenv func(string) string, opt Options) (*Conn, error) {
+	cfg.ApplyDefaults()
+	if !cfg.Enabled() {
+		return nil, errors.New("redis.addrs: empty, nothing to open")
+	}
+	if errs := cfg.Validate(getenv); len(errs) > 0 {
+		return nil, errors.New(strings.Join(errs, "; "))
+	}
+	uo := &redis.UniversalOptions{
+		Addrs:      cfg.Addrs,
+		MasterName: cfg.MasterName,
+		DB:         cfg.DB,
+		Username:   cfg.Username,
+		// One dial attempt and no command retries: a retry would double
+		// what a request waits, and the breaker decides when to try again.
+		DialerRetries: 1,
+		MaxRetries:    -1,
+		DialTimeout:   cfg.Timeout,
+		ReadTimeout:   cfg.Timeout,
+		WriteTimeout:  cfg.Timeout,
+		PoolTimeout:   cfg.Timeout,
+		// A caller's shorter deadline is honoured on the socket.
+		ContextTimeoutEnabled: true,
+		// Neither is needed, and each costs a round trip on every new
+		// connection (CLIENT SETINFO; CLIENT MAINT_NOTIFICATIONS).
+		DisableIdentity:          true,
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
+	}
+	if cfg.PasswordEnv != "" {
+		uo.Password = getenv(cfg.PasswordEnv)
+	}
+	if cfg.TLS {
+		uo.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+		if cfg.CAFile != "" {
+			pool, err := loadCA(cfg.CAFile)
+			if err != nil {
+				return nil, fmt.Errorf("redis.ca_file: %w", err)
+			}
+			uo.TLSConfig.RootCAs = pool
+		}
+	}
+
+	c := &Conn{
+		prefix:  cfg.Prefix,
+		timeout: cfg.Timeout,
+		log:     opt.Logger,
+		stateGauge: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "tradergate_redis_breaker_state",
+			Help: "State of the breaker in front of the shared Redis: 0 closed, 1 half-open, 2 open (each replica works alone).",
+		}),
+		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tradergate_redis_breaker_transitions_total",
+			Help: "Changes of state of the breaker in front of the shared Redis, by the state entered.",
+		}, []string{"to"}),
+		errs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tradergate_redis_errors_total",
+			Help: "Redis commands that failed: not answered, too slow, or refused at once by the open breaker.",
+		}),
+		changes: make(chan gobreaker.State, changesBuffer),
+		stop:    make(chan struct{}),
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	for _, s := range []gobreaker.State{gobreaker.StateClosed, gobreaker.StateHalfOpen, gobreaker.StateOpen} {
+		c.transitions.WithLabelValues(s.String()) // each series exists from the start
+	}
+	c.brk = newBreaker(c.errs, c.stateChanged)
+	c.client = redis.NewUniversalClient(uo)
+	c.client.AddHook(c.brk)
+	if cc, ok := c.client.(*redis.ClusterClient); ok {
+		// A ClusterClient runs its hooks around whole commands but dials
+		// through its node clients, which need the dial gate of their own.
+		cc.OnNewNode(func(node *redis.Client) { node.AddHook(dialGate{c.brk}) })
+	}
+
+	c.wg.Add(1)
+	go c.logChanges()
+	c.log.Info("redis configured", "mode", mode(cfg), "addrs", cfg.Addrs, "prefix", cfg.Prefix, "timeout", cfg.Timeout)
+	return c, nil
+}
+
+func mode(cfg Config) string {
+	switch {
+	case cfg.MasterName != "":
+		return "sentinel"
+	case cfg.cluster():
+		return "cluster"
+	}
+	return "single"
+}
+
+// stateChanged is the breaker's OnStateChange. It runs under the breaker's
+// lock, on the goroutine of whichever command caused the change, so it only
+// updates metrics and hands the change over.
+func (c *Conn) stateChanged(_, to gobreaker.State) {
+	c.stateGauge.Set(float64(to))
+	c.transitions.WithLabelValues(to.String()).Inc()
+	select {
+	case c.changes <- to:
+	default:
+	}
+}
+
+// logChanges logs when Redis becomes unreachable and when it is reachable
+// again: one line each, whatever the traffic. The half-open probes in
+// between are in the metrics, not the log.
+func (c *Conn) logChanges() {
+	defer c.wg.Done()
+	down := false
+	for {
+		select {
+		case <-c.stop:
+			return
+		case to := <-c.changes:
+			switch {
+			case to == gobreaker.StateOpen && !down:
+				down = true
+				var cause any = "unknown"
+				if err := c.brk.lastErr.Load(); err != nil {
+					cause = *err // go-redis's text: address and reason, never the password
+				}
+				c.log.Warn("redis unreachable: each replica works alone",
+					"err", cause, "trip_after", TripAfter, "retry_every", OpenFor)
+			case to == gobreaker.StateClosed && down:
+				down = false
+				c.log.Info("redis reachable again")
+			}
+		}
+	}
+}
+
+// Client is the shared client, for the parts that keep state in Redis. Its
+// commands go through the breaker: while it is open they fail at once with
+// an error wrapping ErrUnavailable. Callers must not Close it; Conn.Close
+// does.
+func (c *Conn) Client() redis.UniversalClient { return c.client }
+
+// Key is the prefix and parts joined by ":", e.g. Key("rl") is
+// "tradergate:rl". Every key of the fleet should be made by it, so that
+// deployments sharing a Redis do not meet.
+func (c *Conn) Key(parts ...string) string {
+	return strings.Join(append([]string{c.prefix}, parts...), ":")
+}
+
+// Timeout is redis.timeout, the bound on one call; callers that give a call
+// its own deadline should not make it shorter.
+func (c *Conn) Timeout() time.Duration { return c.timeout }
+
+// State is the breaker's state: "closed" (Redis in use), "half-open" (one
+// probe in flight) or "open" (commands refused).
+func (c *Conn) State() string { return c.brk.cb.State().String() }
+
+// Collectors are the Conn's metrics, for the caller to register on its own
+// registry: tradergate_redis_breaker_state, ..._breaker_transitions_total
+// {to} and tradergate_redis_errors_total.
+func (c *Conn) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{c.stateGauge, c.transitions, c.errs}
+}
+
+// Close closes the client and stops the Conn's goroutine. Commands after
+// Close fail. Closing twice returns the first result.
+func (c *Conn) Close() error {
+	c.closeOnce.Do(func() {
+		c.closeErr = c.client.Close()
+		close(c.stop)
+		c.wg.Wait()
+	})
+	return c.closeErr
+}
