@@ -9,23 +9,23 @@ import (
 	"tradergate/limits/redistest"
 )
 
-// BenchmarkTake measures the limiter's cost per request (issue 4,
-// "Benchmark"): go test -bench Take -benchmem ./limits/
+// BenchmarkTake measures the limiter's cost per request:
+// go test -bench Take -benchmem ./limits/
 // The allowance is never spent, so every Take goes the whole way.
 func BenchmarkTake(b *testing.B) {
 	plan := Plan{Requests: 1 << 40, Window: time.Minute}
 	stores := []struct {
 		name string
-		cfg  func(b *testing.B) Config
+		opt  func(b *testing.B) Options
 	}{
-		{"memory", func(*testing.B) Config { return Config{} }},
-		{"redis", func(b *testing.B) Config {
-			return Config{RedisURL: redistest.Start(b).URL(), StoreTimeout: time.Second}
+		{"memory", func(*testing.B) Options { return Options{} }},
+		{"redis", func(b *testing.B) Options {
+			return shared(b, []string{redistest.Start(b).Addr()}, time.Second, Options{})
 		}},
 	}
 	for _, st := range stores {
 		b.Run(st.name, func(b *testing.B) {
-			l := newLimiter(b, st.cfg(b), Options{})
+			l := newLimiter(b, Config{}, st.opt(b))
 			b.Run("serial", func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {

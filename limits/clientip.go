@@ -6,8 +6,7 @@ import (
 	"strings"
 )
 
-// ClientIP is the address requests without a valid key are limited by
-// (issue 4, item 4). It is the connection's peer, unless the peer is a
+// ClientIP is the address requests without a valid key are limited by. It is the connection's peer, unless the peer is a
 // trusted proxy (Config.TrustedProxies): then X-Forwarded-For is read from
 // the right, skipping trusted hops, and the first untrusted address is the
 // client. Entries left of it were written by the client and may be forged,
@@ -21,12 +20,17 @@ import (
 // unmapped. The zero Addr means the peer address could not be read (for
 // example a Unix socket); IPBucket gives it a bucket of its own.
 func (l *Limiter) ClientIP(r *http.Request) netip.Addr {
-	peer := parsePeer(r.RemoteAddr)
+	return l.ClientIPFrom(parsePeer(r.RemoteAddr), r.Header.Values("X-Forwarded-For"))
+}
+
+// ClientIPFrom is ClientIP for a front that is not net/http: the peer's
+// address and the X-Forwarded-For field values, in order.
+func (l *Limiter) ClientIPFrom(peer netip.Addr, fields []string) netip.Addr {
+	peer = normalizeAddr(peer)
 	if !peer.IsValid() || !l.isTrusted(peer) {
 		return peer
 	}
 	client := peer
-	fields := r.Header.Values("X-Forwarded-For")
 	for i := len(fields) - 1; i >= 0; i-- {
 		list := fields[i]
 		for list != "" {

@@ -4,19 +4,20 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"net/url"
 	"strings"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
-// Defaults of Config, filled by ApplyDefaults.
+// Defaults of Options and Config.
 const (
-	DefaultRedisPrefix  = "tradergate:rl"
-	DefaultStoreTimeout = 100 * time.Millisecond
+	// DefaultRedisPrefix starts the limiter's keys when Options.RedisPrefix
+	// is empty; the redis section's default prefix plus ":rl".
+	DefaultRedisPrefix = "tradergate:rl"
+	// DefaultRedisTimeout bounds a store call when Options.RedisTimeout is
+	// zero; the redis section's default timeout.
+	DefaultRedisTimeout = 50 * time.Millisecond
 	// OnStoreErrorAllow serves a request whose allowance could not be
-	// checked: a Redis outage must not take the edge down with it (issue 4).
+	// checked: a Redis outage must not take the edge down with it.
 	OnStoreErrorAllow = "allow"
 	// OnStoreErrorDeny refuses such a request with 503, for operators who
 	// would rather shed load than serve it unmetered.
@@ -30,39 +31,33 @@ var defaultAnonymous = Plan{Requests: 30, Window: time.Minute}
 
 // Config is the `limits:` section of config.yaml. Zero values mean the
 // defaults named in the field comments; ApplyDefaults fills them in.
+//
+// Where the counters live is not part of it: with a shared Redis (the
+// `redis:` section, package fleet) the caller passes its client in Options;
+// without one they stay in this process.
 type Config struct {
-	// RedisURL selects the store. "" (zero) keeps the counters in this
-	// process: correct for one node only. redis://[user:pass@]host:port/db
-	// (or rediss:// for TLS) makes one quota shared by every replica that
-	// names the same Redis (DESIGN "Scale beyond one machine"). Timeouts and
-	// retries given as URL query parameters are overridden by StoreTimeout.
-	RedisURL string `yaml:"redis_url"`
-	// RedisPrefix starts every Redis key, so that several deployments can
-	// share one Redis. Zero: "tradergate:rl".
-	RedisPrefix string `yaml:"redis_prefix"`
-	// StoreTimeout bounds one store call (dial, pool wait, command); past it
-	// OnStoreError decides. A slow Redis must not hang requests. Zero: 100ms.
-	StoreTimeout time.Duration `yaml:"store_timeout"`
 	// OnStoreError is "allow" (zero; serve unmetered) or "deny" (answer 503)
-	// when the store fails or is slower than StoreTimeout.
+	// when the store fails or is slower than Options.RedisTimeout.
 	OnStoreError string `yaml:"on_store_error"`
 	// Anonymous is the allowance per client IP for requests whose key is
-	// missing or invalid, so key guessing is throttled (issue 4, item 4).
-	// Zero: 30 requests per 1m.
+	// missing or invalid, so key guessing is throttled. Zero: 30 requests
+	// per 1m.
 	Anonymous Plan `yaml:"anonymous"`
 	// TrustedProxies lists the IPs or CIDRs whose X-Forwarded-For is
 	// believed (see ClientIP). Zero: none; the peer address is the client.
 	TrustedProxies []string `yaml:"trusted_proxies"`
+
+	// Deprecated: moved to redis.addrs and redis.password_env. Kept only so
+	// that a config still setting it is refused with a line saying so.
+	RedisURL string `yaml:"redis_url"`
+	// Deprecated: moved to redis.prefix; refused like RedisURL.
+	RedisPrefix string `yaml:"redis_prefix"`
+	// Deprecated: moved to redis.timeout; refused like RedisURL.
+	StoreTimeout time.Duration `yaml:"store_timeout"`
 }
 
 // ApplyDefaults fills the zero fields with their documented defaults.
 func (c *Config) ApplyDefaults() {
-	if c.RedisPrefix == "" {
-		c.RedisPrefix = DefaultRedisPrefix
-	}
-	if c.StoreTimeout == 0 {
-		c.StoreTimeout = DefaultStoreTimeout
-	}
 	if c.OnStoreError == "" {
 		c.OnStoreError = OnStoreErrorAllow
 	}
@@ -75,16 +70,16 @@ func (c *Config) ApplyDefaults() {
 // e.g. "limits.on_store_error: must be allow or deny". Zero values are valid
 // (they mean the default), so it may run before or after ApplyDefaults.
 func (c Config) Validate() error {
-	if c.RedisURL != "" {
-		if _, err := redisOptions(c.RedisURL); err != nil {
-			return fmt.Errorf("limits.redis_url: %w", err)
-		}
-	}
-	if strings.ContainsAny(c.RedisPrefix, " \t\r\n") {
-		return errors.New("limits.redis_prefix: must not contain white space")
-	}
-	if c.StoreTimeout < 0 {
-		return fmt.Errorf("limits.store_timeout: must be positive, got %v", c.StoreTimeout)
+	// The old store settings are refused rather than ignored: ignoring
+	// them would silently turn a shared quota into one per replica. The
+	// URL is not echoed, as it may hold a password.
+	switch {
+	case c.RedisURL != "":
+		return errors.New("limits.redis_url: moved: set redis.addrs (and redis.password_env) in the redis section")
+	case c.RedisPrefix != "":
+		return errors.New(`limits.redis_prefix: moved: set redis.prefix in the redis section (the limiter's keys start with it and ":rl")`)
+	case c.StoreTimeout != 0:
+		return errors.New("limits.store_timeout: moved: set redis.timeout in the redis section")
 	}
 	switch c.OnStoreError {
 	case "", OnStoreErrorAllow, OnStoreErrorDeny:
@@ -102,28 +97,6 @@ func (c Config) Validate() error {
 		}
 	}
 	return nil
-}
-
-// redisOptions parses a redis URL without ever echoing it: it may carry a
-// password, and url.Parse quotes the whole input in its errors.
-func redisOptions(raw string) (*redis.Options, error) {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return nil, errors.New("not a valid URL (expected redis://host:port/db)")
-	}
-	if u.Scheme != "redis" && u.Scheme != "rediss" {
-		return nil, fmt.Errorf("scheme must be redis or rediss, got %q", u.Scheme)
-	}
-	if u.Host == "" {
-		return nil, errors.New("host is missing (expected redis://host:port/db)")
-	}
-	opt, err := redis.ParseURL(raw)
-	if err != nil {
-		// go-redis names the offending part (db number, query parameter),
-		// never the credentials.
-		return nil, err
-	}
-	return opt, nil
 }
 
 // parseTrusted reads one trusted_proxies entry: a CIDR or a single address.

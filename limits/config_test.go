@@ -4,18 +4,18 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 )
 
 func TestConfigDefaults(t *testing.T) {
 	var c Config
 	c.ApplyDefaults()
 	want := Config{
-		RedisPrefix:  "tradergate:rl",
-		StoreTimeout: 100 * time.Millisecond,
 		OnStoreError: "allow",
 		Anonymous:    Plan{Requests: 30, Window: time.Minute},
 	}
-	if c.RedisURL != "" || c.RedisPrefix != want.RedisPrefix || c.StoreTimeout != want.StoreTimeout ||
+	if c.RedisURL != "" || c.RedisPrefix != "" || c.StoreTimeout != 0 ||
 		c.OnStoreError != want.OnStoreError || c.Anonymous != want.Anonymous || c.TrustedProxies != nil {
 		t.Fatalf("defaults %+v, want %+v", c, want)
 	}
@@ -31,15 +31,8 @@ func TestConfigValidate(t *testing.T) {
 		want string // "" = valid
 	}{
 		{"zero", Config{}, ""},
-		{"redis url", Config{RedisURL: "redis://127.0.0.1:6380/2"}, ""},
-		{"rediss url", Config{RedisURL: "rediss://user:pw@redis.internal:6380/0"}, ""},
 		{"on_store_error deny", Config{OnStoreError: "deny"}, ""},
 		{"on_store_error bad", Config{OnStoreError: "open"}, "limits.on_store_error: must be allow or deny"},
-		{"scheme", Config{RedisURL: "http://127.0.0.1:6379"}, `limits.redis_url: scheme must be redis or rediss, got "http"`},
-		{"no host", Config{RedisURL: "redis:///0"}, "limits.redis_url: host is missing (expected redis://host:port/db)"},
-		{"bad db", Config{RedisURL: "redis://127.0.0.1:6379/x"}, `limits.redis_url: redis: invalid database number: "x"`},
-		{"prefix", Config{RedisPrefix: "a b"}, "limits.redis_prefix: must not contain white space"},
-		{"timeout", Config{StoreTimeout: -time.Second}, "limits.store_timeout: must be positive, got -1s"},
 		{"anonymous", Config{Anonymous: Plan{Requests: 0, Window: time.Minute}}, "limits.anonymous.requests: must be at least 1"},
 		{"anonymous window", Config{Anonymous: Plan{Requests: 3, Window: 1500 * time.Millisecond}}, "limits.anonymous.window: must be whole seconds, got 1.5s"},
 		{"trusted ok", Config{TrustedProxies: []string{"10.0.0.0/8", "192.0.2.1", "2001:db8::/32", "::ffff:10.0.0.0/104"}}, ""},
@@ -55,22 +48,42 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
-func TestConfigValidateNeverEchoesRedisPassword(t *testing.T) {
-	for _, u := range []string{
-		"redis://user:s3cret@host:bad-port/0",
-		"redis://user:s3cret@host:6379/0/1",
-		"redis://user:s3cret@host:6379/0?dial_timeout=nope",
-		"redis://user:s3cret@[::1/0",
-		"ftp://user:s3cret@host/0",
-	} {
-		err := Config{RedisURL: u}.Validate()
-		if err == nil {
-			t.Errorf("%s: accepted", u)
-			continue
-		}
-		if strings.Contains(err.Error(), "s3cret") {
-			t.Errorf("error echoes the password: %v", err)
-		}
+// TestConfigMovedSettings: the store settings moved to the redis section; a
+// config still holding one is refused with one line saying where it went,
+// never echoing a URL (it may hold a password).
+func TestConfigMovedSettings(t *testing.T) {
+	tests := []struct {
+		name, yaml, want string
+	}{
+		{"redis_url", "redis_url: redis://user:s3cret@redis.internal:6379/0\non_store_error: deny\n",
+			"limits.redis_url: moved: set redis.addrs (and redis.password_env) in the redis section"},
+		{"redis_url and the rest", "redis_url: rediss://:s3cret@h:1/0\nredis_prefix: x\nstore_timeout: 1s\n",
+			"limits.redis_url: moved: set redis.addrs (and redis.password_env) in the redis section"},
+		{"redis_prefix", "redis_prefix: tradergate:rl\n",
+			`limits.redis_prefix: moved: set redis.prefix in the redis section (the limiter's keys start with it and ":rl")`},
+		{"store_timeout", "store_timeout: 100ms\n",
+			"limits.store_timeout: moved: set redis.timeout in the redis section"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var c Config
+			dec := yaml.NewDecoder(strings.NewReader(tt.yaml))
+			dec.KnownFields(true)
+			if err := dec.Decode(&c); err != nil {
+				t.Fatalf("decode: %v", err)
+			}
+			c.ApplyDefaults()
+			got := errString(c.Validate())
+			if got != tt.want {
+				t.Fatalf("Validate() = %q, want %q", got, tt.want)
+			}
+			if strings.Contains(got, "s3cret") {
+				t.Fatalf("the refusal echoes the password: %s", got)
+			}
+			if _, err := New(c, nil, Options{}); errString(err) != tt.want {
+				t.Fatalf("New: %v, want %q", err, tt.want)
+			}
+		})
 	}
 }
 

@@ -9,7 +9,7 @@ import (
 // Decision is the outcome of charging one request to a bucket.
 //
 // The proxy answers a refusal by its cause: StoreErr == nil means the
-// allowance is spent (429, SPEC "Errors"); StoreErr != nil means the store
+// allowance is spent (429, docs/CONTRACT.md "Errors"); StoreErr != nil means the store
 // failed and on_store_error is deny (503).
 type Decision struct {
 	// Policy is the plan name (or "anonymous"), for RateLimit-Policy.
@@ -34,11 +34,11 @@ type Decision struct {
 // storeErrorRetryAfter is the Retry-After of a refusal caused by a store
 // failure (on_store_error: deny). How long Redis stays away is unknown; one
 // second is the shortest hint, and clients double their waits from there
-// (SPEC "Limits" rule 3).
+// (docs/CONTRACT.md "Limits" rule 3).
 const storeErrorRetryAfter = 1
 
 // SetHeaders writes the rate limit fields of d for a response sent at now
-// (SPEC "Limits": every response carries them):
+// (docs/CONTRACT.md "Limits": every response carries them):
 //
 //	X-RateLimit-Limit      the plan's allowance
 //	X-RateLimit-Remaining  requests left in this window
@@ -61,12 +61,28 @@ const storeErrorRetryAfter = 1
 // Header names are set in Go's canonical form (X-Ratelimit-Limit); field
 // names are case-insensitive (RFC 9110 section 5.1).
 //
-// It runs on every response, so the values are appended to one buffer and
-// become one string, and the fields are assigned under their canonical
-// names without http.Header.Set's canonicalization.
+// It runs on every response: the values are appended to one buffer, and
+// the fields are assigned under their canonical names without
+// http.Header.Set's canonicalization.
 func (d Decision) SetHeaders(h http.Header, now time.Time) {
-	var buf [192]byte
-	b := buf[:0]
+	buf := make([]byte, 0, 192)
+	d.AppendHeaders(&buf, now, func(name string, value []byte) {
+		if value == nil {
+			delete(h, name)
+			return
+		}
+		h[name] = []string{string(value)}
+	})
+}
+
+// AppendHeaders is SetHeaders for a front that is not net/http: it
+// appends the fields' values to *buf, then hands each field to field with
+// its value as a slice of *buf (nil: the field must not be sent). The
+// caller owns the buffer, so a front that keeps one per request writes the
+// fields without allocating.
+func (d Decision) AppendHeaders(buf *[]byte, now time.Time, field func(name string, value []byte)) {
+	b := *buf
+	base := len(b)
 	var cut [6]int // ends of the values in b, in the order below
 	b = strconv.AppendInt(b, d.Limit, 10)
 	cut[0] = len(b) // X-RateLimit-Limit
@@ -104,27 +120,22 @@ func (d Decision) SetHeaders(h http.Header, now time.Time) {
 		b = strconv.AppendInt(b, max(toReset, 1), 10)
 	}
 	cut[5] = len(b) // Retry-After
+	*buf = b
 
-	all := string(b)
-	vals := make([]string, 0, 6)
-	set := func(key string, from, to int) {
-		vals = append(vals, all[from:to])
-		h[key] = vals[len(vals)-1 : len(vals) : len(vals)]
-	}
-	set("X-Ratelimit-Limit", 0, cut[0])
-	set("Ratelimit-Policy", policy, cut[1])
+	field("X-Ratelimit-Limit", b[base:cut[0]])
+	field("Ratelimit-Policy", b[policy:cut[1]])
 	if !d.Reset.IsZero() {
-		set("X-Ratelimit-Reset", cut[1], cut[2])
+		field("X-Ratelimit-Reset", b[cut[1]:cut[2]])
 	}
 	if ok {
-		set("X-Ratelimit-Remaining", cut[2], cut[3])
-		set("Ratelimit", cut[3], cut[4])
+		field("X-Ratelimit-Remaining", b[cut[2]:cut[3]])
+		field("Ratelimit", b[cut[3]:cut[4]])
 	} else {
-		delete(h, "X-Ratelimit-Remaining")
-		delete(h, "Ratelimit")
+		field("X-Ratelimit-Remaining", nil)
+		field("Ratelimit", nil)
 	}
 	if !d.Allowed {
-		set("Retry-After", cut[4], cut[5])
+		field("Retry-After", b[cut[4]:cut[5]])
 	}
 }
 

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"time"
 
 	"tradergate/limits"
+	"tradergate/proxy/fleet"
 )
 
 func ExampleNew() {
@@ -34,6 +36,28 @@ func ExampleNew() {
 	// true 59
 	// "free";q=60;w=60
 	// "free";r=59;t=40
+}
+
+// With the replicas' shared Redis (the redis section), every replica counts
+// in the same place, so a key's allowance holds across all of them. The Conn
+// is the caller's: the limiter never closes it. Not run: it needs a Redis.
+func ExampleNew_sharedRedis() {
+	conn, err := fleet.Open(fleet.Config{Addrs: []string{"127.0.0.1:6379"}}, os.Getenv, fleet.Options{})
+	if err != nil {
+		panic(err)
+	}
+	defer conn.Close()
+	l, err := limits.New(limits.Config{OnStoreError: limits.OnStoreErrorAllow}, map[string]limits.Plan{
+		"free": {Requests: 60, Window: time.Minute},
+	}, limits.Options{Redis: conn.Client(), RedisPrefix: conn.Key("rl"), RedisTimeout: conn.Timeout()})
+	if err != nil {
+		panic(err)
+	}
+	defer l.Close()
+
+	plan, _ := l.Plan("free")
+	d := l.Take(context.Background(), "key:example", plan, "free")
+	fmt.Println(d.Allowed)
 }
 
 func ExampleNewShield() {

@@ -2,20 +2,19 @@ package limits
 
 import (
 	"errors"
-	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/sony/gobreaker/v2"
 
 	"tradergate/limits/redistest"
+	"tradergate/proxy/fleet"
+	"tradergate/proxy/testkit"
 )
 
-// slack is added to StoreTimeout in "no hang" checks: it absorbs scheduling
+// slack is added to the Redis timeout in "no hang" checks: it absorbs scheduling
 // under -race on a loaded machine; it does not measure speed. Without the
 // bounds a call would wait go-redis's defaults (5s, 3 retries) or forever.
 const slack = 2 * time.Second
@@ -31,14 +30,13 @@ func TestRedisKilledMidTest(t *testing.T) {
 	srv := redistest.Start(t)
 	plan := Plan{Requests: 100, Window: time.Minute}
 	const bucket = "key:kid-7f3a" // must never appear in a log line
-	clk := newFakeClock(t0)
-	cfg := Config{RedisURL: srv.URL(), StoreTimeout: 200 * time.Millisecond}
+	clk := testkit.NewClock(t0)
+	const timeout = 200 * time.Millisecond
+	addrs := []string{srv.Addr()}
 
-	var allowLog, denyLog logBuffer
-	allowCfg, denyCfg := cfg, cfg
-	allowCfg.OnStoreError, denyCfg.OnStoreError = OnStoreErrorAllow, OnStoreErrorDeny
-	allow := newLimiter(t, allowCfg, Options{Now: clk.Now, Logger: allowLog.Logger()})
-	deny := newLimiter(t, denyCfg, Options{Now: clk.Now, Logger: denyLog.Logger()})
+	var allowLog, denyLog testkit.LogBuffer
+	allow := newLimiter(t, Config{OnStoreError: OnStoreErrorAllow}, shared(t, addrs, timeout, Options{Now: clk.Now, Logger: allowLog.Logger()}))
+	deny := newLimiter(t, Config{OnStoreError: OnStoreErrorDeny}, shared(t, addrs, timeout, Options{Now: clk.Now, Logger: denyLog.Logger()}))
 
 	for _, l := range []*Limiter{allow, deny} {
 		if d := l.Take(bg, bucket, plan, "free"); !d.Allowed || d.StoreErr != nil {
@@ -55,8 +53,8 @@ func TestRedisKilledMidTest(t *testing.T) {
 			want bool
 		}{{allow, true}, {deny, false}} {
 			d, took := timedTake(tc.l, bucket, plan)
-			if took > cfg.StoreTimeout+slack {
-				t.Fatalf("Take %d took %v with Redis down; StoreTimeout is %v", i, took, cfg.StoreTimeout)
+			if took > timeout+slack {
+				t.Fatalf("Take %d took %v with Redis down; the timeout is %v", i, took, timeout)
 			}
 			if d.Allowed != tc.want || !errors.Is(d.StoreErr, ErrStoreUnavailable) {
 				t.Fatalf("Take %d: Allowed %v StoreErr %v; want %v and a store error", i, d.Allowed, d.StoreErr, tc.want)
@@ -73,7 +71,7 @@ func TestRedisKilledMidTest(t *testing.T) {
 	}
 	// One line for the outage, not one per request (the clock stands still,
 	// so the 10s log interval never elapses).
-	for name, b := range map[string]*logBuffer{"allow": &allowLog, "deny": &denyLog} {
+	for name, b := range map[string]*testkit.LogBuffer{"allow": &allowLog, "deny": &denyLog} {
 		if got := b.Count("rate limit store failed"); got != 1 {
 			t.Errorf("%s: %d failure log lines, want 1:\n%s", name, got, b)
 		}
@@ -96,7 +94,7 @@ func TestRedisKilledMidTest(t *testing.T) {
 	// one per request again.
 	for name, l := range map[string]*Limiter{"allow": allow, "deny": deny} {
 		var last Decision
-		eventually(t, name+" uses Redis again", func() bool {
+		testkit.Eventually(t, name+" uses Redis again", func() bool {
 			last = l.Take(bg, bucket, plan, "free")
 			return last.StoreErr == nil
 		})
@@ -108,7 +106,7 @@ func TestRedisKilledMidTest(t *testing.T) {
 			last = d
 		}
 	}
-	for name, b := range map[string]*logBuffer{"allow": &allowLog, "deny": &denyLog} {
+	for name, b := range map[string]*testkit.LogBuffer{"allow": &allowLog, "deny": &denyLog} {
 		if b.Count("rate limit store answering again") != 1 {
 			t.Errorf("%s: no recovery line:\n%s", name, b)
 		}
@@ -118,50 +116,14 @@ func TestRedisKilledMidTest(t *testing.T) {
 	}
 }
 
-// blackhole accepts connections and never answers: a Redis that hangs.
-func blackhole(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu    sync.Mutex
-		conns []net.Conn
-		wg    sync.WaitGroup
-	)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		wg.Wait()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return ln.Addr().String()
-}
-
 func TestRedisHangingIsBounded(t *testing.T) {
-	addr := blackhole(t)
-	cfg := Config{RedisURL: "redis://" + addr + "/0", StoreTimeout: 100 * time.Millisecond}
-	var logs logBuffer
+	addr := redistest.Stalled(t)
+	const timeout = 100 * time.Millisecond
+	var logs testkit.LogBuffer
 
 	start := time.Now()
-	l := newLimiter(t, cfg, Options{Logger: logs.Logger()})
-	if took := time.Since(start); took > 3*cfg.StoreTimeout+slack {
+	l := newLimiter(t, Config{}, shared(t, []string{addr}, timeout, Options{Logger: logs.Logger()}))
+	if took := time.Since(start); took > 3*timeout+slack {
 		t.Fatalf("New took %v against a hanging Redis", took)
 	}
 	if logs.Count("unreachable at start") != 1 {
@@ -170,8 +132,8 @@ func TestRedisHangingIsBounded(t *testing.T) {
 	plan := Plan{Requests: 10, Window: time.Minute}
 	for i := range 5 {
 		d, took := timedTake(l, "key:slow", plan)
-		if took > cfg.StoreTimeout+slack {
-			t.Fatalf("Take %d took %v; StoreTimeout is %v", i, took, cfg.StoreTimeout)
+		if took > timeout+slack {
+			t.Fatalf("Take %d took %v; the timeout is %v", i, took, timeout)
 		}
 		if !d.Allowed || d.StoreErr == nil {
 			t.Fatalf("Take %d: %+v, want allowed with a store error", i, d)
@@ -181,11 +143,11 @@ func TestRedisHangingIsBounded(t *testing.T) {
 
 func TestRedisStalledIsBounded(t *testing.T) {
 	// Connected first, then every command stalls: the read deadline, not
-	// the dial, has to bound Take, and the breaker has to stop the edge from
-	// paying StoreTimeout on every request.
+	// the dial, has to bound Take, and the shared client's breaker has to
+	// stop the edge from paying the timeout on every request.
 	srv := redistest.Start(t)
-	cfg := Config{RedisURL: srv.URL(), StoreTimeout: 100 * time.Millisecond, OnStoreError: OnStoreErrorDeny}
-	l := newLimiter(t, cfg, Options{})
+	const timeout = 100 * time.Millisecond
+	l := newLimiter(t, Config{OnStoreError: OnStoreErrorDeny}, shared(t, []string{srv.Addr()}, timeout, Options{}))
 	plan := Plan{Requests: 10, Window: time.Minute}
 	if d := l.Take(bg, "key:x", plan, "free"); d.StoreErr != nil {
 		t.Fatal(d.StoreErr)
@@ -201,21 +163,21 @@ func TestRedisStalledIsBounded(t *testing.T) {
 	}
 	paused := time.Now()
 
-	for i := range storeTripAfter + 3 {
+	for i := range fleet.TripAfter + 3 {
 		d, took := timedTake(l, "key:x", plan)
-		if took > cfg.StoreTimeout+slack {
-			t.Fatalf("Take %d took %v against a stalled Redis; StoreTimeout is %v", i, took, cfg.StoreTimeout)
+		if took > timeout+slack {
+			t.Fatalf("Take %d took %v against a stalled Redis; the timeout is %v", i, took, timeout)
 		}
 		if d.Allowed || !errors.Is(d.StoreErr, ErrStoreUnavailable) {
 			t.Fatalf("Take %d: %+v, want refused with a store error (deny)", i, d)
 		}
-		if i >= storeTripAfter && time.Since(paused) < storeOpenFor && !errors.Is(d.StoreErr, gobreaker.ErrOpenState) {
-			t.Fatalf("Take %d: %v, want the breaker open after %d failures", i, d.StoreErr, storeTripAfter)
+		if i >= fleet.TripAfter && time.Since(paused) < fleet.OpenFor && !errors.Is(d.StoreErr, fleet.ErrUnavailable) {
+			t.Fatalf("Take %d: %v, want the breaker open after %d failures", i, d.StoreErr, fleet.TripAfter)
 		}
 	}
 
 	c.Do(bg, "CLIENT", "UNPAUSE") // Redis 6.2+; older ones just wait out the pause
-	eventually(t, "the store is used again after the stall", func() bool {
+	testkit.Eventually(t, "the store is used again after the stall", func() bool {
 		return l.Take(bg, "key:x", plan, "free").StoreErr == nil
 	})
 }
@@ -223,8 +185,8 @@ func TestRedisStalledIsBounded(t *testing.T) {
 func TestRedisUnreachableAtStart(t *testing.T) {
 	srv := redistest.Start(t)
 	srv.Stop() // the address is known, nothing listens there
-	var logs logBuffer
-	l := newLimiter(t, Config{RedisURL: srv.URL()}, Options{Logger: logs.Logger()})
+	var logs testkit.LogBuffer
+	l := newLimiter(t, Config{}, shared(t, []string{srv.Addr()}, 0, Options{Logger: logs.Logger()}))
 	if logs.Count("unreachable at start") != 1 {
 		t.Errorf("start failure not logged:\n%s", logs.String())
 	}
@@ -234,7 +196,7 @@ func TestRedisUnreachableAtStart(t *testing.T) {
 	}
 
 	srv.Restart()
-	eventually(t, "the limiter connects once Redis is up", func() bool {
+	testkit.Eventually(t, "the limiter connects once Redis is up", func() bool {
 		return l.Take(bg, "key:early", plan, "free").StoreErr == nil
 	})
 	if d := l.Take(bg, "key:early", plan, "free"); d.StoreErr != nil || d.Remaining != plan.Requests-2 {

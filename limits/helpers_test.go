@@ -1,76 +1,47 @@
 package limits
 
 import (
-	"bytes"
 	"context"
-	"log/slog"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"tradergate/limits/redistest"
+	"tradergate/proxy/fleet"
 )
 
-// fakeClock is an injected clock (STYLE "Concurrency and time"): windows
-// follow it, so window resets are tested without sleeping.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newFakeClock(t time.Time) *fakeClock { return &fakeClock{t: t} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
-
-// logBuffer collects log lines from any goroutine.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func (b *logBuffer) Count(substr string) int { return strings.Count(b.String(), substr) }
-
-func (b *logBuffer) Logger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
 // storeKinds runs a test against the memory store and against a fresh
-// redis-server of its own. Counting tests give Redis a generous
-// StoreTimeout: they test counting, and the machine may be loaded.
+// redis-server of its own. Counting tests give Redis a generous timeout:
+// they test counting, and the machine may be loaded.
 var storeKinds = []struct {
 	name string
-	cfg  func(t *testing.T) Config
+	opt  func(t *testing.T, o Options) Options
 }{
-	{"memory", func(*testing.T) Config { return Config{} }},
-	{"redis", func(t *testing.T) Config {
-		return Config{RedisURL: redistest.Start(t).URL(), StoreTimeout: countingStoreTimeout}
+	{"memory", func(_ *testing.T, o Options) Options { return o }},
+	{"redis", func(t *testing.T, o Options) Options {
+		return shared(t, []string{redistest.Start(t).Addr()}, countingStoreTimeout, o)
 	}},
 }
 
 const countingStoreTimeout = 10 * time.Second
+
+// shared opens the replicas' Redis client on addrs, as the edge does from
+// its redis section, and returns o using it. timeout is redis.timeout (zero:
+// its default). The Conn is closed after the test, after the limiters that
+// use it (t.Cleanup runs last-registered first).
+func shared(t testing.TB, addrs []string, timeout time.Duration, o Options) Options {
+	t.Helper()
+	c, err := fleet.Open(fleet.Config{Addrs: addrs, Timeout: timeout}, func(string) string { return "" }, fleet.Options{})
+	if err != nil {
+		t.Fatalf("fleet.Open: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("Conn.Close: %v", err)
+		}
+	})
+	o.Redis, o.RedisPrefix, o.RedisTimeout = c.Client(), c.Key("rl"), c.Timeout()
+	return o
+}
 
 func newLimiter(t testing.TB, cfg Config, opt Options) *Limiter {
 	t.Helper()
@@ -84,19 +55,6 @@ func newLimiter(t testing.TB, cfg Config, opt Options) *Limiter {
 		}
 	})
 	return l
-}
-
-// eventually polls cond until it holds or the bounded wait ends; it is for
-// recovery that takes a reconnect, not for timing assertions.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for: %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 var bg = context.Background()

@@ -7,20 +7,20 @@ import (
 	"log/slog"
 	"maps"
 	"net/netip"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/sony/gobreaker/v2"
-	"github.com/ulule/limiter/v3"
+	"github.com/redis/go-redis/v9"
 )
 
 // AnonymousPolicy is the policy name of the per-IP bucket of requests
-// without a valid key (issue 4, item 4).
+// without a valid key.
 const AnonymousPolicy = "anonymous"
 
 // ErrStoreUnavailable is wrapped by Decision.StoreErr: the store failed or
-// did not answer within StoreTimeout.
+// did not answer within Options.RedisTimeout.
 var ErrStoreUnavailable = errors.New("limits: rate limit store unavailable")
 
 // Options are the collaborators of a Limiter.
@@ -33,17 +33,29 @@ type Options struct {
 	// the running count) and recoveries. Keys and buckets are never logged.
 	// nil: discard.
 	Logger *slog.Logger
+	// Redis is the replicas' shared client (package fleet, Conn.Client),
+	// which makes one quota hold across every replica using it. The limiter
+	// never closes it. nil: the counters live in this process, correct for
+	// one node only.
+	Redis redis.UniversalClient
+	// RedisPrefix starts every counter's key (fleet's Conn.Key("rl")), so
+	// that the limiter's keys do not meet the cache's. "": "tradergate:rl".
+	RedisPrefix string
+	// RedisTimeout bounds one store call; past it on_store_error decides
+	// (fleet's Conn.Timeout). Zero: 50ms.
+	RedisTimeout time.Duration
 }
 
-// Limiter charges requests to fixed-window allowances (SPEC "Limits") kept
+// Limiter charges requests to fixed-window allowances (docs/CONTRACT.md "Limits") kept
 // in memory or in Redis. It is safe for concurrent use.
 type Limiter struct {
 	cfg     Config
 	now     func() time.Time
 	log     *slog.Logger
 	store   counterStore
-	breaker *gobreaker.CircuitBreaker[limiter.Context] // Redis only (failmode.go)
-	deny    bool                                       // on_store_error: deny
+	remote  bool          // store is Redis
+	timeout time.Duration // bound on one Redis call (failmode.go)
+	deny    bool          // on_store_error: deny
 	trusted []netip.Prefix
 	plans   atomic.Pointer[map[string]Plan]
 
@@ -56,9 +68,9 @@ type Limiter struct {
 }
 
 // New builds the limiter for cfg (defaults are applied to a copy) and plans
-// by name. With cfg.RedisURL set it uses Redis; if Redis is unreachable New
-// still succeeds, logs it, and applies on_store_error until Redis answers.
-// Close releases what it started.
+// by name. With opt.Redis set it counts in Redis; if Redis is unreachable
+// New still succeeds, logs it, and applies on_store_error until Redis
+// answers. Close releases what it started.
 func New(cfg Config, plans map[string]Plan, opt Options) (*Limiter, error) {
 	cfg.ApplyDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -70,10 +82,14 @@ func New(cfg Config, plans map[string]Plan, opt Options) (*Limiter, error) {
 		}
 	}
 	l := &Limiter{
-		cfg:  cfg,
-		now:  opt.Now,
-		log:  opt.Logger,
-		deny: cfg.OnStoreError == OnStoreErrorDeny,
+		cfg:     cfg,
+		now:     opt.Now,
+		log:     opt.Logger,
+		timeout: opt.RedisTimeout,
+		deny:    cfg.OnStoreError == OnStoreErrorDeny,
+	}
+	if l.timeout <= 0 {
+		l.timeout = DefaultRedisTimeout
 	}
 	if l.now == nil {
 		l.now = time.Now
@@ -86,20 +102,23 @@ func New(cfg Config, plans map[string]Plan, opt Options) (*Limiter, error) {
 		l.trusted = append(l.trusted, p)
 	}
 	l.SetPlans(plans)
-	if cfg.RedisURL == "" {
+	if opt.Redis == nil {
 		l.store = newMemoryStore(l.log)
 		return l, nil
 	}
-	rs, err := newRedisStore(cfg, l.log)
-	if err != nil {
-		return nil, err
+	prefix := opt.RedisPrefix
+	if prefix == "" {
+		prefix = DefaultRedisPrefix
 	}
-	l.store, l.breaker = rs, newStoreBreaker()
+	if strings.ContainsAny(prefix, " \t\r\n") {
+		return nil, errors.New("limits: Options.RedisPrefix must not contain white space")
+	}
+	l.store, l.remote = newRedisStore(opt.Redis, prefix, cfg.OnStoreError, l.log), true
 	return l, nil
 }
 
-// Close stops the store's goroutines and closes the Redis client. Take
-// after Close reports a store error in Redis mode.
+// Close stops the store's goroutines. The Redis client is the caller's and
+// stays open.
 func (l *Limiter) Close() error {
 	l.closeOnce.Do(func() { l.closeErr = l.store.close() })
 	return l.closeErr
@@ -107,11 +126,11 @@ func (l *Limiter) Close() error {
 
 // Take charges one request of bucket ("key:<keyID>" or "ip:<addr>", see
 // IPBucket) against plan, a key's own plan or a named one, and reports the
-// decision under policy. It never waits longer than StoreTimeout: past it,
+// decision under policy. It never waits longer than RedisTimeout: past it,
 // or on any store error, on_store_error decides (see Decision).
 //
 // Refused requests are charged too, which changes nothing within the window
-// (SPEC "Limits" rule 2: a retry before the reset is refused again). An
+// (docs/CONTRACT.md "Limits" rule 2: a retry before the reset is refused again). An
 // invalid plan (a bug: plans are validated when loaded) is refused with a
 // StoreErr, whatever on_store_error says.
 func (l *Limiter) Take(ctx context.Context, bucket string, plan Plan, policy string) Decision {
@@ -127,7 +146,7 @@ func (l *Limiter) Take(ctx context.Context, bucket string, plan Plan, policy str
 	key := counterKey(bucket, plan.Window, start)
 	// The counter outlives its window by keyGrace plus the longest a store
 	// call may take, so no call still in flight can find it gone.
-	ttl := end.Sub(now) + keyGrace + l.cfg.StoreTimeout
+	ttl := end.Sub(now) + keyGrace + l.timeout
 
 	res, err := l.incr(ctx, key, plan.Requests, ttl)
 	if err != nil {
@@ -145,9 +164,13 @@ func (l *Limiter) Take(ctx context.Context, bucket string, plan Plan, policy str
 }
 
 // StoreErrors is the number of Takes since New that the store did not
-// answer (failed, timed out, or skipped by the open breaker), so that
-// on_store_error decided; for the metrics issue.
+// answer (failed, timed out, or refused by the shared client's open
+// breaker), so that on_store_error decided; for the edge's metrics.
 func (l *Limiter) StoreErrors() uint64 { return l.storeErrs.Load() }
+
+// Failing reports whether the store's last answer was a failure, so that
+// on_store_error is deciding now.
+func (l *Limiter) Failing() bool { return l.failing.Load() }
 
 // Anonymous is the per-IP allowance of requests without a valid key; charge
 // it under AnonymousPolicy.

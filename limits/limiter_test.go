@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"tradergate/limits/redistest"
+	"tradergate/proxy/testkit"
 )
 
 // takeParallel fires n Takes at once against bucket and returns them.
@@ -33,7 +34,7 @@ func takeParallel(ls []*Limiter, n int, bucket string, plan Plan) []Decision {
 
 // checkExact asserts that exactly plan.Requests of ds were allowed and that
 // each remaining count from plan.Requests-1 down to 0 was handed out once
-// (SPEC "Limits" rule 1, and Remaining counting down one per request).
+// (docs/CONTRACT.md "Limits" rule 1, and Remaining counting down one per request).
 func checkExact(t *testing.T, ds []Decision, plan Plan) {
 	t.Helper()
 	seen := map[int64]int{}
@@ -65,34 +66,58 @@ func TestTakeExactUnderConcurrency(t *testing.T) {
 		t.Run(kind.name, func(t *testing.T) {
 			// A fixed clock: a real one could cross a window boundary
 			// mid-burst and legitimately allow more.
-			clk := newFakeClock(t0.Add(250 * time.Millisecond))
-			l := newLimiter(t, kind.cfg(t), Options{Now: clk.Now})
+			clk := testkit.NewClock(t0.Add(250 * time.Millisecond))
+			l := newLimiter(t, Config{}, kind.opt(t, Options{Now: clk.Now}))
 			checkExact(t, takeParallel([]*Limiter{l}, 200, "key:k1", plan), plan)
 		})
 	}
 }
 
 func TestTwoLimitersShareRedis(t *testing.T) {
-	srv := redistest.Start(t)
-	plan := Plan{Requests: 50, Window: time.Minute}
-	clk := newFakeClock(t0.Add(250 * time.Millisecond))
-	cfg := Config{RedisURL: srv.URL(), StoreTimeout: countingStoreTimeout}
-	a := newLimiter(t, cfg, Options{Now: clk.Now})
-	b := newLimiter(t, cfg, Options{Now: clk.Now})
+	for _, tc := range []struct {
+		name  string
+		addrs func(t *testing.T) []string
+	}{
+		{"single", func(t *testing.T) []string { return []string{redistest.Start(t).Addr()} }},
+		{"cluster", func(t *testing.T) []string { return redistest.StartCluster(t, 3).Addrs() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addrs := tc.addrs(t)
+			plan := Plan{Requests: 50, Window: time.Minute}
+			clk := testkit.NewClock(t0.Add(250 * time.Millisecond))
+			// Two replicas: a client each, one Redis.
+			a := newLimiter(t, Config{}, shared(t, addrs, countingStoreTimeout, Options{Now: clk.Now}))
+			b := newLimiter(t, Config{}, shared(t, addrs, countingStoreTimeout, Options{Now: clk.Now}))
 
-	ds := takeParallel([]*Limiter{a, b}, 200, "key:shared", plan)
-	checkExact(t, ds, plan)
-	perEdge := [2]int{}
-	for i, d := range ds {
-		if d.Allowed {
-			perEdge[i%2]++
-		}
+			ds := takeParallel([]*Limiter{a, b}, 200, "key:shared", plan)
+			checkExact(t, ds, plan)
+			perEdge := [2]int{}
+			for i, d := range ds {
+				if d.Allowed {
+					perEdge[i%2]++
+				}
+			}
+			t.Logf("allowed per edge: %v", perEdge)
+
+			// Another bucket is not charged by this one.
+			if d := a.Take(bg, "key:other", plan, "free"); !d.Allowed || d.Remaining != 49 {
+				t.Fatalf("other bucket: %+v", d)
+			}
+		})
 	}
-	t.Logf("allowed per edge: %v", perEdge)
+}
 
-	// Another bucket is not charged by this one.
-	if d := a.Take(bg, "key:other", plan, "free"); !d.Allowed || d.Remaining != 49 {
-		t.Fatalf("other bucket: %+v", d)
+func TestCloseLeavesSharedClientOpen(t *testing.T) {
+	opt := shared(t, []string{redistest.Start(t).Addr()}, countingStoreTimeout, Options{})
+	l, err := New(Config{}, nil, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := opt.Redis.Ping(bg).Err(); err != nil {
+		t.Fatalf("the shared client after the limiter's Close: %v", err)
 	}
 }
 
@@ -117,8 +142,8 @@ func TestWindowReset(t *testing.T) {
 	plan := Plan{Requests: 3, Window: 10 * time.Second}
 	for _, kind := range storeKinds {
 		t.Run(kind.name, func(t *testing.T) {
-			clk := newFakeClock(t0.Add(250 * time.Millisecond))
-			l := newLimiter(t, kind.cfg(t), Options{Now: clk.Now})
+			clk := testkit.NewClock(t0.Add(250 * time.Millisecond))
+			l := newLimiter(t, Config{}, kind.opt(t, Options{Now: clk.Now}))
 			const bucket = "key:reset"
 
 			var first Decision
@@ -138,7 +163,7 @@ func TestWindowReset(t *testing.T) {
 			}
 
 			// Spent: refused until the reset, with Retry-After pointing at it
-			// (SPEC "Limits" rules 1 and 2).
+			// (docs/CONTRACT.md "Limits" rules 1 and 2).
 			for _, at := range []time.Time{clk.Now(), first.Reset.Add(-time.Nanosecond)} {
 				clk.Set(at)
 				d := l.Take(bg, bucket, plan, "free")
@@ -177,8 +202,8 @@ func TestWindowReset(t *testing.T) {
 
 func TestRedisCountersExpire(t *testing.T) {
 	srv := redistest.Start(t)
-	clk := newFakeClock(t0.Add(250 * time.Millisecond))
-	l := newLimiter(t, Config{RedisURL: srv.URL(), StoreTimeout: countingStoreTimeout}, Options{Now: clk.Now})
+	clk := testkit.NewClock(t0.Add(250 * time.Millisecond))
+	l := newLimiter(t, Config{}, shared(t, []string{srv.Addr()}, countingStoreTimeout, Options{Now: clk.Now}))
 	plan := Plan{Requests: 5, Window: 10 * time.Second}
 	d := l.Take(bg, "key:ttl", plan, "free")
 	if !d.Allowed {
@@ -188,12 +213,12 @@ func TestRedisCountersExpire(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	defer c.Close()
 	start := d.Reset.Add(-plan.Window)
-	key := DefaultRedisPrefix + ":" + counterKey("key:ttl", plan.Window, start)
+	key := "tradergate:rl:" + counterKey("key:ttl", plan.Window, start)
 	n, err := c.Get(bg, key).Int64()
 	if err != nil || n != 1 {
 		t.Fatalf("GET %s = %d, %v; want 1", key, n, err)
 	}
-	// Counters carry a TTL (window end + keyGrace + StoreTimeout), so Redis
+	// Counters carry a TTL (window end + keyGrace + RedisTimeout), so Redis
 	// never fills up with dead windows.
 	ttl, err := c.PTTL(bg, key).Result()
 	maxTTL := d.Reset.Sub(clk.Now()) + keyGrace + countingStoreTimeout
@@ -203,7 +228,7 @@ func TestRedisCountersExpire(t *testing.T) {
 }
 
 func TestMemoryStoreCleans(t *testing.T) {
-	s := newMemoryStore(new(logBuffer).Logger())
+	s := newMemoryStore(new(testkit.LogBuffer).Logger())
 	defer s.close()
 	if _, err := s.incr(bg, "old", 1, 10*time.Millisecond); err != nil {
 		t.Fatal(err)
@@ -212,7 +237,7 @@ func TestMemoryStoreCleans(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(30 * time.Millisecond) // only has to outlast the 10ms TTL
-	s.clean(new(logBuffer).Logger())
+	s.clean(new(testkit.LogBuffer).Logger())
 	if _, ok := s.cache.Load("old"); ok {
 		t.Error("expired counter kept")
 	}

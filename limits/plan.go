@@ -1,4 +1,4 @@
-// Package limits enforces per-key request allowances (SPEC "Limits") and the
+// Package limits enforces per-key request allowances (docs/CONTRACT.md "Limits") and the
 // caps that shield the legacy host.
 package limits
 
@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Plan is a request allowance per fixed window (SPEC "Limits": allowances
+// Plan is a request allowance per fixed window (docs/CONTRACT.md "Limits": allowances
 // vary by plan; once spent, every request of the key is refused until the
 // window resets). Quota and window are not shown by the spec, so they are
 // configuration.

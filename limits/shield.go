@@ -19,8 +19,7 @@ const (
 	DefaultShieldQueueTimeout  = time.Second
 )
 
-// ShieldConfig caps the calls the edge makes to the legacy host (issue 4,
-// item 5). It lives under `upstream:` in config.yaml. Zero values mean the
+// ShieldConfig caps the calls the edge makes to the legacy host. It lives under `upstream:` in config.yaml. Zero values mean the
 // defaults named in the field comments.
 type ShieldConfig struct {
 	// MaxConcurrent is the most legacy calls in flight at once. Zero: 64.
@@ -66,9 +65,8 @@ func (c ShieldConfig) Validate() error {
 // errors.Is and read the hint with errors.As.
 var ErrShieldFull = errors.New("limits: upstream shield full")
 
-// ShieldFullError is ErrShieldFull with a retry hint (STYLE "Errors":
-// MaxRateError{Delay}); the proxy turns it into 503 with Retry-After when it
-// holds no stale copy.
+// ShieldFullError is ErrShieldFull with a retry hint; the proxy turns it
+// into 503 with Retry-After when it holds no stale copy.
 type ShieldFullError struct {
 	// RetryAfter is when a slot is likely: the rate limiter's own delay when
 	// the per-second cap was the obstacle, else one second.

@@ -20,6 +20,46 @@ type counterStore interface {
 	close() error
 }
 
+// tickLoop runs a store's background work (sweeping counters, reconnecting)
+// in one goroutine on a ticker, which close stops and waits for: a closed
+// Limiter leaves nothing running.
+type tickLoop struct {
+	stop chan struct{}
+	wg   sync.WaitGroup
+	once sync.Once
+}
+
+// start calls tick every interval until tick reports it is done or close is
+// called. It is called at most once, before close.
+func (tl *tickLoop) start(every time.Duration, tick func() (done bool)) {
+	tl.stop = make(chan struct{})
+	tl.wg.Go(func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-tl.stop:
+				return
+			case <-t.C:
+				if tick() {
+					return
+				}
+			}
+		}
+	})
+}
+
+// close stops the goroutine, if one was started, and waits for it.
+func (tl *tickLoop) close() error {
+	tl.once.Do(func() {
+		if tl.stop != nil {
+			close(tl.stop)
+		}
+	})
+	tl.wg.Wait()
+	return nil
+}
+
 // memoryStore is ulule/limiter's in-memory counter cache
 // (drivers/store/memory/cache.go) with a cleaner this package owns.
 //
@@ -30,17 +70,15 @@ type counterStore interface {
 //
 // ulule's memory.Store is not used as is, for two reasons. Its cleaner
 // goroutine (cache.go startCleaner) is stopped only by a GC finalizer on the
-// store, so a closed Limiter would leave it running (goleak, STYLE
-// "every goroutine has a stop path"); and it hides its cache, so with
-// CleanUpInterval 0 nothing could ever remove old counters. Its Clean checks
-// expiry and deletes in two steps, which could drop a counter revived in
-// between; with per-window keys (window.go) no request names a counter
-// after its TTL, so that race cannot lose a count here.
+// store, so a closed Limiter would leave it running (and goleak fail the
+// tests: every goroutine needs a stop path); and it hides its cache, so
+// with CleanUpInterval 0 nothing could ever remove old counters. Its Clean
+// checks expiry and deletes in two steps, which could drop a counter
+// revived in between; with per-window keys (window.go) no request names a
+// counter after its TTL, so that race cannot lose a count here.
 type memoryStore struct {
 	cache *memory.CacheWrapper
-	stop  chan struct{}
-	wg    sync.WaitGroup
-	once  sync.Once
+	loop  tickLoop
 }
 
 // memoryCleanInterval is how often expired counters are dropped; ulule's own
@@ -48,32 +86,14 @@ type memoryStore struct {
 const memoryCleanInterval = limiter.DefaultCleanUpInterval
 
 func newMemoryStore(log *slog.Logger) *memoryStore {
-	s := &memoryStore{
-		cache: memory.NewCache(0), // 0: no cleaner goroutine of ulule's
-		stop:  make(chan struct{}),
-	}
-	s.wg.Add(1)
-	go s.cleanLoop(log)
+	s := &memoryStore{cache: memory.NewCache(0)} // 0: no cleaner goroutine of ulule's
+	s.loop.start(memoryCleanInterval, func() bool { s.clean(log); return false })
 	return s
 }
 
 func (s *memoryStore) incr(_ context.Context, key string, limit int64, ttl time.Duration) (limiter.Context, error) {
 	count, expiration := s.cache.Increment(key, 1, ttl)
 	return common.GetContextFromState(time.Now(), limiter.Rate{Limit: limit, Period: ttl}, expiration, count), nil
-}
-
-func (s *memoryStore) cleanLoop(log *slog.Logger) {
-	defer s.wg.Done()
-	t := time.NewTicker(memoryCleanInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-			s.clean(log)
-		}
-	}
 }
 
 // clean drops expired counters. A panic is reported, not fatal: the next
@@ -87,8 +107,4 @@ func (s *memoryStore) clean(log *slog.Logger) {
 	s.cache.Clean()
 }
 
-func (s *memoryStore) close() error {
-	s.once.Do(func() { close(s.stop) })
-	s.wg.Wait()
-	return nil
-}
+func (s *memoryStore) close() error { return s.loop.close() }

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// The fixed window of a bucket (SPEC "Limits" rules 1-2: once the allowance
+// The fixed window of a bucket (docs/CONTRACT.md "Limits" rules 1-2: once the allowance
 // is spent, every request of the key is refused until the window resets).
 //
 // Windows are computed here, from the clock, rather than left to
@@ -23,11 +23,11 @@ import (
 //
 // The window's start is part of the store key, so a new window is a new
 // counter: counting never depends on a store-side expiry racing a request,
-// and the store's TTL (window end + keyGrace + StoreTimeout) only collects
+// and the store's TTL (window end + keyGrace + RedisTimeout) only collects
 // old counters.
 
 // keyGrace keeps a counter alive past its window's end (on top of
-// StoreTimeout, which covers a store call in flight across the boundary). It
+// RedisTimeout, which covers a store call in flight across the boundary). It
 // covers clock skew between replicas; once it has passed, no request can
 // still name that window.
 const keyGrace = 5 * time.Second
