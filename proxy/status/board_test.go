@@ -1,0 +1,195 @@
+package status
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"tradergate/limits/redistest"
+)
+
+func testCtx(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func singleClient(t *testing.T) redis.UniversalClient {
+	t.Helper()
+	srv := redistest.Start(t)
+	c := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{srv.Addr()}})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func TestBoardSumsTwoReplicas(t *testing.T) {
+	ctx := testCtx(t)
+	client := singleClient(t)
+	// Two replicas, each with its own Board, as in two processes.
+	a, b := NewBoard(client, BoardOptions{Prefix: "tg"}), NewBoard(client, BoardOptions{Prefix: "tg"})
+	ra := Replica{ID: "edge-a", Ready: true, LastSeen: taken, Version: "v1", Figures: Figures{
+		RequestsPerSec: 300, ErrorsPerSec: 3, CacheLookupsPerSec: 200, CacheHitsPerSec: 190,
+		UpstreamCallsPerSec: 10, RefusedPerSec: 1, UpstreamInFlight: 4, CacheEntries: 1000, CacheBytes: 1 << 20, OpenBreakers: 1,
+	}}
+	rb := Replica{ID: "edge-b", Ready: false, LastSeen: taken.Add(-time.Second), Version: "v1", Figures: Figures{
+		RequestsPerSec: 100, ErrorsPerSec: 0, CacheLookupsPerSec: 100, CacheHitsPerSec: 10,
+		UpstreamCallsPerSec: 90, UpstreamInFlight: 6, CacheEntries: 500, CacheBytes: 2 << 20,
+	}}
+	if err := a.Publish(ctx, ra); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Publish(ctx, rb); err != nil {
+		t.Fatal(err)
+	}
+	// Another deployment's replica on the same Redis is not ours.
+	if err := NewBoard(client, BoardOptions{Prefix: "other"}).Publish(ctx, Replica{ID: "stranger"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := a.Collect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].ID != "edge-a" || got[1].ID != "edge-b" || !got[0].LastSeen.Equal(taken) || got[1].Ready {
+		t.Fatalf("collected %+v", got)
+	}
+	v := NewFleetView(got)
+	want := Figures{RequestsPerSec: 400, ErrorsPerSec: 3, CacheLookupsPerSec: 300, CacheHitsPerSec: 200,
+		UpstreamCallsPerSec: 100, RefusedPerSec: 1, UpstreamInFlight: 10, CacheEntries: 1500, CacheBytes: 3 << 20, OpenBreakers: 1}
+	if v.Sum != want {
+		t.Errorf("sum %+v, want %+v", v.Sum, want)
+	}
+	// Ratios of the sums: 200 hits of 300 lookups, not the mean of 95 %
+	// and 10 %.
+	if !near(v.HitRatio, 200.0/300) || !near(v.ErrorRatio, 3.0/400) || !near(v.ShieldRatio, 100.0/400) {
+		t.Errorf("ratios: hit %v, error %v, shield %v", v.HitRatio, v.ErrorRatio, v.ShieldRatio)
+	}
+
+	// The page lists them.
+	h := Handler(fixture, Options{Board: a})
+	_, page := get(t, h, "/")
+	if !strings.Contains(page, `data-replica="edge-a"`) || !strings.Contains(page, `data-replica="edge-b"`) || strings.Contains(page, "stranger") {
+		t.Error("the page does not list the board's replicas")
+	}
+}
+
+func TestBoardReplicaExpires(t *testing.T) {
+	ctx := testCtx(t)
+	client := singleClient(t)
+	long := NewBoard(client, BoardOptions{})
+	short := NewBoard(client, BoardOptions{TTL: 200 * time.Millisecond})
+	if err := long.Publish(ctx, Replica{ID: "stays"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := short.Publish(ctx, Replica{ID: "goes"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := long.Collect(ctx); err != nil || len(got) != 2 {
+		t.Fatalf("collected %+v, %v", got, err)
+	}
+	// Redis expires the key on its own clock; wait for it, boundedly.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got, err := long.Collect(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) == 1 && got[0].ID == "stays" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the replica did not expire: %+v", got)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestBoardRun(t *testing.T) {
+	ctx := testCtx(t)
+	client := singleClient(t)
+	b := NewBoard(client, BoardOptions{TTL: time.Second})
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		b.Run(rctx, 100*time.Millisecond, func() Snapshot { return Snapshot{Replica: "edge-run", Ready: true, Cache: Cache{Entries: 7}} })
+	}()
+	defer func() { stop(); <-done }()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got, err := b.Collect(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) == 1 {
+			if got[0].ID != "edge-run" || got[0].Figures.CacheEntries != 7 {
+				t.Fatalf("published %+v", got[0])
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Run published nothing")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestBoardRedisDown(t *testing.T) {
+	ctx := testCtx(t)
+	srv := redistest.Start(t)
+	client := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{srv.Addr()}, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { _ = client.Close() })
+	srv.Stop()
+	b := NewBoard(client, BoardOptions{})
+	if err := b.Publish(ctx, Replica{ID: "x"}); err == nil {
+		t.Error("publish to a stopped Redis succeeded")
+	}
+	h := Handler(fixture, Options{Board: b, FleetTimeout: 500 * time.Millisecond})
+	_, body := get(t, h, "/status.json")
+	if !strings.Contains(body, `"error": "status: read the fleet:`) || !strings.Contains(body, "fleet figures unavailable") {
+		t.Errorf("the fleet's error is not shown:\n%s", body)
+	}
+}
+
+// In a Cluster the posts hash to every master; Collect must scan them all.
+func TestBoardCluster(t *testing.T) {
+	ctx := testCtx(t)
+	cl := redistest.StartCluster(t, 3)
+	client := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: cl.Addrs(), IsClusterMode: true})
+	t.Cleanup(func() { _ = client.Close() })
+	b := NewBoard(client, BoardOptions{Prefix: "tg"})
+	const n = 12
+	for i := range n {
+		if err := b.Publish(ctx, Replica{ID: fmt.Sprintf("edge-%02d", i), Figures: Figures{RequestsPerSec: 1}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The ids must have landed on more than one master, or the test
+	// proves nothing.
+	masters := 0
+	for _, node := range cl.Nodes() {
+		c := redis.NewClient(&redis.Options{Addr: node.Addr()})
+		keys, _, err := c.Scan(ctx, 0, "tg:status:*", 100).Result()
+		_ = c.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(keys) > 0 {
+			masters++
+		}
+	}
+	if masters < 2 {
+		t.Fatalf("the posts landed on %d master(s)", masters)
+	}
+	got, err := b.Collect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != n || NewFleetView(got).Sum.RequestsPerSec != n {
+		t.Errorf("collected %d replicas, want %d: %+v", len(got), n, got)
+	}
+}

@@ -1,0 +1,96 @@
+package status
+
+import "time"
+
+// Figures are one replica's rates and counts, in a form that adds up across
+// replicas: rates and counts only, never a ratio. Ratios are computed from
+// the sums (a fleet's hit ratio is its hits over its lookups, not the mean
+// of its replicas' ratios, which would weigh an idle replica like a busy
+// one).
+type Figures struct {
+	RequestsPerSec float64 `json:"requests_per_second"`
+	// ErrorsPerSec counts 5xx answers.
+	ErrorsPerSec float64 `json:"errors_per_second"`
+	// CacheLookupsPerSec counts HIT, MISS and STALE; CacheHitsPerSec HIT.
+	CacheLookupsPerSec  float64 `json:"cache_lookups_per_second"`
+	CacheHitsPerSec     float64 `json:"cache_hits_per_second"`
+	UpstreamCallsPerSec float64 `json:"upstream_calls_per_second"`
+	// RefusedPerSec counts 429s, every plan.
+	RefusedPerSec    float64 `json:"refused_per_second"`
+	UpstreamInFlight int64   `json:"upstream_in_flight"`
+	CacheEntries     int64   `json:"cache_entries"`
+	CacheBytes       int64   `json:"cache_bytes"`
+	// OpenBreakers counts routes whose breaker is open.
+	OpenBreakers int `json:"open_breakers"`
+}
+
+// Add adds g to f.
+func (f *Figures) Add(g Figures) {
+	f.RequestsPerSec += g.RequestsPerSec
+	f.ErrorsPerSec += g.ErrorsPerSec
+	f.CacheLookupsPerSec += g.CacheLookupsPerSec
+	f.CacheHitsPerSec += g.CacheHitsPerSec
+	f.UpstreamCallsPerSec += g.UpstreamCallsPerSec
+	f.RefusedPerSec += g.RefusedPerSec
+	f.UpstreamInFlight += g.UpstreamInFlight
+	f.CacheEntries += g.CacheEntries
+	f.CacheBytes += g.CacheBytes
+	f.OpenBreakers += g.OpenBreakers
+}
+
+// ErrorRatio is the share of 5xx answers.
+func (f Figures) ErrorRatio() float64 { return ratio(f.ErrorsPerSec, f.RequestsPerSec) }
+
+// HitRatio is the share of cache lookups that hit.
+func (f Figures) HitRatio() float64 { return ratio(f.CacheHitsPerSec, f.CacheLookupsPerSec) }
+
+// ShieldRatio is upstream calls per client request.
+func (f Figures) ShieldRatio() float64 { return ratio(f.UpstreamCallsPerSec, f.RequestsPerSec) }
+
+func ratio(num, den float64) float64 {
+	if den <= 0 {
+		return 0
+	}
+	return num / den
+}
+
+// FleetView is every replica that published its figures lately, and their
+// sum. It is empty when the edge has no Redis to share them through.
+type FleetView struct {
+	// Enabled is true when the edge shares figures (a Board is set).
+	Enabled bool `json:"enabled"`
+	// Error says why the replicas could not be read; the list is then
+	// this replica alone, or empty.
+	Error    string    `json:"error,omitempty"`
+	Replicas []Replica `json:"replicas"`
+	Sum      Figures   `json:"sum"`
+	// The sum's ratios, recomputed from the summed rates.
+	HitRatio    float64 `json:"hit_ratio"`
+	ErrorRatio  float64 `json:"error_ratio"`
+	ShieldRatio float64 `json:"shield_ratio"`
+}
+
+// Replica is one replica's published summary.
+type Replica struct {
+	ID       string    `json:"id"`
+	Ready    bool      `json:"ready"`
+	LastSeen time.Time `json:"last_seen"`
+	Version  string    `json:"version"`
+	Figures  Figures   `json:"figures"`
+}
+
+// Summary is what a replica publishes of its snapshot.
+func Summary(s Snapshot) Replica {
+	deriveTotals(&s)
+	return Replica{ID: s.Replica, Ready: s.Ready, LastSeen: s.Taken, Version: s.Build.Version, Figures: s.Totals}
+}
+
+// NewFleetView adds up the replicas' figures.
+func NewFleetView(replicas []Replica) FleetView {
+	v := FleetView{Enabled: true, Replicas: replicas}
+	for _, r := range replicas {
+		v.Sum.Add(r.Figures)
+	}
+	v.HitRatio, v.ErrorRatio, v.ShieldRatio = v.Sum.HitRatio(), v.Sum.ErrorRatio(), v.Sum.ShieldRatio()
+	return v
+}

@@ -1,0 +1,74 @@
+package status
+
+import "time"
+
+// taken is when the fixture's snapshot was made.
+var taken = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+
+// fixture is a busy replica with trouble: the activity breaker is open,
+// positions_open's is half-open, one certificate is close to expiry and
+// Redis is configured.
+func fixture() Snapshot {
+	s := Snapshot{
+		Replica: "edge-1",
+		Taken:   taken,
+		Ready:   true,
+		Build:   Build{Version: "v1.4.0", Revision: "3c122e8", GoVersion: "go1.26.8"},
+		Started: taken.Add(-(76*time.Hour + 12*time.Minute)),
+		Config:  Config{Hash: "9f2c4e1a7b3d", LastReload: taken.Add(-42 * time.Minute), ReloadOK: true},
+		Cache: Cache{
+			Entries: 48213, Bytes: 187 << 20, MaxBytes: 256 << 20,
+			HitRatio: 0.912, HitRatioTotal: 0.874, CoalescedTotal: 15320,
+			StalePerSec: 0.4, StaleTotal: 2210,
+			L2: L2{Present: true, Breaker: BreakerClosed, HitRatioTotal: 0.41},
+		},
+		Upstream: Upstream{
+			CallsPerSec: 21.5, ShieldRatio: 0.0519, ErrorRatio: 0.093, InFlight: 12, MaxConcurrent: 64,
+			RetriesTotal: 312, BudgetRefusedTotal: 4,
+			LastError: "activity: timeout after 5s", LastErrorAt: taken.Add(-3 * time.Second),
+		},
+		Limits: Limits{
+			Store: StoreOK, StoreErrorsTotal: 2,
+			Refused: []PlanRefusals{
+				{Plan: "anonymous", PerSec: 1.2, LastMinute: 72, Total: 9120},
+				{Plan: "free", PerSec: 0.05, LastMinute: 3, Total: 411},
+			},
+			TopKeys: []KeyLoad{{"acme-prod", 9120}, {"desk-7", 4410}, {"bot-42", 2980}, {"research", 655}, {"mobile-ios", 120}},
+		},
+		TLS: []Cert{
+			{Names: []string{"api.example.com", "edge.example.com"}, NotAfter: taken.Add(63*24*time.Hour + time.Hour)},
+			{Names: []string{"old.example.com"}, NotAfter: taken.Add(12*24*time.Hour + time.Hour)},
+		},
+		Migration: &Migration{Keys: []MigrationKey{{KeyID: "acme-prod", Legacy: 120, V1: 88100}, {KeyID: "desk-7", Legacy: 5400, V1: 310}}},
+	}
+	rates := map[string][4]float64{ // requests/s, 5xx ratio, p50, p99
+		"orderbook_events":       {120.4, 0, 0.0009, 0.012},
+		"activity":               {88.1, 0.31, 0.0021, 4.8},
+		"deposits_withdrawals":   {12.0, 0, 0.0011, 0.034},
+		"combo_positions_closed": {3.2, 0, 0.0012, 0.051},
+		"positions_closed":       {40.7, 0.004, 0.0010, 0.043},
+		"positions_open":         {101.9, 0.012, 0.0008, 0.088},
+		"tx":                     {7.3, 0, 0.0004, 0.006},
+		"wallet_address":         {41.0, 0, 0.00025, 0.0031},
+		"orderbook_book":         {0, 0, 0, 0},
+	}
+	for _, name := range Routes() {
+		r := rates[name]
+		s.Routes = append(s.Routes, Route{Name: name, Breaker: BreakerClosed, RequestsPerSec: r[0], ErrorRatio: r[1], P50Seconds: r[2], P99Seconds: r[3]})
+	}
+	s.Route("activity").Breaker = BreakerOpen
+	s.Route("positions_open").Breaker = BreakerHalfOpen
+	// The routes' sums, rounded, as the JSON would carry them.
+	s.Totals.RequestsPerSec = 414.6
+	s.Totals.ErrorsPerSec = 28.7
+	s.Totals.CacheLookupsPerSec = 380
+	s.Totals.CacheHitsPerSec = 346.56
+	s.Totals.UpstreamCallsPerSec = 21.5
+	s.Totals.RefusedPerSec = 1.25
+	s.Fleet = NewFleetView([]Replica{
+		Summary(s),
+		{ID: "edge-2", Ready: true, LastSeen: taken.Add(-4 * time.Second), Version: "v1.4.0", Figures: Figures{RequestsPerSec: 402, ErrorsPerSec: 1.2, CacheLookupsPerSec: 360, CacheHitsPerSec: 331, UpstreamCallsPerSec: 18.2, CacheEntries: 47000, CacheBytes: 180 << 20}},
+		{ID: "edge-3", Ready: false, LastSeen: taken.Add(-11 * time.Second), Version: "v1.3.2", Figures: Figures{RequestsPerSec: 0.5, CacheLookupsPerSec: 0.5}},
+	})
+	return s
+}
