@@ -12,6 +12,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
 	"errors"
@@ -29,6 +30,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/redis/go-redis/v9"
 
 	"tradergate/legacysim"
@@ -58,6 +60,16 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	fs := flag.NewFlagSet("tradergate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage:
+  tradergate [flags]             run the edge (-config FILE, or the embedded config.yaml)
+  tradergate -demo [flags]       run it against an in-process simulated legacy host
+  tradergate hash-key            read a key on stdin, print its SHA-256 for keys[].sha256
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
 	m := &Main{Stdout: stdout, Getenv: getenv}
 	fs.StringVar(&m.ConfigPath, "config", "", "configuration file (default: the embedded config.yaml)")
 	fs.BoolVar(&m.Demo, "demo", false, "start a simulated legacy host in-process and point the edge at it")
@@ -103,8 +115,9 @@ type Main struct {
 	// Ready, when set, is called with the listen address once serving.
 	Ready func(addr string)
 
-	level slog.LevelVar // log.level, reloaded on SIGHUP
-	demo  *demoHost
+	level      slog.LevelVar // log.level, reloaded on SIGHUP
+	configHash string        // of the configuration file last read
+	demo       *demoHost
 }
 
 // Run loads the configuration, builds the edge and serves until ctx ends;
@@ -129,12 +142,14 @@ func (m *Main) Run(ctx context.Context) error {
 		}
 		m.Logger = slog.New(slog.NewJSONHandler(out, &slog.HandlerOptions{Level: &m.level}))
 	}
+	setMemoryLimit(cfg, m.Logger)
 	// go-redis logs dial failures through a process-wide logger; the
 	// limiter already reports store outages (rate-limited), so these are
 	// debug lines.
 	redis.SetLogger(redisLog{m.Logger})
 
-	srv, err := proxy.New(cfg, proxy.Options{Logger: m.Logger, AccessLog: cfg.Log.AccessLog()})
+	srv, err := proxy.New(cfg, proxy.Options{Logger: m.Logger, AccessLog: cfg.Log.AccessLog(), Getenv: m.Getenv,
+		ConfigHash: m.configHash})
 	if err != nil {
 		return err
 	}
@@ -144,9 +159,13 @@ func (m *Main) Run(ctx context.Context) error {
 		return fmt.Errorf("listen: %w", err)
 	}
 	addr := ln.Addr().String()
-	m.Logger.Info("serving", "addr", addr, "upstream", cfg.Upstream.BaseURL, "demo", m.Demo)
+	m.Logger.Info("serving", "pid", os.Getpid(), "addr", addr, "admin", cfg.Admin.Listen, "tls", cfg.Server.TLS.Mode,
+		"upstream", cfg.Upstream.BaseURL, "config", m.configName(), "config_hash", m.configHash, "demo", m.Demo)
 	if m.demo != nil {
 		m.demo.printCurls(m.Stdout, addr)
+		if cfg.Admin.Listen != "off" {
+			go m.printAdmin(ctx, srv)
+		}
 	}
 	stopHangup := onHangup(m.Logger, func() error { return m.reload(srv) })
 	defer stopHangup()
@@ -154,6 +173,31 @@ func (m *Main) Run(ctx context.Context) error {
 		m.Ready(addr)
 	}
 	return srv.Serve(ctx, ln)
+}
+
+// setMemoryLimit sets the process's Go memory limit: GOMEMLIMIT from the
+// environment if given; else server.memory_limit (by default sized from
+// cache.max_bytes), capped at 90% of a container's memory limit. Without a
+// limit Go lets the heap grow to twice what is live, and the cache is most
+// of what is live.
+func setMemoryLimit(cfg *proxy.Config, log *slog.Logger) {
+	want := uint64(cfg.MemoryLimit())
+	provider := func() (uint64, error) {
+		limit := want
+		if c, err := memlimit.FromCgroup(); err == nil && (limit == 0 || c/10*9 < limit) {
+			limit = c / 10 * 9
+		}
+		if limit == 0 {
+			return 0, memlimit.ErrNoLimit
+		}
+		return limit, nil
+	}
+	limit, err := memlimit.Set(memlimit.WithProvider(provider), memlimit.WithRatio(1), memlimit.WithLogger(log))
+	if err != nil {
+		log.Warn("memory limit not set", "err", err)
+		return
+	}
+	log.Info("memory limit", "bytes", limit, "gomemlimit_env", os.Getenv("GOMEMLIMIT") != "")
 }
 
 // load reads, parses and validates the configuration, with the flags'
@@ -167,6 +211,8 @@ func (m *Main) load() (*proxy.Config, error) {
 			return nil, fmt.Errorf("config: %w", err)
 		}
 	}
+	sum := sha256.Sum256(data)
+	m.configHash = hex.EncodeToString(sum[:6])
 	cfg, err := proxy.ParseConfig(data)
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", m.configName(), err)
@@ -189,10 +235,11 @@ func (m *Main) load() (*proxy.Config, error) {
 
 // reload is SIGHUP: the configuration (keys, plans, cache policy, breaker
 // settings, log level) and the TLS certificate files, or nothing at all
-// when the new configuration does not validate (issue 7).
+// when the new configuration does not validate.
 func (m *Main) reload(srv *proxy.Server) error {
 	cfg, err := m.load()
 	if err != nil {
+		srv.ReloadFailed(err)
 		return err
 	}
 	if err := srv.Reload(cfg); err != nil {
@@ -261,10 +308,22 @@ func startDemo() (*demoHost, error) {
 }
 
 // patch points cfg at the simulated host (its base URL and the edge's key
-// for it, through the returned getenv) and adds the demo client key on the
+// for it, through the returned getenv), serves the legacy paths, and adds
+// the demo client key on the
 // "pro" plan, or the first plan there is.
 func (d *demoHost) patch(cfg *proxy.Config, getenv func(string) string) func(string) string {
 	cfg.Upstream.BaseURL = d.url
+	// The demo prints a working key: it answers this machine only.
+	cfg.Server.Listen = loopbackOnly(cfg.Server.Listen)
+	if cfg.Admin.Listen != "off" {
+		cfg.Admin.Listen = loopbackOnly(cfg.Admin.Listen)
+	}
+	// The legacy paths too, so that a legacy client's view can be tried;
+	// a file that sets no deprecation date gets config.yaml's.
+	cfg.Legacy.Enabled = true
+	if cfg.Legacy.Deprecation == "" {
+		cfg.Legacy.Deprecation = "2026-12-01T00:00:00Z"
+	}
 	plans := make([]string, 0, len(cfg.Plans))
 	for name := range cfg.Plans {
 		plans = append(plans, name)
@@ -288,6 +347,34 @@ func (d *demoHost) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_ = d.srv.Shutdown(ctx)
+}
+
+// printAdmin prints the admin listener's address once Serve has opened it
+// (its port may be chosen by the system), or nothing if ctx ends first.
+func (m *Main) printAdmin(ctx context.Context, srv *proxy.Server) {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for srv.AdminAddr() == "" {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+	fmt.Fprintf(m.Stdout, "Admin listener (status page, metrics): http://%s/status\n\n", srv.AdminAddr())
+}
+
+// loopbackOnly is addr with its host made 127.0.0.1 when it would listen on
+// every interface ("", 0.0.0.0, ::).
+func loopbackOnly(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr // Validate names the problem
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		return net.JoinHostPort("127.0.0.1", port)
+	}
+	return addr
 }
 
 // printCurls prints ready-to-paste requests for every endpoint.
@@ -322,6 +409,8 @@ func (d *demoHost) printCurls(w io.Writer, addr string) {
 	for _, p := range paths {
 		fmt.Fprintf(bw, "  curl -s -H 'Authorization: Bearer %s' '%s%s'\n", d.clientKey, base, p)
 	}
+	fmt.Fprintf(bw, "\nA legacy client (variant B, with its Deprecation and Link headers):\n")
+	fmt.Fprintf(bw, "  curl -si -H 'Authorization: Bearer %s' '%s/open-api/v1/trader/%s/activity?limit=5'\n", d.clientKey, base, wallet)
 	fmt.Fprintln(bw)
 	_ = bw.Flush()
 }

@@ -13,11 +13,12 @@ import (
 	"time"
 
 	"tradergate/proxy"
+	"tradergate/proxy/testkit"
 )
 
 // TestSIGHUPReloadsConfig: a key added to config.yaml works after SIGHUP; a
 // config that does not validate is refused with a line naming the field,
-// and the running one stays (issue 7).
+// and the running one stays.
 func TestSIGHUPReloadsConfig(t *testing.T) {
 	dir := t.TempDir()
 	config := filepath.Join(dir, "config.yaml")
@@ -30,7 +31,7 @@ func TestSIGHUPReloadsConfig(t *testing.T) {
 	}
 	write(base)
 
-	var logs lockedBuffer
+	var logs testkit.LogBuffer
 	m := &Main{ConfigPath: config, Demo: true, Listen: "127.0.0.1:0", AdminListen: "off", Stdout: io.Discard,
 		Logger: slogTo(&logs), Getenv: func(string) string { return "" }}
 	addr, _ := startMain(t, m, &logs)

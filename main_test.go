@@ -4,18 +4,25 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/KimMachineGun/automemlimit/memlimit"
+
 	"tradergate/proxy"
+	"tradergate/proxy/testkit"
 )
 
 func TestHashKey(t *testing.T) {
@@ -33,28 +40,10 @@ func TestHashKey(t *testing.T) {
 	}
 }
 
-// lockedBuffer is an io.Writer safe for the server goroutine and the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestDemoCurlLines is the newcomer's path: run the demo on the embedded
 // config, paste every printed curl line, get variant A answers.
 func TestDemoCurlLines(t *testing.T) {
-	var stdout, logs lockedBuffer
+	var stdout, logs testkit.LogBuffer
 	_, stop := startMain(t, &Main{Demo: true, Listen: "127.0.0.1:0", AdminListen: "off", Stdout: &stdout,
 		Logger: slogTo(&logs), Getenv: func(string) string { return "" }}, &logs)
 
@@ -119,7 +108,7 @@ func slogTo(w io.Writer) *slog.Logger { return slog.New(slog.NewJSONHandler(w, n
 // startMain runs m until stop is called or the test ends, and returns the
 // address it serves on once it does. stop cancels the run and waits for it:
 // a test calls it itself to look at what the shutdown logged.
-func startMain(t *testing.T, m *Main, logs *lockedBuffer) (addr string, stop func()) {
+func startMain(t *testing.T, m *Main, logs *testkit.LogBuffer) (addr string, stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
@@ -146,4 +135,63 @@ func startMain(t *testing.T, m *Main, logs *lockedBuffer) (addr string, stop fun
 		t.Fatal("not serving within 10s")
 	}
 	return "", stop
+}
+
+// The memory limit comes from server.memory_limit (by default sized from
+// the cache), unless GOMEMLIMIT is in the environment.
+func TestMemoryLimit(t *testing.T) {
+	prev := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
+	cfg, err := proxy.ParseConfig(embeddedConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	capped := func(limit int64) int64 {
+		if c, err := memlimit.FromCgroup(); err == nil && int64(c/10*9) < limit {
+			return int64(c / 10 * 9) // a container smaller than the limit
+		}
+		return limit
+	}
+	want := capped(cfg.Cache.MaxBytes*3/2 + 64<<20)
+	setMemoryLimit(cfg, slogTo(io.Discard))
+	if got := debug.SetMemoryLimit(-1); got != want {
+		t.Errorf("memory limit %d, want %d (1.5 x cache.max_bytes + 64 MiB)", got, want)
+	}
+
+	cfg.Server.MemoryLimit = 512 << 20
+	setMemoryLimit(cfg, slogTo(io.Discard))
+	if got := debug.SetMemoryLimit(-1); got != capped(512<<20) {
+		t.Errorf("memory limit %d, want 512 MiB (or the container's, if smaller)", got)
+	}
+
+	debug.SetMemoryLimit(123 << 20)
+	t.Setenv("GOMEMLIMIT", "123MiB")
+	setMemoryLimit(cfg, slogTo(io.Discard))
+	if got := debug.SetMemoryLimit(-1); got != 123<<20 {
+		t.Errorf("with GOMEMLIMIT set: %d, want it left alone", got)
+	}
+}
+
+// The demo prints a working key, so it answers this machine only, even
+// when told to listen on every interface; it says where its admin
+// listener is.
+func TestDemoBindsLoopbackOnly(t *testing.T) {
+	var stdout, logs testkit.LogBuffer
+	addr, _ := startMain(t, &Main{Demo: true, Listen: ":0", AdminListen: "0.0.0.0:0", Stdout: &stdout,
+		Logger: slogTo(&logs), Getenv: func(string) string { return "" }}, &logs)
+	if host, _, _ := net.SplitHostPort(addr); host != "127.0.0.1" {
+		t.Errorf("demo listens on %s, want 127.0.0.1", addr)
+	}
+	testkit.Eventually(t, "the admin line", func() bool { return strings.Contains(stdout.String(), "Admin listener") })
+	if !strings.Contains(stdout.String(), "http://127.0.0.1:") || strings.Contains(stdout.String(), "127.0.0.1:0/") {
+		t.Errorf("admin line: %s", stdout.String())
+	}
+}
+
+func TestHelpListsCommands(t *testing.T) {
+	var stderr testkit.LogBuffer
+	err := run(context.Background(), []string{"-h"}, strings.NewReader(""), io.Discard, &stderr, os.Getenv)
+	if !errors.Is(err, flag.ErrHelp) || !strings.Contains(stderr.String(), "hash-key") || !strings.Contains(stderr.String(), "-demo") {
+		t.Errorf("-h: %v\n%s", err, stderr.String())
+	}
 }

@@ -3,15 +3,9 @@
 package main
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"io"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -19,9 +13,11 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"tradergate/proxy/testkit"
 )
 
-// TestSIGHUPReloadsCertificates is issue 6's files mode through the binary's
+// TestSIGHUPReloadsCertificates is TLS mode files through the binary's
 // own wiring: a swap of the files plus SIGHUP serves the new certificate.
 func TestSIGHUPReloadsCertificates(t *testing.T) {
 	dir := t.TempDir()
@@ -34,7 +30,7 @@ func TestSIGHUPReloadsCertificates(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var logs lockedBuffer
+	var logs testkit.LogBuffer
 	m := &Main{ConfigPath: config, Demo: true, Listen: "127.0.0.1:0", AdminListen: "off", Stdout: io.Discard, Logger: slogTo(&logs),
 		Getenv: func(string) string { return "" }}
 	addr, _ := startMain(t, m, &logs)
@@ -67,30 +63,7 @@ func TestSIGHUPReloadsCertificates(t *testing.T) {
 // writeSelfSigned writes a new self-signed pair over certFile and keyFile.
 func writeSelfSigned(t *testing.T, certFile, keyFile, cn string) *x509.Certificate {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: cn},
-		DNSNames:     []string{"localhost"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, _ := x509.MarshalPKCS8PrivateKey(key)
-	for path, block := range map[string]*pem.Block{certFile: {Type: "CERTIFICATE", Bytes: der}, keyFile: {Type: "PRIVATE KEY", Bytes: keyDER}} {
-		if err := os.WriteFile(path+".new", pem.EncodeToMemory(block), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(path+".new", path); err != nil {
-			t.Fatal(err)
-		}
-	}
-	leaf, _ := x509.ParseCertificate(der)
-	return leaf
+	p := testkit.SelfSigned(t, cn, time.Now().Add(time.Hour), "localhost")
+	p.Write(t, certFile, keyFile)
+	return p.Leaf
 }

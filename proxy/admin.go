@@ -1,20 +1,25 @@
 package proxy
 
 import (
+	"cmp"
+	"crypto/subtle"
+	"io"
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/netip"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// The admin listener (issue 7): metrics and health, on an address of its
+// The admin listener: metrics and health, on an address of its
 // own so that client traffic and its limits never reach them, and they
 // never reach clients.
 
-// AdminOff as admin.listen turns the admin listener off.
-const AdminOff = "off"
+// adminOff as admin.listen turns the admin listener off.
+const adminOff = "off"
 
 // AdminConfig is the admin section.
 type AdminConfig struct {
@@ -23,56 +28,116 @@ type AdminConfig struct {
 	Listen string `yaml:"listen"`
 	// Pprof serves Go's profiler under /debug/pprof/ on the admin listener;
 	// zero: off. A CPU profile of the live edge is how the bench harness
-	// (issue 8) finds what to fix.
+	// finds what to fix.
 	Pprof bool `yaml:"pprof"`
+	// TokenEnv names the environment variable holding a bearer token that
+	// every admin path but /healthz and /readyz then requires
+	// (`Authorization: Bearer <token>`); zero: no token. Set it whenever
+	// listen is not loopback.
+	TokenEnv string `yaml:"token_env"`
+
+	// token is the resolved value of TokenEnv; never printed.
+	token string
 }
 
-func (c *AdminConfig) applyDefaults() { c.Listen = cmp(c.Listen, "127.0.0.1:9090") }
+func (c *AdminConfig) applyDefaults() { c.Listen = cmp.Or(c.Listen, "127.0.0.1:9090") }
 
-func (c *AdminConfig) validate() []string {
-	if c.Listen == AdminOff {
+func (c *AdminConfig) validate(getenv func(string) string) []string {
+	if c.Listen == adminOff {
 		return nil
 	}
+	var errs []string
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
-		return []string{`admin.listen: must be host:port or "off", got "` + c.Listen + `"`}
+		errs = append(errs, `admin.listen: must be host:port or "off", got "`+c.Listen+`"`)
 	}
-	return nil
+	if c.TokenEnv != "" {
+		if c.token = getenv(c.TokenEnv); len(c.token) < 16 {
+			errs = append(errs, "admin.token_env: environment variable "+c.TokenEnv+" must hold a token of at least 16 characters")
+		}
+	}
+	return errs
 }
 
-// adminHandler serves the admin endpoints.
+// loopback reports whether the admin listener is reachable from this
+// machine only.
+func (c *AdminConfig) loopback() bool {
+	host, _, _ := net.SplitHostPort(c.Listen)
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+// requireToken refuses, with 401, a request to next without the admin
+// token. The comparison takes the same time whatever the token sent.
+func requireToken(token string, next http.Handler) http.Handler {
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			w.Header().Set("Www-Authenticate", `Bearer realm="tradergate-admin"`)
+			writeJSON(w, http.StatusUnauthorized, `{"status":"unauthorized"}`)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// writeJSON sends a small JSON body of the admin listener.
+func writeJSON(w http.ResponseWriter, status int, body string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, body)
+}
+
+// adminHandler serves the admin endpoints: /healthz and /readyz to anyone
+// who reaches the listener (load balancers probe them), everything else
+// behind admin.token_env's token when one is set.
 func (s *Server) adminHandler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{
+	guarded := http.NewServeMux()
+	guarded.Handle("GET /metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{
 		ErrorLog:          slogPrinter{s},
 		EnableOpenMetrics: false,
 	}))
+	guarded.HandleFunc("GET /migration", s.serveMigration) // migration.go
 	// Alive: the process answers.
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		writeBody(w, r, http.StatusOK, []byte(`{"status":"ok"}`))
+		writeJSON(w, http.StatusOK, `{"status":"ok"}`)
 	})
 	// Ready: listening with a loaded configuration, and not draining, so a
 	// load balancer stops sending before the edge stops answering.
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		if s.ready.Load() {
-			writeBody(w, r, http.StatusOK, []byte(`{"status":"ready"}`))
+			writeJSON(w, http.StatusOK, `{"status":"ready"}`)
 			return
 		}
-		writeBody(w, r, http.StatusServiceUnavailable, []byte(`{"status":"not ready"}`))
+		writeJSON(w, http.StatusServiceUnavailable, `{"status":"not ready"}`)
 	})
 	if s.cfg.Admin.Pprof {
-		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
-		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
-		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+		guarded.HandleFunc("GET /debug/pprof/", pprof.Index)
+		guarded.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+		guarded.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		guarded.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+		guarded.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	}
+	page := s.statusHandler()
+	guarded.Handle("GET /{$}", page)
+	guarded.Handle("GET /status", page)
+	guarded.Handle("GET /status.json", page)
+	var rest http.Handler = guarded
+	if t := s.cfg.Admin.token; t != "" {
+		rest = requireToken(t, guarded)
+	}
+	mux.Handle("/", rest)
 	return mux
 }
 
 // adminServer is the admin listener's server, or nil when it is off.
 func (s *Server) adminServer() (*http.Server, net.Listener, error) {
 	addr := s.cfg.Admin.Listen
-	if addr == AdminOff {
+	if addr == adminOff {
 		return nil, nil, nil
 	}
 	ln, err := net.Listen("tcp", addr)
@@ -80,6 +145,9 @@ func (s *Server) adminServer() (*http.Server, net.Listener, error) {
 		return nil, nil, err
 	}
 	s.adminAddr.Store(ln.Addr().String())
+	if !s.cfg.Admin.loopback() && s.cfg.Admin.token == "" {
+		s.log.Warn("admin listener is reachable beyond this machine without a token: set admin.token_env", "addr", ln.Addr().String())
+	}
 	return &http.Server{
 		Handler:           s.adminHandler(),
 		ReadHeaderTimeout: 5 * time.Second,

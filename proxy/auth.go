@@ -3,55 +3,61 @@ package proxy
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"net/http"
 	"strings"
 
 	"tradergate/limits"
+	"tradergate/proxy/route"
 )
 
-// Authentication at the edge (SPEC "Authentication"; DESIGN.md: auth comes
+// Authentication at the edge (docs/CONTRACT.md "Authentication"). Auth comes
 // before the cache, so a cached page is never served to a request the edge
-// has not authenticated and authorised).
+// has not authenticated and authorised (docs/ARCHITECTURE.md "Auth before
+// cache").
 
-// Principal is an authenticated client key. It carries the key's id, never
+// principal is an authenticated client key. It carries the key's id, never
 // the key.
-type Principal struct {
+type principal struct {
 	KeyID string
 	Plan  string
 	// Limit is the key's allowance: its plan's, or its own override.
 	Limit limits.Plan
+	// bucket is the key's rate limit bucket, made once.
+	bucket string
 	// routes has bit i set when the key may use route index i.
 	routes uint64
+	// legacyRetired: keys[].legacy is retired; its legacy calls are 410.
+	legacyRetired bool
 }
 
 // Allowed reports whether the key may use the route.
-func (p *Principal) Allowed(r *Route) bool { return p.routes&(1<<r.index) != 0 }
+func (p *principal) Allowed(r *route.Route) bool { return p.routes&(1<<r.Index()) != 0 }
 
 // keySet finds a principal by the SHA-256 of a presented key. Comparing
 // hashes in a map leaks, through timing, at most which hash prefix is near a
 // stored one: nothing about the key itself, which never needs comparing.
 type keySet struct {
-	byHash map[[sha256.Size]byte]*Principal
+	byHash map[[sha256.Size]byte]*principal
 }
 
 // maxKeyLen bounds the work an unauthenticated client can ask for.
 const maxKeyLen = 512
 
-func newKeySet(keys []KeyConfig, plans map[string]limits.Plan, routes []*Route) *keySet {
-	ks := &keySet{byHash: make(map[[sha256.Size]byte]*Principal, len(keys))}
+func newKeySet(keys []KeyConfig, plans map[string]limits.Plan, routes []*route.Route) *keySet {
+	ks := &keySet{byHash: make(map[[sha256.Size]byte]*principal, len(keys))}
 	for _, k := range keys {
 		var h [sha256.Size]byte
 		if _, err := hex.Decode(h[:], []byte(k.SHA256)); err != nil {
 			continue // Validate refuses such keys before this runs.
 		}
-		p := &Principal{KeyID: k.ID, Plan: k.Plan, Limit: plans[k.Plan]}
+		p := &principal{KeyID: k.ID, Plan: k.Plan, Limit: plans[k.Plan], bucket: "key:" + k.ID,
+			legacyRetired: k.Legacy == legacyRetired}
 		if k.Limit != nil {
 			p.Limit = *k.Limit
 		}
 		for _, name := range k.Routes {
 			for _, r := range routes {
 				if name == "*" || name == r.Name {
-					p.routes |= 1 << r.index
+					p.routes |= 1 << r.Index()
 				}
 			}
 		}
@@ -61,7 +67,7 @@ func newKeySet(keys []KeyConfig, plans map[string]limits.Plan, routes []*Route) 
 }
 
 // lookup returns the principal of an Authorization header value, or nil.
-func (ks *keySet) lookup(authorization string) *Principal {
+func (ks *keySet) lookup(authorization string) *principal {
 	key, ok := bearer(authorization)
 	if !ok {
 		return nil
@@ -90,26 +96,26 @@ func HashKey(key string) string {
 // anything: the limiter first charges the request to the key or, for a
 // missing or unknown key, to the client's address, and requireKey answers
 // 401 after that.
-func (s *Server) authenticate(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		st := state(r)
-		if p := s.keys.Load().lookup(r.Header.Get("Authorization")); p != nil {
-			st.principal = p
-			st.keyID = p.KeyID
-		}
-		next.ServeHTTP(w, r)
-	})
+func (s *Server) authenticate(x *exchange) {
+	if x.authorizations > 1 {
+		return // ambiguous: no key is taken, requireKey says why
+	}
+	x.principal = s.keys.Load().lookup(x.authorization)
 }
 
-// requireKey answers 401 to a request without a valid key.
-func (s *Server) requireKey(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if state(r).principal == nil {
-			// RFC 6750 section 3: a 401 names the scheme it wants.
-			w.Header().Set("WWW-Authenticate", `Bearer realm="tradergate"`)
-			writeError(w, r, &Error{Status: http.StatusUnauthorized, Message: msgUnauthorized})
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
+// requireKey answers a request without a valid key: 400 when it sent
+// several Authorization fields (which one a proxy in front would pass on
+// is anyone's guess, so none is taken), else 401.
+func (s *Server) requireKey(x *exchange) bool {
+	if x.authorizations > 1 {
+		x.fail(fail(failAmbiguousAuth))
+		return false
+	}
+	if x.principal == nil {
+		// RFC 6750 section 3: a 401 names the scheme it wants.
+		x.setHeader("Www-Authenticate", `Bearer realm="tradergate"`)
+		x.fail(fail(failUnauthorized))
+		return false
+	}
+	return true
 }

@@ -2,12 +2,17 @@ package proxy_test
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/valyala/fasthttp"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"tradergate/proxy"
 )
@@ -25,11 +30,13 @@ func (d *discard) WriteHeader(int)             {}
 
 // benchEdge is an edge whose benchmark key is never refused and whose
 // shield lets every miss through at once.
-func benchEdge(b *testing.B) *edge {
-	return newEdge(b, withLimitedKey(1<<50, time.Hour), withConfig(func(c *proxy.Config) {
+func benchEdge(b *testing.B) *edge { return benchEdgeWith(b) }
+
+func benchEdgeWith(b *testing.B, opts ...edgeOption) *edge {
+	return newEdge(b, append([]edgeOption{withLimitedKey(1<<50, time.Hour), withConfig(func(c *proxy.Config) {
 		c.Upstream.PerSecond = 1e9
 		c.Upstream.MaxConcurrent = 1 << 20
-	}))
+	})}, opts...)...)
 }
 
 func benchRequest(e *edge, path string, gzip bool) *http.Request {
@@ -41,8 +48,10 @@ func benchRequest(e *edge, path string, gzip bool) *http.Request {
 	return r
 }
 
-// BenchmarkHit serves cached pages through the whole handler chain: auth,
-// limiter (memory), routing, validation, cache lookup, headers.
+// BenchmarkHit serves cached pages through the whole chain (auth, limiter
+// in memory, routing, validation, cache lookup, headers), on each front:
+// "fast" is the HTTP/1.1 front (fasthttp, driven in-process with a
+// RequestCtx), "std" the net/http one HTTP/2 uses.
 func BenchmarkHit(b *testing.B) {
 	e := benchEdge(b)
 	// Settled ranges (an hour back, well past the 5 minute settle window),
@@ -54,23 +63,57 @@ func BenchmarkHit(b *testing.B) {
 		{"activity20", "/v1/trader/" + e.sim.Wallets()[0] + "/activity?toTimestamp=" + strconv.FormatInt(settled, 10)},
 		{"orderbook1000", "/v1/orderbook/events?tokenId=" + url.QueryEscape(e.sim.Markets()[0].Tokens[0]) + "&limit=1000&to=" + strconv.FormatInt(settled*1000, 10)},
 	}
-	h := e.srv.Handler()
+	// The same edge with tracing on at a 1% ratio (spans to a discarding
+	// exporter): what tracing costs a hit. Tracing off is "fast".
+	traced := benchEdgeWith(b, func(s *edgeSetup) {
+		s.spans = sdktrace.NewSimpleSpanProcessor(tracetest.NewNoopExporter())
+	}, withConfig(func(c *proxy.Config) { c.Tracing.SamplingRatio = 0.01 })).srv.FastHandler()
+	fast, std := e.srv.FastHandler(), e.srv.Handler()
 	for _, p := range pages {
 		for _, gz := range []bool{false, true} {
-			name := p.name + "/identity"
+			enc := "identity"
 			if gz {
-				name = p.name + "/gzip"
+				enc = "gzip"
 			}
-			b.Run(name, func(b *testing.B) {
+			b.Run("fast/"+p.name+"/"+enc, func(b *testing.B) {
+				ctx := fastRequest(p.path, gz)
+				fast(ctx) // fills the cache (the identity run did for gzip)
+				b.ReportAllocs()
+				b.ResetTimer()
+				for b.Loop() {
+					ctx.Response.Reset()
+					fast(ctx)
+				}
+				b.StopTimer()
+				if got := string(ctx.Response.Header.Peek("X-Cache")); got != "HIT" {
+					b.Fatalf("X-Cache %q", got)
+				}
+				b.SetBytes(int64(len(ctx.Response.Body())))
+			})
+			b.Run("fast-traced1pct/"+p.name+"/"+enc, func(b *testing.B) {
+				ctx := fastRequest(p.path, gz)
+				traced(ctx)
+				b.ReportAllocs()
+				b.ResetTimer()
+				for b.Loop() {
+					ctx.Response.Reset()
+					traced(ctx)
+				}
+				b.StopTimer()
+				if got := string(ctx.Response.Header.Peek("X-Cache")); got != "HIT" {
+					b.Fatalf("X-Cache %q", got)
+				}
+			})
+			b.Run("std/"+p.name+"/"+enc, func(b *testing.B) {
 				r := benchRequest(e, p.path, gz)
 				w := &discard{h: http.Header{}}
-				h.ServeHTTP(w, r) // fills the cache (the identity run did for gzip)
+				std.ServeHTTP(w, r)
 				b.ReportAllocs()
 				b.ResetTimer()
 				for b.Loop() {
 					clear(w.h)
 					w.n = 0
-					h.ServeHTTP(w, r)
+					std.ServeHTTP(w, r)
 				}
 				b.StopTimer()
 				if w.h.Get("X-Cache") != "HIT" {
@@ -82,8 +125,21 @@ func BenchmarkHit(b *testing.B) {
 	}
 }
 
+// fastRequest is a GET of path as the HTTP/1.1 front receives it.
+func fastRequest(path string, gzip bool) *fasthttp.RequestCtx {
+	var req fasthttp.Request
+	req.SetRequestURI(path)
+	req.Header.Set("Authorization", "Bearer "+keyLimited)
+	if gzip {
+		req.Header.Set("Accept-Encoding", "gzip")
+	}
+	ctx := &fasthttp.RequestCtx{}
+	ctx.Init(&req, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40000}, nil)
+	return ctx
+}
+
 // BenchmarkMiss makes every request a new page: the legacy call over
-// loopback (legacysim answering), the rewrite, the insert with its gzip copy.
+// loopback (legacysim answering), the rewrite, the insert.
 func BenchmarkMiss(b *testing.B) {
 	e := benchEdge(b)
 	token := url.QueryEscape(e.sim.Markets()[0].Tokens[0])
@@ -92,10 +148,9 @@ func BenchmarkMiss(b *testing.B) {
 		{"activity20", "/v1/trader/" + e.sim.Wallets()[0] + "/activity?toTimestamp="},
 		{"orderbook1000", "/v1/orderbook/events?tokenId=" + token + "&limit=1000&from="},
 	}
-	h := e.srv.Handler()
+	fast := e.srv.FastHandler()
 	for _, p := range pages {
 		b.Run(p.name, func(b *testing.B) {
-			w := &discard{h: http.Header{}}
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
@@ -106,11 +161,10 @@ func BenchmarkMiss(b *testing.B) {
 					// one legacy call and one rewrite each.
 					path = fmt.Sprintf("/v1/tx/0x%064x", i)
 				}
-				clear(w.h)
-				w.n = 0
-				h.ServeHTTP(w, benchRequest(e, path, false))
-				if w.h.Get("X-Cache") != "MISS" {
-					b.Fatalf("X-Cache %q for %s", w.h.Get("X-Cache"), path)
+				ctx := fastRequest(path, false)
+				fast(ctx)
+				if got := string(ctx.Response.Header.Peek("X-Cache")); got != "MISS" {
+					b.Fatalf("X-Cache %q for %s", got, path)
 				}
 			}
 		})

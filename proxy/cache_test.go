@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
@@ -15,44 +16,15 @@ import (
 	"time"
 
 	"tradergate/legacysim"
+	"tradergate/proxy/testkit"
 )
-
-// clock is a clock the test moves (STYLE.md: inject the clock, never sleep).
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock(t time.Time) *clock { return &clock{t: t} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
-// waitFor polls cond for up to 10s: for state another goroutine reaches,
-// never as a timing assertion.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
 
 func TestCoalescing(t *testing.T) {
 	gate := make(chan struct{})
-	e := newEdge(t, withUpstream(func(next http.Handler) http.Handler {
+	// A clock that does not move: on a loaded machine the test can take
+	// longer than the page's 1s TTL, and the last check is a hit.
+	clk := testkit.NewClock(time.Now())
+	e := newEdge(t, withClock(clk.Now), withUpstream(func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			<-gate // hold the legacy call until every client waits on it
 			next.ServeHTTP(w, r)
@@ -60,19 +32,24 @@ func TestCoalescing(t *testing.T) {
 	}))
 	path := "/v1/trader/" + e.sim.Wallets()[0] + "/activity"
 
-	// One client gives up while the shared fetch is running.
+	// One client gives up while the shared fetch is running. It comes
+	// through the net/http front (the one HTTP/2 clients reach), which
+	// learns that a client left; fasthttp, the HTTP/1.1 front, only learns
+	// it when it writes the answer (README "Running it for real").
+	std := httptest.NewServer(e.srv.Handler())
+	t.Cleanup(std.Close)
 	leaver, leave := context.WithCancel(context.Background())
 	leaverDone := make(chan error, 1)
 	go func() {
-		req, _ := http.NewRequestWithContext(leaver, http.MethodGet, e.front.URL+path, nil)
+		req, _ := http.NewRequestWithContext(leaver, http.MethodGet, std.URL+path, nil)
 		req.Header.Set("Authorization", "Bearer "+keyAll)
-		resp, err := e.front.Client().Do(req)
+		resp, err := std.Client().Do(req)
 		if err == nil {
 			resp.Body.Close()
 		}
 		leaverDone <- err
 	}()
-	waitFor(t, "the leaving client to wait", func() bool { return e.srv.CacheStats().Waiting == 1 })
+	testkit.Eventually(t, "the leaving client to wait", func() bool { return e.srv.CacheStats().Waiting == 1 })
 
 	const n = 100
 	var wg sync.WaitGroup
@@ -84,12 +61,12 @@ func TestCoalescing(t *testing.T) {
 			bodies[i], statuses[i] = body, resp.StatusCode
 		})
 	}
-	waitFor(t, "all clients to join the flight", func() bool { return e.srv.CacheStats().Waiting == n+1 })
+	testkit.Eventually(t, "all clients to join the flight", func() bool { return e.srv.CacheStats().Waiting == n+1 })
 	leave()
 	if err := <-leaverDone; err == nil {
 		t.Error("the leaving client got an answer")
 	}
-	waitFor(t, "the leaving client to stop waiting", func() bool { return e.srv.CacheStats().Waiting == n })
+	testkit.Eventually(t, "the leaving client to stop waiting", func() bool { return e.srv.CacheStats().Waiting == n })
 	close(gate)
 	wg.Wait()
 
@@ -114,7 +91,7 @@ func TestCoalescing(t *testing.T) {
 
 func TestFreshnessAndStaleWhileRevalidate(t *testing.T) {
 	base := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
-	edgeClock, simClock := newClock(base), newClock(base)
+	edgeClock, simClock := testkit.NewClock(base), testkit.NewClock(base)
 	e := newEdge(t, withClock(edgeClock.Now),
 		withSim(legacysim.Config{Seed: 7, Now: simClock.Now, End: base.Add(24 * time.Hour)}))
 	path := "/v1/trader/" + e.sim.Wallets()[0] + "/activity?limit=5"
@@ -144,8 +121,8 @@ func TestFreshnessAndStaleWhileRevalidate(t *testing.T) {
 	}
 	// One background refresh, however many stale hits.
 	e.get(path)
-	waitFor(t, "the background refresh", func() bool { return e.sim.Stats().Requests == 2 })
-	waitFor(t, "the refreshed page to land", func() bool {
+	testkit.Eventually(t, "the background refresh", func() bool { return e.sim.Stats().Requests == 2 })
+	testkit.Eventually(t, "the refreshed page to land", func() bool {
 		resp, body := e.get(path)
 		return resp.Header.Get("X-Cache") == "HIT" && !bytes.Equal(body, first)
 	})
@@ -165,7 +142,7 @@ func TestFreshnessAndStaleWhileRevalidate(t *testing.T) {
 
 func TestStaleIfError(t *testing.T) {
 	base := time.Now()
-	edgeClock := newClock(base)
+	edgeClock := testkit.NewClock(base)
 	e := newEdge(t, withClock(edgeClock.Now))
 	held := "/v1/trader/" + e.sim.Wallets()[0] + "/activity"
 	cold := "/v1/trader/" + e.sim.Wallets()[1] + "/activity"
@@ -307,11 +284,11 @@ func openWithCursor(t *testing.T, e *edge) string {
 }
 
 // TestPolicyPerRoute classifies a request of every route through the edge
-// (issue 3: immutable, fresh and null), moving the clock across the settle
+// (immutable, fresh and null), moving the clock across the settle
 // window.
 func TestPolicyPerRoute(t *testing.T) {
 	base := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
-	edgeClock := newClock(base)
+	edgeClock := testkit.NewClock(base)
 	e := newEdge(t, withClock(edgeClock.Now), withSim(legacysim.Config{Seed: 7, Now: func() time.Time { return base }, End: base}))
 	const (
 		immutable = "private, max-age=86400, immutable"
@@ -386,6 +363,30 @@ func TestCachedPagesKeepTheirBytes(t *testing.T) {
 		}
 		if !bytes.Equal(body, want) {
 			t.Errorf("%s: the cached page changed after later fetches", path)
+		}
+	}
+}
+
+// Cache-Status (RFC 9211) says which cache answered and how, beside
+// X-Cache: a miss forwarded and stored, then a hit with its freshness
+// left, then a stale hit with a negative one.
+func TestCacheStatusHeader(t *testing.T) {
+	clk := testkit.NewClock(time.Now())
+	e := newEdge(t, withClock(clk.Now))
+	path := "/v1/trader/" + e.sim.Wallets()[0] + "/positions/open"
+	for _, want := range []struct {
+		advance time.Duration
+		xcache  string
+		status  string
+	}{
+		{0, "MISS", "tradergate; fwd=miss; stored"},
+		{0, "HIT", "tradergate; hit; ttl=1"},
+		{1500 * time.Millisecond, "STALE", "tradergate; hit; ttl=-1"},
+	} {
+		clk.Advance(want.advance)
+		resp, _ := e.get(path)
+		if got := resp.Header.Get("Cache-Status"); resp.Header.Get("X-Cache") != want.xcache || got != want.status {
+			t.Errorf("X-Cache %q Cache-Status %q, want %q %q", resp.Header.Get("X-Cache"), got, want.xcache, want.status)
 		}
 	}
 }

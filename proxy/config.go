@@ -1,31 +1,41 @@
 package proxy
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
 
 	"tradergate/cache"
 	"tradergate/limits"
+	"tradergate/proxy/fleet"
+	"tradergate/proxy/orderbook"
+	"tradergate/proxy/route"
+	"tradergate/proxy/tlsedge"
+	"tradergate/proxy/tracing"
+	"tradergate/proxy/upstream"
 )
 
 // Config is the whole configuration file. Each package owns its section as
 // a plain struct; the comment on a field says what its zero value means, and
 // applyDefaults fills those zeros (gobreaker Settings style).
 type Config struct {
-	Server   ServerConfig           `yaml:"server"`
-	Upstream UpstreamConfig         `yaml:"upstream"`
-	Keys     []KeyConfig            `yaml:"keys"`
-	Plans    map[string]limits.Plan `yaml:"plans"`
-	Limits   limits.Config          `yaml:"limits"`
-	Cache    cache.Config           `yaml:"cache"`
-	Admin    AdminConfig            `yaml:"admin"`
-	Log      LogConfig              `yaml:"log"`
+	Server    ServerConfig           `yaml:"server"`
+	Upstream  upstream.Config        `yaml:"upstream"`
+	Keys      []KeyConfig            `yaml:"keys"`
+	Plans     map[string]limits.Plan `yaml:"plans"`
+	Limits    limits.Config          `yaml:"limits"`
+	Cache     cache.Config           `yaml:"cache"`
+	Redis     fleet.Config           `yaml:"redis"`
+	OrderBook orderbook.Config       `yaml:"orderbook"`
+	Tracing   tracing.Config         `yaml:"tracing"`
+	Admin     AdminConfig            `yaml:"admin"`
+	Legacy    LegacyConfig           `yaml:"legacy"`
+	Log       LogConfig              `yaml:"log"`
 }
 
 // LogConfig is the log section. Logs are JSON lines (log/slog) on stderr.
@@ -34,6 +44,18 @@ type LogConfig struct {
 	Level string `yaml:"level"`
 	// Access writes one line per request; zero (left out): true.
 	Access *bool `yaml:"access"`
+}
+
+// MemoryLimit is the Go memory limit server.memory_limit asks for, its
+// default filled in; 0: none.
+func (c *Config) MemoryLimit() int64 {
+	switch l := c.Server.MemoryLimit; {
+	case l < 0:
+		return 0
+	case l > 0:
+		return l
+	}
+	return c.Cache.MaxBytes + c.Cache.MaxBytes/2 + 64<<20
 }
 
 // AccessLog reports whether the access log is on.
@@ -69,60 +91,17 @@ type ServerConfig struct {
 	DrainDelay time.Duration `yaml:"drain_delay"`
 	// MaxHeaderBytes caps request line plus headers; zero: 16384.
 	MaxHeaderBytes int `yaml:"max_header_bytes"`
+	// MemoryLimit is the Go memory limit of the process, in bytes: the heap
+	// size past which the collector works harder rather than let the
+	// process grow. Zero: 1.5 x cache.max_bytes + 64 MiB; -1: none. The
+	// environment's GOMEMLIMIT wins over it, and a container's memory limit
+	// (cgroups) caps it at 90% of that limit. Fixed at start.
+	MemoryLimit int64 `yaml:"memory_limit"`
 	// TLS is TLS at the edge; zero: off (plain HTTP).
-	TLS TLSConfig `yaml:"tls"`
+	TLS tlsedge.Config `yaml:"tls"`
 }
 
-// Price scales of the legacy host (SPEC "Conventions"): cents (variant B as
-// documented) or already 0..1.
-const (
-	PriceScaleCents = "cents"
-	PriceScaleUnit  = "unit"
-)
-
-// UpstreamConfig is the legacy host.
-type UpstreamConfig struct {
-	// BaseURL of the legacy host including the /open-api prefix. Required.
-	BaseURL string `yaml:"base_url"`
-	// KeyEnv names the environment variable holding the edge's own legacy
-	// API key; zero: "TRADERGATE_UPSTREAM_KEY". The variable must be set.
-	KeyEnv string `yaml:"key_env"`
-	// Timeout bounds fetching one page from the legacy host: every attempt,
-	// body included, and the backoff between them; zero: 10s.
-	Timeout time.Duration `yaml:"timeout"`
-	// DialTimeout bounds connecting; zero: 2s.
-	DialTimeout time.Duration `yaml:"dial_timeout"`
-	// TLSHandshakeTimeout bounds the TLS handshake with an https legacy
-	// host; zero: 2s.
-	TLSHandshakeTimeout time.Duration `yaml:"tls_handshake_timeout"`
-	// ResponseHeaderTimeout bounds the wait for the status line after the
-	// request is sent; zero: 8s.
-	ResponseHeaderTimeout time.Duration `yaml:"response_header_timeout"`
-	// PriceScale is "cents" (variant B prices are 0 to 100) or "unit"
-	// (already 0 to 1: no shift); zero: "cents".
-	PriceScale string `yaml:"price_scale"`
-	// MaxBodyBytes caps an upstream body (after decompression); a larger one
-	// is a 502. Zero: 32 MiB.
-	MaxBodyBytes int64 `yaml:"max_body_bytes"`
-	// MaxIdleConns is the keep-alive pool to the legacy host; zero: 256.
-	MaxIdleConns int `yaml:"max_idle_conns"`
-	// MaxConcurrent caps legacy calls in flight across the edge; zero: 64.
-	MaxConcurrent int `yaml:"max_concurrent"`
-	// PerSecond caps legacy calls started per second; zero: 200.
-	PerSecond float64 `yaml:"per_second"`
-	// QueueTimeout is how long a miss may wait for a slot under those caps
-	// before it is served stale, or a 503; zero: 1s.
-	QueueTimeout time.Duration `yaml:"queue_timeout"`
-	// Retry is how failed calls are retried.
-	Retry RetryConfig `yaml:"retry"`
-	// Breaker is the per-route circuit breaker.
-	Breaker BreakerConfig `yaml:"breaker"`
-
-	// Key is the resolved value of KeyEnv; never printed.
-	Key string `yaml:"-"`
-}
-
-// KeyConfig is one client API key, kept as its SHA-256 only (SPEC
+// KeyConfig is one client API key, kept as its SHA-256 only (docs/CONTRACT.md
 // "Authentication": the key is a secret).
 type KeyConfig struct {
 	// ID names the key in logs and metrics in place of the key. Required,
@@ -138,6 +117,9 @@ type KeyConfig struct {
 	Routes []string `yaml:"routes"`
 	// Limit overrides the plan's allowance for this key; absent: the plan's.
 	Limit *limits.Plan `yaml:"limit"`
+	// Legacy is allow or retired: whether the key may still use the legacy
+	// paths (legacy section); zero: allow.
+	Legacy string `yaml:"legacy"`
 }
 
 // ParseConfig decodes a configuration file strictly (unknown fields are
@@ -153,48 +135,22 @@ func ParseConfig(data []byte) (*Config, error) {
 
 func (c *Config) applyDefaults() {
 	s := &c.Server
-	s.Listen = cmp(s.Listen, ":8080")
-	s.ReadHeaderTimeout = cmp(s.ReadHeaderTimeout, 5*time.Second)
-	s.ReadTimeout = cmp(s.ReadTimeout, 10*time.Second)
-	s.WriteTimeout = cmp(s.WriteTimeout, 30*time.Second)
-	s.IdleTimeout = cmp(s.IdleTimeout, 120*time.Second)
-	s.ShutdownTimeout = cmp(s.ShutdownTimeout, 15*time.Second)
-	s.MaxHeaderBytes = cmp(s.MaxHeaderBytes, 16<<10)
-	s.TLS.applyDefaults()
-
-	u := &c.Upstream
-	u.KeyEnv = cmp(u.KeyEnv, "TRADERGATE_UPSTREAM_KEY")
-	u.Timeout = cmp(u.Timeout, 10*time.Second)
-	u.DialTimeout = cmp(u.DialTimeout, 2*time.Second)
-	u.TLSHandshakeTimeout = cmp(u.TLSHandshakeTimeout, 2*time.Second)
-	u.Retry.applyDefaults()
-	u.Breaker.applyDefaults()
-	u.ResponseHeaderTimeout = cmp(u.ResponseHeaderTimeout, 8*time.Second)
-	u.PriceScale = cmp(u.PriceScale, PriceScaleCents)
-	u.MaxBodyBytes = cmp(u.MaxBodyBytes, 32<<20)
-	u.MaxIdleConns = cmp(u.MaxIdleConns, 256)
-	sh := u.shield()
-	sh.ApplyDefaults()
-	u.MaxConcurrent, u.PerSecond, u.QueueTimeout = sh.MaxConcurrent, sh.PerSecond, sh.QueueTimeout
-
+	s.Listen = cmp.Or(s.Listen, ":8080")
+	s.ReadHeaderTimeout = cmp.Or(s.ReadHeaderTimeout, 5*time.Second)
+	s.ReadTimeout = cmp.Or(s.ReadTimeout, 10*time.Second)
+	s.WriteTimeout = cmp.Or(s.WriteTimeout, 30*time.Second)
+	s.IdleTimeout = cmp.Or(s.IdleTimeout, 120*time.Second)
+	s.ShutdownTimeout = cmp.Or(s.ShutdownTimeout, 15*time.Second)
+	s.MaxHeaderBytes = cmp.Or(s.MaxHeaderBytes, 16<<10)
+	s.TLS.ApplyDefaults()
+	c.Upstream.ApplyDefaults()
 	c.Limits.ApplyDefaults()
+	c.Redis.ApplyDefaults()
+	c.OrderBook.ApplyDefaults()
+	c.Tracing.ApplyDefaults()
 	c.Cache.ApplyDefaults()
 	c.Admin.applyDefaults()
-	c.Log.Level = cmp(c.Log.Level, "info")
-}
-
-// shield is the upstream caps as the limits package takes them.
-func (u *UpstreamConfig) shield() limits.ShieldConfig {
-	return limits.ShieldConfig{MaxConcurrent: u.MaxConcurrent, PerSecond: u.PerSecond, QueueTimeout: u.QueueTimeout}
-}
-
-// cmp returns v, or def when v is the zero value.
-func cmp[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
+	c.Log.Level = cmp.Or(c.Log.Level, "info")
 }
 
 // Validate checks every field and resolves the upstream key from getenv. All
@@ -213,55 +169,36 @@ func (c *Config) Validate(getenv func(string) string) error {
 		"server.read_header_timeout": s.ReadHeaderTimeout, "server.read_timeout": s.ReadTimeout,
 		"server.write_timeout": s.WriteTimeout, "server.idle_timeout": s.IdleTimeout,
 		"server.shutdown_timeout": s.ShutdownTimeout, "server.drain_delay": s.DrainDelay,
-		"upstream.timeout":      c.Upstream.Timeout,
-		"upstream.dial_timeout": c.Upstream.DialTimeout, "upstream.response_header_timeout": c.Upstream.ResponseHeaderTimeout,
-		"upstream.tls_handshake_timeout": c.Upstream.TLSHandshakeTimeout,
 	} {
 		if d < 0 {
 			add(name, "must not be negative, got %v", d)
 		}
 	}
+	if s.MemoryLimit < -1 || (s.MemoryLimit > 0 && s.MemoryLimit < 64<<20) {
+		add("server.memory_limit", "must be -1 (none), 0 (the default) or at least 64 MiB in bytes, got %d", s.MemoryLimit)
+	}
 	if s.MaxHeaderBytes < 1024 {
 		add("server.max_header_bytes", "must be at least 1024, got %d", s.MaxHeaderBytes)
 	}
-	errs = append(errs, s.TLS.validate()...)
-	errs = append(errs, c.Admin.validate()...)
+	errs = append(errs, s.TLS.Validate()...)
+	errs = append(errs, c.Admin.validate(getenv)...)
 	if err := new(slog.Level).UnmarshalText([]byte(c.Log.Level)); err != nil {
 		add("log.level", "must be debug, info, warn or error, got %q", c.Log.Level)
 	}
 
 	u := &c.Upstream
-	if bu, err := url.Parse(u.BaseURL); u.BaseURL == "" {
-		add("upstream.base_url", "is required (the legacy host, including /open-api)")
-	} else if err != nil || (bu.Scheme != "http" && bu.Scheme != "https") || bu.Host == "" || bu.RawQuery != "" || bu.User != nil {
-		// Credentials in the URL would end up in logs; the key has its own
-		// variable.
-		add("upstream.base_url", "must be an http(s) URL without query or credentials, got %q", u.BaseURL)
-	} else {
-		u.BaseURL = strings.TrimSuffix(u.BaseURL, "/")
-	}
-	if u.Key = getenv(u.KeyEnv); u.Key == "" {
-		add("upstream.key_env", "environment variable %s (the edge's legacy API key) is not set", u.KeyEnv)
-	}
-	if u.PriceScale != PriceScaleCents && u.PriceScale != PriceScaleUnit {
-		add("upstream.price_scale", "must be %q or %q, got %q", PriceScaleCents, PriceScaleUnit, u.PriceScale)
-	}
-	if u.MaxBodyBytes < 1024 {
-		add("upstream.max_body_bytes", "must be at least 1024, got %d", u.MaxBodyBytes)
-	}
+	errs = append(errs, u.Validate(getenv)...)
 	if u.Timeout > 0 && s.WriteTimeout > 0 && s.WriteTimeout <= u.Timeout {
 		add("server.write_timeout", "must exceed upstream.timeout (%v), or slow upstream answers are cut off mid-write", u.Timeout)
 	}
-
-	errs = append(errs, u.Retry.validate()...)
-	errs = append(errs, u.Breaker.validate()...)
-	if err := u.shield().Validate(); err != nil {
-		errs = append(errs, err.Error())
-	}
+	errs = append(errs, c.Redis.Validate(getenv)...)
+	errs = append(errs, c.OrderBook.Validate()...)
+	errs = append(errs, c.Tracing.Validate()...)
+	errs = append(errs, c.Legacy.validate(c.Keys)...)
 	if err := c.Limits.Validate(); err != nil {
 		errs = append(errs, err.Error())
 	}
-	if err := c.Cache.Validate(RouteNames()); err != nil {
+	if err := c.Cache.Validate(route.Names()); err != nil {
 		errs = append(errs, err.Error())
 	}
 	for name, p := range c.Plans {
@@ -272,7 +209,7 @@ func (c *Config) Validate(getenv func(string) string) error {
 	if len(c.Keys) == 0 {
 		add("keys", "at least one key is required (hash one with `tradergate hash-key`)")
 	}
-	routes := RouteNames()
+	routes := route.Names()
 	ids, hashes := map[string]bool{}, map[string]bool{}
 	for i, k := range c.Keys {
 		f := fmt.Sprintf("keys[%d]", i)

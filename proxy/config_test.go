@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"tradergate/proxy/upstream"
 )
 
 const validConfig = `
@@ -39,7 +41,7 @@ func TestConfigValid(t *testing.T) {
 		t.Error("sha256 not lower-cased")
 	}
 	// Defaults fill what the file leaves out.
-	if c.Server.ReadHeaderTimeout != 5*time.Second || c.Upstream.PriceScale != PriceScaleCents || c.Upstream.Timeout != 10*time.Second {
+	if c.Server.ReadHeaderTimeout != 5*time.Second || c.Upstream.PriceScale != upstream.PriceScaleCents || c.Upstream.Timeout != 10*time.Second {
 		t.Errorf("defaults not applied: %+v %+v", c.Server, c.Upstream)
 	}
 }

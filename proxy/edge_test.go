@@ -1,15 +1,21 @@
 package proxy_test
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"tradergate/legacysim"
 	"tradergate/proxy"
@@ -22,16 +28,30 @@ const (
 	legacyKey = "legacy-secret-of-the-edge"
 )
 
-// edge is tradergate in front of legacysim, both on loopback httptest
-// servers (STYLE.md "Tests").
+// edge is tradergate in front of legacysim, both on loopback: legacysim on
+// an httptest server, the edge through Server.Serve on its own front, as
+// main runs it.
 type edge struct {
 	t     testing.TB
 	sim   *legacysim.Sim
 	up    *httptest.Server
 	srv   *proxy.Server
-	front *httptest.Server
+	front *frontEnd
 	cfg   *proxy.Config
+	// addr is the client listener; stop ends Serve, wait returns what it
+	// returned.
+	addr string
+	stop context.CancelFunc
+	wait func() error
 }
+
+// frontEnd is where a test sends its requests, and with which client.
+type frontEnd struct {
+	URL    string
+	client *http.Client
+}
+
+func (f *frontEnd) Client() *http.Client { return f.client }
 
 // edgeSetup is what options may change before the edge is built.
 type edgeSetup struct {
@@ -43,6 +63,11 @@ type edgeSetup struct {
 	// logger and accessLog are the edge's log options.
 	logger    *slog.Logger
 	accessLog bool
+	// shared, when set, is the legacy host of another edge: replicas of
+	// one fleet call the same one.
+	shared *edge
+	// spans, when set, receives the edge's trace spans.
+	spans sdktrace.SpanProcessor
 }
 
 type edgeOption func(*edgeSetup)
@@ -59,6 +84,13 @@ func withSim(c legacysim.Config) edgeOption { return func(s *edgeSetup) { s.sim 
 func withUpstream(wrap func(http.Handler) http.Handler) edgeOption {
 	return func(s *edgeSetup) { s.wrap = wrap }
 }
+
+// withEnv sets an environment variable as the edge sees it.
+func withEnv(name, value string) edgeOption { return func(s *edgeSetup) { s.env[name] = value } }
+
+// withUpstreamOf makes the edge call the legacy host of another: replicas
+// of one fleet.
+func withUpstreamOf(e *edge) edgeOption { return func(s *edgeSetup) { s.shared = e } }
 
 // withClock gives the edge a clock the test moves.
 func withClock(now func() time.Time) edgeOption { return func(s *edgeSetup) { s.now = now } }
@@ -97,13 +129,19 @@ func newEdge(t testing.TB, opts ...edgeOption) *edge {
 		o(&setup)
 	}
 	setup.sim.Key = legacyKey
-	sim := legacysim.New(setup.sim)
-	var upstream http.Handler = sim
-	if setup.wrap != nil {
-		upstream = setup.wrap(sim)
+	var sim *legacysim.Sim
+	var up *httptest.Server
+	if setup.shared != nil {
+		sim, up = setup.shared.sim, setup.shared.up
+	} else {
+		sim = legacysim.New(setup.sim)
+		var upstream http.Handler = sim
+		if setup.wrap != nil {
+			upstream = setup.wrap(sim)
+		}
+		up = httptest.NewServer(upstream)
+		t.Cleanup(up.Close)
 	}
-	up := httptest.NewServer(upstream)
-	t.Cleanup(up.Close)
 	cfg, err := proxy.ParseConfig([]byte(testConfig(up.URL + "/open-api")))
 	if err != nil {
 		t.Fatal(err)
@@ -114,14 +152,37 @@ func newEdge(t testing.TB, opts ...edgeOption) *edge {
 	if err := cfg.Validate(func(k string) string { return setup.env[k] }); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := proxy.New(cfg, proxy.Options{Now: setup.now, Logger: setup.logger, AccessLog: setup.accessLog})
+	srv, err := proxy.New(cfg, proxy.Options{Now: setup.now, Logger: setup.logger, AccessLog: setup.accessLog,
+		Getenv: func(k string) string { return setup.env[k] }, SpanProcessor: setup.spans})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Close() })
-	front := httptest.NewServer(srv.Handler())
-	t.Cleanup(front.Close)
-	return &edge{t: t, sim: sim, up: up, srv: srv, front: front, cfg: cfg}
+	e := &edge{t: t, sim: sim, up: up, srv: srv, cfg: cfg}
+	e.addr, e.stop, e.wait = serve(t, srv)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	t.Cleanup(client.CloseIdleConnections)
+	e.front = &frontEnd{URL: "http://" + e.addr, client: client}
+	return e
+}
+
+// serve runs srv on a loopback listener through Server.Serve until the
+// test ends (or stop is called), and waits for it to return.
+func serve(t testing.TB, srv *proxy.Server) (addr string, stop context.CancelFunc, wait func() error) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ctx, ln) }()
+	wait = sync.OnceValue(func() error { return <-errc })
+	t.Cleanup(func() {
+		cancel()
+		_ = wait()
+	})
+	return ln.Addr().String(), cancel, wait
 }
 
 // get sends a GET with the all-routes key unless headers say otherwise.
@@ -175,7 +236,7 @@ func (e *edge) legacy() []byte {
 	return b
 }
 
-// failure asserts a variant A failure body (SPEC "Errors").
+// failure asserts a variant A failure body (docs/CONTRACT.md "Errors").
 func failure(t *testing.T, resp *http.Response, body []byte, status int, msg string) {
 	t.Helper()
 	if resp.StatusCode != status {
@@ -319,7 +380,7 @@ func TestUpstreamGetsCanonicalRequest(t *testing.T) {
 			t.Errorf("upstream Authorization = %q, want the edge's own key", got)
 		}
 		if got := last.Header.Get("Accept-Encoding"); got != "gzip" {
-			t.Errorf("upstream Accept-Encoding = %q, want gzip (issue 3)", got)
+			t.Errorf("upstream Accept-Encoding = %q, want gzip", got)
 		}
 		if got := last.Header.Get("X-Request-Id"); got != "trace-12345678" {
 			t.Errorf("upstream X-Request-Id = %q", got)
@@ -382,4 +443,31 @@ func TestUpstreamErrors(t *testing.T) {
 			t.Error("the edge's credential leaked into a response")
 		}
 	})
+}
+
+// Two Authorization fields are ambiguous (which one would a proxy in front
+// pass on?): a 400, whatever they hold. Every JSON answer says nosniff.
+func TestAmbiguousCredentials(t *testing.T) {
+	e := newEdge(t)
+	path := "/v1/tx/" + e.sim.TradeTxs()[0]
+	conn, err := net.Dial("tcp", e.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_, _ = conn.Write([]byte("GET " + path + " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + keyAll +
+		"\r\nAuthorization: Bearer " + keyAll + "\r\nConnection: close\r\n\r\n"))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	failure(t, resp, body, 400, "Only one Authorization header is allowed")
+	if resp.Header.Get("X-Content-Type-Options") != "nosniff" {
+		t.Errorf("no nosniff on an error")
+	}
+	ok, _ := e.get(path)
+	if ok.StatusCode != 200 || ok.Header.Get("X-Content-Type-Options") != "nosniff" {
+		t.Errorf("one Authorization: %d, nosniff %q", ok.StatusCode, ok.Header.Get("X-Content-Type-Options"))
+	}
 }

@@ -3,124 +3,242 @@ package proxy
 import (
 	"context"
 	"errors"
-	"net/http"
 	"strconv"
 	"time"
 
 	"tradergate/limits"
-	"tradergate/normalize"
+	"tradergate/proxy/route"
+	"tradergate/proxy/upstream"
 )
 
-// Messages of SPEC "Errors". The first five are the spec's own words; the
-// spec shows no bodies for 403 and 500, so those are ours.
+// The error table: every failure the edge answers, with its status, its
+// variant A message and the headers it carries. It is the one place that
+// decides what a client is told; the rest of the code returns errors
+// (route.Error, upstream.Error, limits' shield error, context errors, or
+// the answers below), and asError maps them here. README's "Errors" table
+// is a copy of this one, checked by TestREADMEErrorTable.
+
+// failure names one row of the table.
+type failure uint8
+
 const (
-	msgInvalidAddress = "Invalid address format"
-	msgInvalidTxHash  = "Invalid txHash format"
-	msgFilterRequired = "tokenId, marketId, or conditionId is required"
-	msgUnauthorized   = "Missing or invalid API key"
-	msgRateLimited    = "Rate limit exceeded"
-	msgForbidden      = "API key is not allowed to use this resource"
-	msgInternal       = "Internal server error"
-	msgNotFound       = "Not found"
-	msgMethod         = "Method not allowed"
+	failBadRequest failure = iota + 1
+	failUpstreamRefused
+	failUnauthorized
+	failForbidden
+	failNotFound
+	failMethod
+	failBody
+	failURITooLong
+	failRateLimited
+	failInternal
+	failUpstreamUnreachable
+	failUpstreamError
+	failUpstreamInvalid
+	failUpstreamTooLarge
+	failUpstreamCredential
+	failUpstreamUnavailable
+	failUpstreamRateLimited
+	failUpstreamBusy
+	failLimitStore
+	failShuttingDown
+	failUpstreamTimeout
+	failClientClosed
+	failHeaderTooLarge
+	failRequestTimeout
+	failMalformed
+	failNoSnapshot
+	failTooManyEvents
+	failAmbiguousAuth
+	failLegacyRetired
+	numFailures
 )
 
-// Error is an answer the edge gives as a variant A failure body. Err, the
-// cause, is for logs only: it never reaches a client.
-type Error struct {
-	Status     int
-	Message    string
-	RetryAfter time.Duration // sent as Retry-After when > 0
-	Err        error
-
-	// What the retry loop and the breaker need to know of an upstream
-	// failure (issue 5), never sent.
-	upstreamStatus     int           // the legacy host's status, when it answered
-	upstreamRetryAfter time.Duration // its Retry-After, when it sent one
-	upstream429        bool          // it asked us to slow down
-	connFailed         bool          // it could not be reached, or broke off
+// row is one failure: its status, its message ("" when the message comes
+// with the error, as about says), and for README when it happens and what
+// headers it adds.
+type row struct {
+	status  int
+	message string
+	about   string // what the message is, when it comes with the error
+	when    string
+	headers string
 }
 
-func (e *Error) Error() string {
-	if e.Err != nil {
-		return strconv.Itoa(e.Status) + " " + e.Message + ": " + e.Err.Error()
-	}
-	return strconv.Itoa(e.Status) + " " + e.Message
-}
-
-func (e *Error) Unwrap() error { return e.Err }
-
-func badRequest(msg string) *Error { return &Error{Status: http.StatusBadRequest, Message: msg} }
-
-// StatusClientClosed is logged (never sent) when the client went away
+// statusClientClosed is logged (never sent) when the client went away
 // before its answer was ready, as nginx does.
-const StatusClientClosed = 499
+const statusClientClosed = 499
 
-// AsError maps any error to the status and variant A message the client
-// gets. It is the one place that decides (STYLE.md "Errors"): upstream
-// timeout 504, upstream unreachable or invalid 502, breaker open 503, client
-// gone 499.
-func AsError(err error) *Error {
-	if e, ok := errors.AsType[*Error](err); ok {
+var errorTable = [numFailures]row{
+	failBadRequest:          {400, "", "the rule's own words, e.g. `Invalid address format`, `Invalid limit: ...`", "a rule of the contract is broken (docs/CONTRACT.md)", ""},
+	failUpstreamRefused:     {0, "", "the legacy host's message, with its status", "the legacy host refused the request as the client's fault", ""},
+	failUnauthorized:        {401, "Missing or invalid API key", "", "missing or unknown key", "`WWW-Authenticate: Bearer`"},
+	failForbidden:           {403, "API key is not allowed to use this resource", "", "key not allowed on the route", ""},
+	failNotFound:            {404, "Not found", "", "no such path", ""},
+	failMethod:              {405, "Method not allowed", "", "not GET or HEAD", "`Allow: GET, HEAD`"},
+	failBody:                {400, "Request body not allowed", "", "a request with a body", "`Connection: close`"},
+	failURITooLong:          {414, "URI too long", "", "a URL over 8 KiB", "`Connection: close`"},
+	failRateLimited:         {429, "Rate limit exceeded", "", "the key's (or address's) allowance is spent", "`Retry-After`"},
+	failInternal:            {500, "Internal server error", "", "a bug (logged with a stack)", ""},
+	failUpstreamUnreachable: {502, "Upstream unreachable", "", "no connection to the legacy host", ""},
+	failUpstreamError:       {502, "Upstream error", "", "the legacy host answered 5xx or broke off", ""},
+	failUpstreamInvalid:     {502, "Invalid upstream response", "", "the legacy host's answer is not its API's", ""},
+	failUpstreamTooLarge:    {502, "Upstream response too large", "", "a legacy body over upstream.max_body_bytes", ""},
+	failUpstreamCredential:  {502, "Upstream rejected the gateway's credential", "", "the legacy host refused the edge's own key", ""},
+	failUpstreamUnavailable: {503, "Upstream unavailable", "", "the route's circuit breaker is open and nothing stale is held", "`Retry-After`"},
+	failUpstreamRateLimited: {503, "Upstream rate limited", "", "the legacy host answered 429", "its `Retry-After`"},
+	failUpstreamBusy:        {503, "Upstream busy", "", "the upstream shield had no slot and nothing stale is held", "`Retry-After`"},
+	failLimitStore:          {503, "Rate limit unavailable", "", "the limiter's store is down and `on_store_error: deny`", "`Retry-After`"},
+	failShuttingDown:        {503, "Server shutting down", "", "the edge stopped before the answer was ready", "`Retry-After`, `Connection: close`"},
+	failUpstreamTimeout:     {504, "Upstream timeout", "", "the legacy host was too slow", ""},
+	failHeaderTooLarge:      {431, "Request header fields too large", "", "request line and headers over server.max_header_bytes", "`Connection: close`"},
+	failRequestTimeout:      {408, "Request timeout", "", "the request did not arrive within server.read_header_timeout", "`Connection: close`"},
+	failMalformed:           {400, "Malformed request", "", "the request is not HTTP/1.1 as the edge reads it", "`Connection: close`"},
+	failNoSnapshot:          {404, "No order book snapshot at or before the requested time", "", "orderbook_book: no `book` event at or before `at`", ""},
+	failTooManyEvents:       {422, "", "says how many, and to pick an `at` nearer a snapshot", "orderbook_book: more than orderbook.max_events price changes between the snapshot and `at`", ""},
+	failAmbiguousAuth:       {400, "Only one Authorization header is allowed", "", "the request carries the Authorization field more than once", ""},
+	failClientClosed:        {statusClientClosed, "Client closed request", "", "the client left first (logged, never sent)", ""},
+	failLegacyRetired:       {410, "", "says why, and names the /v1 path and query to use instead", "a legacy path past `legacy.sunset`, in a brownout, or for a key with `legacy: retired`", "`Link` (successor-version)"},
+}
+
+// legacyMessages is the table's variant B column: what a client of the
+// legacy paths (/open-api/v1/...) is told instead, where the legacy
+// host's own contract words it differently. Everywhere else the message
+// is the same; the envelope is variant B either way (exchange.fail).
+var legacyMessages = [numFailures]string{
+	failRateLimited: "Too many requests. Please slow down.",
+}
+
+// edgeError is one answer of the table.
+type edgeError struct {
+	kind failure
+	// status and message override the row's, for the rows whose message
+	// (and, for a legacy refusal, status) comes with the error.
+	status  int
+	message string
+	// RetryAfter is sent as Retry-After when positive.
+	RetryAfter time.Duration
+	// Err is the cause, for logs only: it never reaches a client.
+	Err error
+}
+
+// Status is the HTTP status of the answer.
+func (e *edgeError) Status() int {
+	if e.status != 0 {
+		return e.status
+	}
+	return errorTable[e.kind].status
+}
+
+// Message is the variant A message of the answer.
+func (e *edgeError) Message() string {
+	if e.message != "" {
+		return e.message
+	}
+	return errorTable[e.kind].message
+}
+
+// LegacyMessage is the message of the answer on a legacy path.
+func (e *edgeError) LegacyMessage() string {
+	if e.message == "" && legacyMessages[e.kind] != "" {
+		return legacyMessages[e.kind]
+	}
+	return e.Message()
+}
+
+func (e *edgeError) Error() string {
+	s := strconv.Itoa(e.Status()) + " " + e.Message()
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+func (e *edgeError) Unwrap() error { return e.Err }
+
+// fail is the answer of a row whose message is fixed.
+func fail(kind failure) *edgeError { return &edgeError{kind: kind} }
+
+// asError maps any error to its answer in the table: the one function that
+// decides what a client is told.
+func asError(err error) *edgeError {
+	if e, ok := errors.AsType[*edgeError](err); ok {
 		return e
 	}
+	if e, ok := errors.AsType[*route.Error](err); ok {
+		return &edgeError{kind: failBadRequest, message: e.Message, Err: err}
+	}
+	if e, ok := errors.AsType[*upstream.Error](err); ok {
+		return fromUpstream(e)
+	}
 	if e, ok := errors.AsType[*limits.ShieldFullError](err); ok {
-		return &Error{Status: http.StatusServiceUnavailable, Message: msgUpstreamBusy, RetryAfter: e.RetryAfter, Err: err}
+		return &edgeError{kind: failUpstreamBusy, RetryAfter: e.RetryAfter, Err: err}
 	}
 	switch {
 	case errors.Is(err, context.Canceled):
-		return &Error{Status: StatusClientClosed, Message: "Client closed request", Err: err}
+		return &edgeError{kind: failClientClosed, Err: err}
 	case errors.Is(err, context.DeadlineExceeded):
-		return &Error{Status: http.StatusGatewayTimeout, Message: msgUpstreamTimeout, Err: err}
+		return &edgeError{kind: failUpstreamTimeout, Err: err}
 	}
-	return &Error{Status: http.StatusInternalServerError, Message: msgInternal, Err: err}
+	return &edgeError{kind: failInternal, Err: err}
+}
+
+// upstreamFailures gives each upstream.Reason its row; a reason missing
+// here (none is) would answer 502 Upstream error.
+var upstreamFailures = [...]failure{
+	upstream.Timeout:     failUpstreamTimeout,
+	upstream.Unreachable: failUpstreamUnreachable,
+	upstream.Failed:      failUpstreamError,
+	upstream.Invalid:     failUpstreamInvalid,
+	upstream.TooLarge:    failUpstreamTooLarge,
+	upstream.Credential:  failUpstreamCredential,
+	upstream.RateLimited: failUpstreamRateLimited,
+	upstream.Unavailable: failUpstreamUnavailable,
+	upstream.Refused:     failUpstreamRefused,
+}
+
+// fromUpstream maps what went wrong with the legacy host.
+func fromUpstream(e *upstream.Error) *edgeError {
+	kind := failUpstreamError
+	if int(e.Reason) < len(upstreamFailures) && upstreamFailures[e.Reason] != 0 {
+		kind = upstreamFailures[e.Reason]
+	}
+	if kind == failUpstreamRefused {
+		// The legacy host's own status and message, as it answered them.
+		return &edgeError{kind: kind, status: e.Status, message: e.Message, Err: e}
+	}
+	return &edgeError{kind: kind, RetryAfter: e.RetryAfter, Err: e}
 }
 
 // errShuttingDown is the cause of a request's cancellation when the edge
 // stops before the request could finish.
 var errShuttingDown = errors.New("server shutting down")
 
-const msgShuttingDown = "Server shutting down"
-
-// writeError sends err as a variant A failure body.
-func writeError(w http.ResponseWriter, r *http.Request, err error) {
-	e := AsError(err)
-	if e.Status == StatusClientClosed && context.Cause(r.Context()) == errShuttingDown {
-		// Not the client that left: the edge is stopping. Say so, and
-		// when to come back (to another replica, or this one restarted).
-		e = &Error{Status: http.StatusServiceUnavailable, Message: msgShuttingDown, RetryAfter: time.Second, Err: err}
-		w.Header().Set("Connection", "close")
-	}
-	h := w.Header()
-	if e.RetryAfter > 0 {
-		h.Set("Retry-After", retryAfterSeconds(e.RetryAfter))
-	}
-	// Errors are never cached, by us or by anyone downstream (DESIGN.md).
-	h.Set("Cache-Control", "no-store")
-	status := e.Status
-	if status == StatusClientClosed {
-		// Nobody is listening; the status is for the access log only.
-		recordStatus(r, status)
-		return
-	}
-	body := normalize.AppendError(make([]byte, 0, 64+len(e.Message)), e.Message)
-	writeBody(w, r, status, body)
-}
-
-// writeBody sends a JSON body with its length.
-func writeBody(w http.ResponseWriter, r *http.Request, status int, body []byte) {
-	h := w.Header()
-	h["Content-Type"] = []string{"application/json"}
-	h["Content-Length"] = []string{strconv.Itoa(len(body))}
-	w.WriteHeader(status)
-	if r.Method != http.MethodHead {
-		_, _ = w.Write(body)
-	}
-}
-
 // retryAfterSeconds renders d as whole seconds, rounded up and at least 1:
-// a client told "0" would retry at once.
+// a client told "0" would retry at once. Every Retry-After the edge sends
+// goes through it.
 func retryAfterSeconds(d time.Duration) string {
 	s := int64((d + time.Second - 1) / time.Second)
 	return strconv.FormatInt(max(s, 1), 10)
+}
+
+// errorTableMarkdown renders the table as README's "Errors" section has it.
+func errorTableMarkdown() string {
+	b := []byte("| Status | When | Message | Headers |\n|---|---|---|---|\n")
+	for k := failure(1); k < numFailures; k++ {
+		r := errorTable[k]
+		status := strconv.Itoa(r.status)
+		if r.status == 0 {
+			status = "4xx"
+		}
+		msg := "`" + r.message + "`"
+		if r.message == "" {
+			msg = r.about
+		}
+		if b := legacyMessages[k]; b != "" {
+			msg += " (legacy paths: `" + b + "`)"
+		}
+		b = append(b, "| "+status+" | "+r.when+" | "+msg+" | "+r.headers+" |\n"...)
+	}
+	return string(b)
 }

@@ -4,4 +4,4 @@ import "time"
 
 // BackdateACMEOrders makes mode acme ask its CA for certificates that
 // started d ago, so that a test holds one already due for renewal.
-func BackdateACMEOrders(c *Config, d time.Duration) { c.Server.TLS.notBefore = -d }
+func BackdateACMEOrders(c *Config, d time.Duration) { c.Server.TLS.Backdate = d }

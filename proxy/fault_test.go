@@ -15,9 +15,12 @@ import (
 
 	"tradergate/legacysim"
 	"tradergate/proxy"
+	"tradergate/proxy/route"
+	"tradergate/proxy/testkit"
+	"tradergate/proxy/upstream"
 )
 
-// The fault suite (issue 5): each case asserts what clients receive, what
+// The fault suite: each case asserts what clients receive, what
 // reached the legacy host (legacysim's counts), and, through TestMain's
 // goleak, that no goroutine is left behind.
 
@@ -76,7 +79,7 @@ func TestFaultLegacyHangsAndIsSlow(t *testing.T) {
 		if n := e.sim.Stats().Requests; n != 1 {
 			t.Errorf("%+v: legacy host saw %d calls, want 1", f, n)
 		}
-		waitFor(t, "the hung call to end", func() bool { return e.sim.Stats().InFlight == 0 })
+		testkit.Eventually(t, "the hung call to end", func() bool { return e.sim.Stats().InFlight == 0 })
 		tally.add(1, 1)
 	}
 }
@@ -145,12 +148,12 @@ func TestFaultRetriesAndBudget(t *testing.T) {
 }
 
 func TestFault5xxStormOpensTheBreaker(t *testing.T) {
-	edgeClock := newClock(time.Now())
+	edgeClock := testkit.NewClock(time.Now())
 	e := newEdge(t, withClock(edgeClock.Now), withConfig(func(c *proxy.Config) {
 		c.Upstream.Retry.MaxAttempts = 1
 		// The two warm-up calls count too: 2 good + 4 failed = 6 calls,
 		// 4/6 >= 0.6 trips on the fourth failure and not before.
-		c.Upstream.Breaker = proxy.BreakerConfig{MinRequests: 6, FailureRatio: 0.6, Interval: 10 * time.Second,
+		c.Upstream.Breaker = upstream.BreakerConfig{MinRequests: 6, FailureRatio: 0.6, Interval: 10 * time.Second,
 			OpenTimeout: 300 * time.Millisecond, HalfOpenProbes: 1}
 	}))
 	held := []string{activity(e, 0), activity(e, 1)}
@@ -168,7 +171,7 @@ func TestFault5xxStormOpensTheBreaker(t *testing.T) {
 		resp, body := e.get(activity(e, 10+i))
 		failure(t, resp, body, 502, "Upstream error")
 	}
-	if st := e.srv.BreakerState(proxy.RouteActivity); st != "open" {
+	if st := e.srv.BreakerState(route.Activity); st != "open" {
 		t.Fatalf("breaker %s after the storm", st)
 	}
 	if n := e.sim.Stats().Requests; n != 4 {
@@ -202,7 +205,7 @@ func TestFault5xxStormOpensTheBreaker(t *testing.T) {
 	if n := e.sim.Stats().ByRoute["activity"]; n != 5 {
 		t.Errorf("after one probe: %d activity calls, want 5", n)
 	}
-	if st := e.srv.BreakerState(proxy.RouteActivity); st != "open" {
+	if st := e.srv.BreakerState(route.Activity); st != "open" {
 		t.Errorf("breaker %s after a failed probe", st)
 	}
 
@@ -212,7 +215,7 @@ func TestFault5xxStormOpensTheBreaker(t *testing.T) {
 	if resp, _ := e.get(activity(e, 51)); resp.StatusCode != 200 {
 		t.Errorf("probe after recovery: %d", resp.StatusCode)
 	}
-	if st := e.srv.BreakerState(proxy.RouteActivity); st != "closed" {
+	if st := e.srv.BreakerState(route.Activity); st != "closed" {
 		t.Errorf("breaker %s after a good probe", st)
 	}
 	for i := range 5 {
@@ -245,35 +248,22 @@ func TestFault429StormHoldsBack(t *testing.T) {
 		t.Errorf("legacy host saw %d calls during its Retry-After, want 1", n)
 	}
 	// The 429s did not count against the breaker.
-	if st := e.srv.BreakerState(proxy.RouteActivity); st != "closed" {
+	if st := e.srv.BreakerState(route.Activity); st != "closed" {
 		t.Errorf("breaker %s after 429s", st)
 	}
 	e.sim.SetFaults(legacysim.Faults{})
-	waitFor(t, "the hold to pass", func() bool {
+	testkit.Eventually(t, "the hold to pass", func() bool {
 		resp, _ := e.get(activity(e, 20))
 		return resp.StatusCode == 200
 	})
 	tally.add(12, 11)
 }
 
-// serveEdge runs the edge on a real listener through Server.Serve, as main
-// does, so the server's own timeouts and shutdown are in play. stop is the
-// SIGTERM; wait returns Serve's result.
+// serveEdge is the edge's listener and how to stop it: every test edge
+// runs through Server.Serve, as main runs it.
 func serveEdge(t *testing.T, e *edge) (addr string, stop context.CancelFunc, wait func() error) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() { errc <- e.srv.Serve(ctx, ln) }()
-	wait = sync.OnceValue(func() error { return <-errc })
-	t.Cleanup(func() {
-		cancel()
-		_ = wait()
-	})
-	return ln.Addr().String(), cancel, wait
+	return e.addr, e.stop, e.wait
 }
 
 func TestFaultSlowClient(t *testing.T) {
@@ -377,7 +367,7 @@ func TestFaultShutdownUnderLoad(t *testing.T) {
 	}
 	// Every request is accepted and waiting on the legacy host when the
 	// signal comes.
-	waitFor(t, "the requests to reach the legacy host", func() bool { return e.sim.Stats().InFlight == n })
+	testkit.Eventually(t, "the requests to reach the legacy host", func() bool { return e.sim.Stats().InFlight == n })
 	stop() // SIGTERM
 	wg.Wait()
 	if err := wait(); err != nil {
@@ -422,7 +412,7 @@ func TestFaultShutdownDeadline(t *testing.T) {
 			mu.Unlock()
 		})
 	}
-	waitFor(t, "the requests to hang at the legacy host", func() bool { return e.sim.Stats().InFlight == n })
+	testkit.Eventually(t, "the requests to hang at the legacy host", func() bool { return e.sim.Stats().InFlight == n })
 	start := time.Now()
 	stop()
 	wg.Wait()

@@ -1,17 +1,26 @@
 package proxy
 
 import (
+	"regexp"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/sony/gobreaker/v2"
+
+	"tradergate/cache"
+	"tradergate/limits"
+	"tradergate/proxy/route"
 )
 
-// Prometheus metrics (issue 7), on a registry passed in, never a global one
-// (STYLE.md). Labels are bounded: route names, status codes, cache results,
+// Prometheus metrics, on a registry passed in, never a global one. Labels
+// are bounded: route names, status codes, cache results,
 // plan names; never a key, an address or a cursor.
+
+// cacheNone is the cache result of an answer made before the cache step
+// (errors), in metrics and access log lines alike.
+const cacheNone = "NONE"
 
 // routeUnknown labels requests that matched no route (404s, and requests
 // refused before routing).
@@ -33,7 +42,7 @@ type metrics struct {
 }
 
 // cacheResults are the X-Cache values, in the order of hot's columns.
-var cacheResults = [...]string{"HIT", "MISS", "STALE", "BYPASS"}
+var cacheResults = [...]string{cache.Hit.String(), cache.Miss.String(), cache.Stale.String(), cache.Bypass.String()}
 
 type hotSeries struct {
 	requests prometheus.Counter
@@ -86,32 +95,42 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "tradergate_upstream_retries_total",
 			Help: "Retries of failed legacy calls.",
-		}, func() float64 { r, _ := s.budget.counts(); return float64(r) }),
+		}, func() float64 { r, _ := s.upstream.RetryStats(); return float64(r) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "tradergate_upstream_retry_budget_refused_total",
 			Help: "Retries the retry budget refused.",
-		}, func() float64 { _, r := s.budget.counts(); return float64(r) }),
+		}, func() float64 { _, r := s.upstream.RetryStats(); return float64(r) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "tradergate_upstream_in_flight",
 			Help: "Legacy calls holding a slot of the upstream shield.",
-		}, func() float64 { return float64(s.shield.InFlight()) }),
-		collectors.NewGoCollector(),
+		}, func() float64 { return float64(s.upstream.InFlight()) }),
+		// The GC's CPU time (/cpu/classes/gc/...) beside the default set:
+		// go_gc_duration_seconds counts only the stop-the-world pauses, and
+		// a memory limit is judged by what the whole collector costs.
+		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
+			collectors.MetricsGC, collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/cpu/classes/(gc|total)/`)})),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	}
+	cs = append(cs, operatorCollectors(s)...)
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
 	}
-	m.hot = make([][len(cacheResults)]hotSeries, len(s.router.routes))
-	for _, r := range s.router.routes {
+	routes := s.routes.Routes()
+	m.hot = make([][len(cacheResults)]hotSeries, len(routes))
+	for _, r := range routes {
 		for j, c := range cacheResults {
-			m.hot[r.index][j] = hotSeries{m.requests.WithLabelValues(r.Name, "200", c), m.duration.WithLabelValues(r.Name, c)}
+			m.hot[r.Index()][j] = hotSeries{m.requests.WithLabelValues(r.Name, "200", c), m.duration.WithLabelValues(r.Name, c)}
 		}
 	}
-	// Every route's series exist from the start, so rate() and alerts see a
-	// zero rather than nothing.
-	for _, r := range s.router.routes {
+	// Every route's and plan's series exist from the start, so rate() and
+	// alerts see a zero rather than nothing.
+	for plan := range s.cfg.Plans {
+		m.refused.WithLabelValues(plan)
+	}
+	m.refused.WithLabelValues(limits.AnonymousPolicy)
+	for _, r := range routes {
 		m.breakerState.WithLabelValues(r.Name).Set(0)
 		for _, st := range []gobreaker.State{gobreaker.StateClosed, gobreaker.StateHalfOpen, gobreaker.StateOpen} {
 			m.breakerChanges.WithLabelValues(r.Name, st.String())
@@ -121,11 +140,11 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 }
 
 // observe records one answered request; rt is nil when no route matched.
-func (m *metrics) observe(rt *Route, status int, cache string, took time.Duration) {
+func (m *metrics) observe(rt *route.Route, status int, cache string, took time.Duration) {
 	if rt != nil && status == 200 {
 		for j, c := range cacheResults {
 			if c == cache {
-				h := &m.hot[rt.index][j]
+				h := &m.hot[rt.Index()][j]
 				h.requests.Inc()
 				h.duration.Observe(took.Seconds())
 				return
@@ -137,7 +156,7 @@ func (m *metrics) observe(rt *Route, status int, cache string, took time.Duratio
 		route = rt.Name
 	}
 	if cache == "" {
-		cache = "NONE" // answered before the cache step (errors, 304s excluded)
+		cache = cacheNone
 	}
 	m.requests.WithLabelValues(route, strconv.Itoa(status), cache).Inc()
 	m.duration.WithLabelValues(route, cache).Observe(took.Seconds())
@@ -154,7 +173,7 @@ func (m *metrics) observeUpstream(route string, status int, took time.Duration) 
 }
 
 // breakerChanged sets the state gauge; gobreaker calls it under its lock,
-// and that is all it does (STYLE.md).
+// and that is all it does.
 func (m *metrics) breakerChanged(route string, to gobreaker.State) {
 	v := 0.0
 	switch to {
@@ -186,12 +205,25 @@ var (
 		"Entries held.", nil, nil)
 	descCacheBytes = prometheus.NewDesc("tradergate_cache_bytes",
 		"Bytes held, against cache.max_bytes.", nil, nil)
+	descL2Requests = prometheus.NewDesc("tradergate_l2_requests_total",
+		"Lookups of the shared page cache (Redis) by result: hit, stale, miss, error (Redis failed: the replica worked alone), corrupt (a value that did not decode).", []string{"result"}, nil)
+	descL2Stores = prometheus.NewDesc("tradergate_l2_stores_total",
+		"Pages written to the shared page cache.", nil, nil)
+	descL2Waits = prometheus.NewDesc("tradergate_l2_lock_waits_total",
+		"Fetches that waited for another replica's fetch of the same page.", nil, nil)
+	descL2WaitTimeouts = prometheus.NewDesc("tradergate_l2_lock_wait_timeouts_total",
+		"Waits for another replica's fetch that ran out; the replica fetched itself.", nil, nil)
 )
 
 func (c *cacheCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descCacheRequests, descCacheCoalesced, descCacheFetches,
 		descCacheEvictions, descCacheRejected, descCacheEntries, descCacheBytes} {
 		ch <- d
+	}
+	if c.s.fleet != nil {
+		for _, d := range []*prometheus.Desc{descL2Requests, descL2Stores, descL2Waits, descL2WaitTimeouts} {
+			ch <- d
+		}
 	}
 }
 
@@ -200,7 +232,7 @@ func (c *cacheCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, r := range []struct {
 		name string
 		n    uint64
-	}{{"HIT", st.Hits}, {"MISS", st.Misses}, {"STALE", st.Stale}, {"BYPASS", st.Bypass}} {
+	}{{cache.Hit.String(), st.Hits}, {cache.Miss.String(), st.Misses}, {cache.Stale.String(), st.Stale}, {cache.Bypass.String(), st.Bypass}} {
 		ch <- prometheus.MustNewConstMetric(descCacheRequests, prometheus.CounterValue, float64(r.n), r.name)
 	}
 	ch <- prometheus.MustNewConstMetric(descCacheCoalesced, prometheus.CounterValue, float64(st.Coalesced))
@@ -209,4 +241,16 @@ func (c *cacheCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descCacheRejected, prometheus.CounterValue, float64(st.Rejected))
 	ch <- prometheus.MustNewConstMetric(descCacheEntries, prometheus.GaugeValue, float64(st.Entries))
 	ch <- prometheus.MustNewConstMetric(descCacheBytes, prometheus.GaugeValue, float64(st.Bytes))
+	if c.s.fleet == nil {
+		return // the shared tier's series exist only where there is one
+	}
+	for _, r := range []struct {
+		name string
+		n    uint64
+	}{{"hit", st.L2Hits}, {"stale", st.L2Stale}, {"miss", st.L2Misses}, {"error", st.L2Errors}, {"corrupt", st.L2Corrupt}} {
+		ch <- prometheus.MustNewConstMetric(descL2Requests, prometheus.CounterValue, float64(r.n), r.name)
+	}
+	ch <- prometheus.MustNewConstMetric(descL2Stores, prometheus.CounterValue, float64(st.L2Stores))
+	ch <- prometheus.MustNewConstMetric(descL2Waits, prometheus.CounterValue, float64(st.L2LockWaits))
+	ch <- prometheus.MustNewConstMetric(descL2WaitTimeouts, prometheus.CounterValue, float64(st.L2LockWaitTimeouts))
 }

@@ -2,7 +2,6 @@ package proxy_test
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -10,30 +9,12 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"tradergate/proxy"
+	"tradergate/proxy/testkit"
 )
-
-// syncBuffer is a log sink safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // withAdmin opens the admin listener on a free loopback port.
 var withAdmin = withConfig(func(c *proxy.Config) { c.Admin.Listen = "127.0.0.1:0" })
@@ -62,7 +43,7 @@ func metricValue(exposition, series string) string {
 func TestMetricsCountWhatWasSent(t *testing.T) {
 	e := newEdge(t, withAdmin, withLimitedKey(2, time.Minute))
 	serveEdge(t, e)
-	waitFor(t, "the admin listener", func() bool { return e.srv.AdminAddr() != "" })
+	testkit.Eventually(t, "the admin listener", func() bool { return e.srv.AdminAddr() != "" })
 	tx := "/v1/tx/" + e.sim.TradeTxs()[0]
 	act := "/v1/trader/" + e.sim.Wallets()[0] + "/activity"
 	for range 3 {
@@ -110,8 +91,12 @@ func TestMetricsCountWhatWasSent(t *testing.T) {
 			t.Errorf("no metric %s", name)
 		}
 	}
-	// Labels are bounded: no key, no address, no cursor.
-	for _, secret := range []string{keyAll, keyLimited, e.sim.Wallets()[0], e.sim.TradeTxs()[0], "limited"} {
+	// Labels are bounded: no key, no address, no cursor. Key ids, which
+	// come from the configuration, label the migration counts only.
+	if got := metricValue(text, `tradergate_migration_requests_total{api="v1",key_id="limited"}`); got == "" {
+		t.Error("no migration series for the key limited")
+	}
+	for _, secret := range []string{keyAll, keyLimited, e.sim.Wallets()[0], e.sim.TradeTxs()[0]} {
 		if strings.Contains(text, secret) {
 			t.Errorf("/metrics contains %q", secret)
 		}
@@ -134,15 +119,15 @@ func TestMetricsCountWhatWasSent(t *testing.T) {
 func TestHealthAndReadinessThroughShutdown(t *testing.T) {
 	e := newEdge(t, withAdmin, withConfig(func(c *proxy.Config) { c.Server.DrainDelay = 400 * time.Millisecond }))
 	addr, stop, wait := serveEdge(t, e)
-	waitFor(t, "the admin listener", func() bool { return e.srv.AdminAddr() != "" })
+	testkit.Eventually(t, "the admin listener", func() bool { return e.srv.AdminAddr() != "" })
 	admin := "http://" + e.srv.AdminAddr()
-	waitFor(t, "ready", func() bool { code, _ := getText(t, admin+"/readyz"); return code == 200 })
+	testkit.Eventually(t, "ready", func() bool { code, _ := getText(t, admin+"/readyz"); return code == 200 })
 	if code, body := getText(t, admin+"/healthz"); code != 200 || body != `{"status":"ok"}` {
 		t.Errorf("/healthz: %d %s", code, body)
 	}
 
 	stop() // SIGTERM: draining for drain_delay, then shutdown
-	waitFor(t, "not ready", func() bool { code, _ := getText(t, admin+"/readyz"); return code == 503 })
+	testkit.Eventually(t, "not ready", func() bool { code, _ := getText(t, admin+"/readyz"); return code == 503 })
 	if code, _ := getText(t, admin+"/healthz"); code != 200 {
 		t.Errorf("/healthz while draining: %d", code)
 	}
@@ -165,7 +150,7 @@ func TestHealthAndReadinessThroughShutdown(t *testing.T) {
 }
 
 func TestAccessLogLines(t *testing.T) {
-	var logs syncBuffer
+	var logs testkit.LogBuffer
 	e := newEdge(t, func(s *edgeSetup) {
 		s.logger = slog.New(slog.NewJSONHandler(&logs, nil))
 		s.accessLog = true
@@ -189,7 +174,7 @@ func TestAccessLogLines(t *testing.T) {
 	if len(lines) != 3 {
 		t.Fatalf("%d access lines for 3 requests:\n%s", len(lines), logs.String())
 	}
-	for _, f := range []string{"request_id", "route", "status", "cache", "duration", "bytes", "upstream_status", "upstream_duration", "key_id"} {
+	for _, f := range []string{"request_id", "client", "method", "path", "route", "status", "cache", "duration", "bytes", "upstream_status", "upstream_duration", "key_id"} {
 		if _, ok := lines[0][f]; !ok {
 			t.Errorf("access line lacks %s: %v", f, lines[0])
 		}
@@ -202,12 +187,30 @@ func TestAccessLogLines(t *testing.T) {
 	if second["cache"] != "HIT" || second["upstream_status"] != 0.0 {
 		t.Errorf("second line: %v", second)
 	}
-	if third["status"] != 401.0 || third["key_id"] != "" {
+	if third["status"] != 401.0 || third["key_id"] != "" || third["cache"] != "NONE" {
 		t.Errorf("third line: %v", third)
+	}
+	if first["client"] != "127.0.0.1" || first["path"] != tx || first["method"] != "GET" {
+		t.Errorf("who and what: %v", first)
 	}
 	for _, secret := range []string{keyAll, "wrong-key-value", legacyKey, proxy.HashKey(keyAll)} {
 		if strings.Contains(logs.String(), secret) {
 			t.Errorf("the logs contain %q", secret)
+		}
+	}
+}
+
+// Shutdown says what it does, stage by stage.
+func TestShutdownLogLines(t *testing.T) {
+	var logs testkit.LogBuffer
+	e := newEdge(t, func(s *edgeSetup) { s.logger = logs.Logger() })
+	e.stop()
+	if err := e.wait(); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"shutdown: not ready; draining", "shutdown: closing listeners", "shutdown: stopped"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("no %q line:\n%s", want, logs.String())
 		}
 	}
 }

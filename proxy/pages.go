@@ -6,38 +6,49 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"tradergate/cache"
-	"tradergate/limits"
+	"tradergate/proxy/route"
+	"tradergate/proxy/upstream"
 )
 
-// msgUpstreamBusy: the upstream shield had no slot for a miss within
-// upstream.queue_timeout and nothing stale was held (issue 4, item 5).
-const msgUpstreamBusy = "Upstream busy"
+// Serving from the cache: the innermost step of the chain. It answers a
+// validated request from the page cache, which calls the legacy host on a
+// miss, and writes the cache headers.
 
 // servePage answers a validated request from the page cache, which calls
-// the legacy host on a miss (DESIGN.md "The way a request travels").
-func (s *Server) servePage(w http.ResponseWriter, r *http.Request) {
-	st := state(r)
-	entry, status, err := s.cache.Get(r.Context(), st.req.Key, s.fetcher(st))
-	st.cache = status.String()
+// the legacy host on a miss (docs/ARCHITECTURE.md "The way of a request").
+func (s *Server) servePage(x *exchange) {
+	ctx := x.ctx
+	var span trace.Span
+	if s.trace != nil {
+		ctx, span = s.trace.Tracer.Start(ctx, "cache.lookup")
+	}
+	entry, status, err := s.cache.Get(ctx, x.req.Key, s.fetcher(x.req, x.id, &x.upstream))
+	x.cache = status.String()
+	if span != nil {
+		span.SetAttributes(attribute.String("tradergate.cache", x.cache), attribute.Bool("tradergate.cache.l2", status.L2()))
+		span.End()
+	}
 	if err != nil {
-		writeError(w, r, err)
+		x.fail(err)
 		return
 	}
-	s.writeEntry(w, r, entry, status)
+	s.writeEntry(x, entry, status)
 }
 
-// fetcher returns the cache's Fetch for one request. It may run after its
-// request is gone (a coalesced flight whose starter left, a background
-// refresh), so it records into the exchange only through atomics and never
-// touches the ResponseWriter.
-func (s *Server) fetcher(st *exchange) cache.Fetch {
-	req, id := st.req, st.id
+// fetcher returns the cache's Fetch of a canonical request, for the request
+// with the given id. It may run after that request is gone (a coalesced
+// flight whose starter left, a background refresh), so it keeps only what
+// is the request's own (the canonical request, the id) and records through
+// atomics (upstream.Info).
+func (s *Server) fetcher(req *route.Request, id string, info *upstream.Info) cache.Fetch {
 	return func(ctx context.Context) ([]byte, cache.Facts, error) {
-		page, err := s.fetchPage(ctx, req, id, &st.upstreamInfo)
+		page, err := s.upstream.Fetch(ctx, req, id, info)
 		if err != nil {
 			return nil, cache.Facts{}, err
 		}
@@ -45,66 +56,8 @@ func (s *Server) fetcher(st *exchange) cache.Fetch {
 	}
 }
 
-// fetchPage gets one page from the legacy host within upstream.timeout:
-// attempts through the back-off gate, the shield and the route's breaker
-// (DESIGN.md "The way a request travels"), retried within the budget while
-// someone still waits for the page (issue 5, item 4).
-func (s *Server) fetchPage(ctx context.Context, req *Request, id string, info *upstreamInfo) (*Page, error) {
-	c := s.cfg.Upstream
-	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
-	defer cancel()
-	s.budget.deposit()
-	for n := 1; ; n++ {
-		page, err := s.attempt(ctx, req, id, info)
-		if err == nil || n >= c.Retry.MaxAttempts || !retryable(err) || cache.Abandoned(ctx) {
-			return page, err
-		}
-		wait := backoff(c.Retry, n, err)
-		if deadline, ok := ctx.Deadline(); wait > c.Retry.MaxBackoff || ok && time.Until(deadline) <= wait {
-			// An upstream Retry-After longer than we may wait, or no time
-			// left for another attempt: this error is the answer.
-			return nil, err
-		}
-		if !s.budget.withdraw() {
-			return nil, err
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return nil, err
-		}
-	}
-}
-
-// attempt is one legacy call: held back after a legacy 429, capped by the
-// shield, allowed by the route's breaker, its outcome reported to it.
-func (s *Server) attempt(ctx context.Context, req *Request, id string, info *upstreamInfo) (*Page, error) {
-	if err := s.up.held(); err != nil {
-		return nil, err
-	}
-	release, err := s.shield.Acquire(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
-	done, err := (*s.breakers.Load())[req.Route.index].allow()
-	if err != nil {
-		return nil, err
-	}
-	start := time.Now() // wall time: a duration, whatever the injected clock does
-	page, status, err := s.up.fetch(ctx, req, id)
-	done(err)
-	took := time.Since(start)
-	s.metrics.observeUpstream(req.Route.Name, status, took)
-	info.upStatus.Store(int32(status))
-	info.upDur.Store(int64(took))
-	return page, err
-}
-
 // factsOf tells the cache policy what it needs of a request and its page.
-func factsOf(req *Request, page *Page) cache.Facts {
+func factsOf(req *route.Request, page *upstream.Page) cache.Facts {
 	unit := time.Second
 	if req.Route.TimeUnitMs {
 		unit = time.Millisecond
@@ -121,71 +74,94 @@ func factsOf(req *Request, page *Page) cache.Facts {
 	}
 }
 
-// staleOK says which fetch errors may be answered with a stale page: the
-// legacy host failing or being shielded, never a request the legacy host
-// refused as the client's fault (issue 3, item 5).
-func staleOK(err error) bool {
-	if errors.Is(err, limits.ErrShieldFull) || errors.Is(err, context.DeadlineExceeded) {
-		return true
-	}
-	e, ok := errors.AsType[*Error](err)
-	return ok && e.Status >= 500
-}
-
-// writeEntry sends a cached page with its cache headers (issue 3, item 6),
-// gzip-compressed to clients that accept it, and answers If-None-Match.
-func (s *Server) writeEntry(w http.ResponseWriter, r *http.Request, e *cache.Entry, status cache.Status) {
-	now := state(r).now
-	h := w.Header()
-	// Header keys are written in canonical form directly: Set would
-	// canonicalize each on every hit. Values that never change are shared
-	// slices (no allocation per hit); nothing writes into a header value
-	// in place (Set and Add replace or reallocate the slice).
-	h["X-Cache"] = xCacheValue(status)
-	h["Age"] = []string{strconv.FormatInt(int64(e.Age(now)/time.Second), 10)}
+// writeEntry sends a cached page with its cache headers (docs/CONTRACT.md
+// "Cache headers"), gzip-compressed to clients that accept it, and answers
+// If-None-Match.
+func (s *Server) writeEntry(x *exchange, e *cache.Entry, status cache.Status) {
+	now := x.now
+	x.setHeader("X-Cache", status.String())
+	x.setHeader("Cache-Status", cacheStatus(x, e, status, now))
+	x.setInt("Age", int64(e.Age(now)/time.Second))
 	// The answer depends on Accept-Encoding whenever a gzip copy exists;
 	// saying so always keeps downstream caches simple.
-	h["Vary"] = varyAcceptEncoding
-	cc := "private, max-age=" + strconv.FormatInt(int64(e.FreshFor(now)/time.Second), 10)
+	x.setHeader("Vary", "Accept-Encoding")
+	var cc [64]byte
+	b := append(cc[:0], "private, max-age="...)
+	b = strconv.AppendInt(b, int64(e.FreshFor(now)/time.Second), 10)
 	if e.Immutable {
-		cc += ", immutable"
+		b = append(b, ", immutable"...)
 	}
 	// private: the page was served to an authenticated key; a shared cache
 	// downstream must not hand it to requests the edge never saw.
-	h["Cache-Control"] = []string{cc}
+	x.setHeader("Cache-Control", x.own(b))
 
-	body, etag := e.Body, e.ETag
-	gz := e.Gzip != nil && acceptsGzip(r.Header.Get("Accept-Encoding"))
+	// Each form of the page is made once, on the first answer that wants
+	// it (cache: a page is stored as it arrived).
+	etag := e.ETag
+	var body []byte
+	gz := acceptsGzip(x.acceptEncoding)
 	if gz {
-		body, etag = e.Gzip, e.GzipETag()
+		if body = e.GzipBody(); body != nil {
+			etag = e.GzipETag()
+		} else {
+			gz = false // too small, or gzip does not shrink it
+		}
 	}
-	h["Etag"] = []string{etag}
-	if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatches(inm, e) {
-		w.WriteHeader(http.StatusNotModified)
+	if !gz {
+		if body = e.Body(); body == nil {
+			// A shared-tier page whose identity form would not inflate:
+			// the cache has dropped it; this answer cannot be made.
+			x.fail(errors.New("cache: a page's identity form could not be made"))
+			return
+		}
+	}
+	x.setHeader("Etag", etag)
+	if x.ifNoneMatch != "" && etagMatches(x.ifNoneMatch, e) {
+		x.status = http.StatusNotModified
 		return
 	}
 	if gz {
-		h["Content-Encoding"] = contentEncodingGzip
+		x.setHeader("Content-Encoding", "gzip")
 	}
-	writeBody(w, r, http.StatusOK, body)
+	x.reply(http.StatusOK, body)
 }
 
-// Header values shared by every answer that carries them (writeEntry).
-var (
-	xCacheValues = [...][]string{
-		cache.Hit: {"HIT"}, cache.Miss: {"MISS"}, cache.Stale: {"STALE"}, cache.Bypass: {"BYPASS"},
+// cacheStatus is the RFC 9211 Cache-Status of an answer from the cache,
+// kept beside X-Cache for clients that read that, naming the tier that
+// answered: a hit with the freshness left (negative: served stale), or a
+// forward to the legacy host and whether the page was stored; for the
+// shared tier, "collapsed" when another replica's fetch answered.
+func cacheStatus(x *exchange, e *cache.Entry, status cache.Status, now time.Time) string {
+	var b [128]byte
+	v := b[:0]
+	if status.L2() {
+		// The shared tier (Redis) answered first, the replica's memory
+		// after it: RFC 9211 lists the cache nearest the origin first.
+		v = append(v, "tradergate-l2; "...)
+		if status == cache.MissL2 {
+			v = append(v, "fwd=miss; stored; collapsed"...)
+		} else {
+			v = appendHit(v, e, now)
+		}
+		v = append(v, ", tradergate; fwd=miss; stored"...)
+		return x.own(v)
 	}
-	varyAcceptEncoding  = []string{"Accept-Encoding"}
-	contentEncodingGzip = []string{"gzip"}
-)
+	v = append(v, "tradergate; "...)
+	switch status {
+	case cache.Hit, cache.Stale:
+		v = appendHit(v, e, now)
+	case cache.Miss:
+		v = append(v, "fwd=miss; stored"...)
+	default: // Bypass: fetched and not stored
+		v = append(v, "fwd=miss"...)
+	}
+	return x.own(v)
+}
 
-// xCacheValue is the shared X-Cache value of status; a status the table
-// does not know yet gets its own, rather than an index out of range.
-func xCacheValue(status cache.Status) []string {
-	if int(status) < len(xCacheValues) && xCacheValues[status] != nil {
-		return xCacheValues[status]
-	}
-	return []string{status.String()}
+// appendHit is a hit with the freshness left, negative when stale.
+func appendHit(v []byte, e *cache.Entry, now time.Time) []byte {
+	v = append(v, "hit; ttl="...)
+	return strconv.AppendInt(v, int64((e.TTL-e.Age(now)).Round(time.Second)/time.Second), 10)
 }
 
 // etagMatches implements If-None-Match's weak comparison (RFC 9110 section
@@ -193,7 +169,7 @@ func xCacheValue(status cache.Status) []string {
 func etagMatches(header string, e *cache.Entry) bool {
 	for tag := range strings.SplitSeq(header, ",") {
 		tag = strings.TrimPrefix(strings.TrimSpace(tag), "W/")
-		if tag == "*" || tag == e.ETag || (e.Gzip != nil && tag == e.GzipETag()) {
+		if tag == "*" || tag == e.ETag || tag == e.GzipETag() {
 			return true
 		}
 	}
@@ -226,11 +202,4 @@ func acceptsGzip(h string) bool {
 		return gzip == 1
 	}
 	return star == 1
-}
-
-// upstreamInfo carries the upstream status and duration of the flight a
-// request started, for its access log line.
-type upstreamInfo struct {
-	upStatus atomic.Int32
-	upDur    atomic.Int64
 }

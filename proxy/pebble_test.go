@@ -23,10 +23,11 @@ import (
 	"go.uber.org/goleak"
 
 	"tradergate/proxy"
+	"tradergate/proxy/testkit"
 )
 
 // Mode acme end to end against Pebble, Let's Encrypt's ACME test server
-// (issue 6). Pebble is built from the Go module proxy at a pinned version
+// Pebble is built from the Go module proxy at a pinned version
 // with `go install`, outside this module so that its dependencies do not
 // enter go.mod, and cached in the user cache folder across runs. Without a
 // Go toolchain or the module proxy the tests skip, except under CI=1, where
@@ -147,7 +148,7 @@ type pebble struct {
 	roots  *x509.CertPool // the root Pebble issues under: what clients trust
 	cmd    *exec.Cmd
 	exited chan struct{}
-	out    *logBuffer
+	out    *testkit.LogBuffer
 }
 
 // pebbleSetup chooses how Pebble validates challenges.
@@ -189,7 +190,7 @@ func startPebble(t *testing.T, s pebbleSetup) *pebble {
 		t.Fatal(err)
 	}
 
-	p := &pebble{files: f, dir: "https://" + acme + "/dir", out: &logBuffer{}, exited: make(chan struct{})}
+	p := &pebble{files: f, dir: "https://" + acme + "/dir", out: &testkit.LogBuffer{}, exited: make(chan struct{})}
 	p.cmd = exec.Command(f.bin, "-config", cfgFile)
 	p.cmd.Env = append(os.Environ(),
 		"PEBBLE_VA_NOSLEEP=1",      // no random pauses before validating
@@ -278,7 +279,7 @@ func acmeBlock(p *pebble, domain, storage, httpListen string) string {
 		"\nhttp_listen: " + strconv.Quote(httpListen) + "\nhsts_max_age: 1h"
 }
 
-// TestACMEWithPebble is issue 6's end-to-end test: the edge obtains its
+// TestACMEWithPebble is mode acme end to end: the edge obtains its
 // certificate from Pebble, and a client that trusts only Pebble's root
 // fetches /v1 pages over HTTPS with HTTP/2, getting the bodies the same
 // edge gives over plain HTTP.
@@ -425,7 +426,7 @@ func TestACMEStartupFailsWithoutCertificate(t *testing.T) {
 
 // TestACMECachedCertificateOutlivesCA: a certificate in storage that is due
 // for renewal but still valid carries the edge through a CA outage; the
-// failed renewal is logged, not fatal (issue 6).
+// failed renewal is logged, not fatal.
 func TestACMECachedCertificateOutlivesCA(t *testing.T) {
 	p := startPebble(t, pebbleSetup{})
 	storage := t.TempDir()
@@ -450,7 +451,7 @@ func TestACMECachedCertificateOutlivesCA(t *testing.T) {
 	checkTLS(t, resp, cached)
 	// The cached certificate is served from the moment it is loaded, while
 	// the renewal is still being tried; its failure is logged after.
-	waitFor(t, "the failed renewal to be logged", func() bool {
+	testkit.Eventually(t, "the failed renewal to be logged", func() bool {
 		return strings.Contains(second.logs.String(), `"msg":"tls: renewing the certificate failed; serving the cached one until it expires, renewal is retried in the background","domain":"`+edgeName+`"`)
 	})
 	select {

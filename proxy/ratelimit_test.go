@@ -12,6 +12,7 @@ import (
 	"tradergate/limits"
 	"tradergate/limits/redistest"
 	"tradergate/proxy"
+	"tradergate/proxy/testkit"
 )
 
 const keyLimited = "test-key-limited"
@@ -28,10 +29,10 @@ func withLimitedKey(requests int64, window time.Duration) edgeOption {
 // generous: these tests count, and a store call that outlasts 100ms on a
 // loaded test machine would be served by the fail mode instead (tested on
 // its own in TestRateLimitRedisDown).
-func withRedis(url string) edgeOption {
+func withRedis(addr string) edgeOption {
 	return withConfig(func(c *proxy.Config) {
-		c.Limits.RedisURL = url
-		c.Limits.StoreTimeout = 2 * time.Second
+		c.Redis.Addrs = []string{addr}
+		c.Redis.Timeout = 2 * time.Second
 	})
 }
 
@@ -57,7 +58,7 @@ func TestRateLimitExactUnderConcurrency(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			opts := []edgeOption{withLimitedKey(50, time.Minute)}
 			if mode == "redis" {
-				opts = append(opts, withRedis(redistest.Start(t).URL()))
+				opts = append(opts, withRedis(redistest.Start(t).Addr()))
 			}
 			e := newEdge(t, opts...)
 			counts := parallel(e, 200, "/v1/tx/"+e.sim.TradeTxs()[0], "Authorization", "Bearer "+keyLimited)
@@ -70,8 +71,8 @@ func TestRateLimitExactUnderConcurrency(t *testing.T) {
 
 func TestRateLimitAcrossTwoEdges(t *testing.T) {
 	r := redistest.Start(t)
-	a := newEdge(t, withLimitedKey(20, time.Minute), withRedis(r.URL()))
-	b := newEdge(t, withLimitedKey(20, time.Minute), withRedis(r.URL()))
+	a := newEdge(t, withLimitedKey(20, time.Minute), withRedis(r.Addr()))
+	b := newEdge(t, withLimitedKey(20, time.Minute), withRedis(r.Addr()))
 	served := 0
 	for i := range 40 {
 		e := a
@@ -89,7 +90,7 @@ func TestRateLimitAcrossTwoEdges(t *testing.T) {
 }
 
 func TestRateLimitWindowAndHeaders(t *testing.T) {
-	edgeClock := newClock(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
+	edgeClock := testkit.NewClock(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
 	e := newEdge(t, withClock(edgeClock.Now), withLimitedKey(3, time.Minute))
 	auth := []string{"Authorization", "Bearer " + keyLimited}
 	tx := "/v1/tx/" + e.sim.TradeTxs()[0]
@@ -114,7 +115,7 @@ func TestRateLimitWindowAndHeaders(t *testing.T) {
 	if retry < 1 || time.Duration(retry)*time.Second < wait || time.Duration(retry-1)*time.Second >= wait {
 		t.Errorf("Retry-After %d does not agree with X-RateLimit-Reset %d at %v", retry, reset, now.Unix())
 	}
-	// SPEC "Limits" rule 2: a retry before the reset is refused again.
+	// docs/CONTRACT.md "Limits" rule 2: a retry before the reset is refused again.
 	edgeClock.Advance(wait - time.Second)
 	if resp, _ := e.do(http.MethodGet, tx, auth...); resp.StatusCode != 429 {
 		t.Errorf("before the reset: %d", resp.StatusCode)
@@ -130,7 +131,7 @@ func TestRateLimitRedisDown(t *testing.T) {
 	for _, mode := range []string{limits.OnStoreErrorAllow, limits.OnStoreErrorDeny} {
 		t.Run(mode, func(t *testing.T) {
 			r := redistest.Start(t)
-			e := newEdge(t, withLimitedKey(100, time.Minute), withRedis(r.URL()),
+			e := newEdge(t, withLimitedKey(100, time.Minute), withRedis(r.Addr()),
 				withConfig(func(c *proxy.Config) { c.Limits.OnStoreError = mode }))
 			auth := []string{"Authorization", "Bearer " + keyLimited}
 			tx := "/v1/tx/" + e.sim.TradeTxs()[0]
@@ -229,7 +230,7 @@ func TestShieldCapsLegacyConcurrency(t *testing.T) {
 			defer close(done)
 			e.get("/v1/trader/" + e.sim.Wallets()[0] + "/activity") // holds the only slot
 		}()
-		waitFor(t, "the slot to be taken", func() bool { return e.sim.Stats().InFlight == 1 })
+		testkit.Eventually(t, "the slot to be taken", func() bool { return e.sim.Stats().InFlight == 1 })
 		resp, body := e.get("/v1/trader/" + e.sim.Wallets()[1] + "/activity")
 		failure(t, resp, body, 503, "Upstream busy")
 		if resp.Header.Get("Retry-After") == "" {

@@ -12,10 +12,11 @@ import (
 	"testing"
 
 	"tradergate/proxy"
+	"tradergate/proxy/upstream"
 )
 
 // An oracle for the B -> A rewrite, written from normalize/SHAPES.md and
-// SPEC.md independently of normalize/: every endpoint is fetched through the
+// docs/CONTRACT.md independently of normalize/: every endpoint is fetched through the
 // edge and, with the same canonical query, straight from legacysim, and the
 // two are compared field by field.
 
@@ -217,10 +218,10 @@ func expectedKeys(bkeys []string, combo, tx bool) []string {
 }
 
 func TestRewriteEveryEndpoint(t *testing.T) {
-	for _, scale := range []string{proxy.PriceScaleCents, proxy.PriceScaleUnit} {
+	for _, scale := range []string{upstream.PriceScaleCents, upstream.PriceScaleUnit} {
 		t.Run(scale, func(t *testing.T) {
 			e := newEdge(t, withConfig(func(c *proxy.Config) { c.Upstream.PriceScale = scale }))
-			shift := scale == proxy.PriceScaleCents
+			shift := scale == upstream.PriceScaleCents
 			w := pickWallet(t, e)
 			m := e.sim.Markets()[0]
 			var signer string
@@ -330,7 +331,7 @@ func checkData(t *testing.T, kind string, bdata, adata json.RawMessage, shift bo
 		b := decode(t, bdata).(map[string]any)
 		a := decode(t, adata).(map[string]any)
 		if b["sourceType"] == "COMBO" {
-			// SPEC "Transaction detail" rule 2: fills in comboActions,
+			// docs/CONTRACT.md "Transaction detail" rule 2: fills in comboActions,
 			// actions null, top-level market fields null.
 			if a["actions"] != nil || a["marketId"] != nil || a["marketSlug"] != nil {
 				t.Errorf("COMBO: actions %v marketId %v marketSlug %v", a["actions"], a["marketId"], a["marketSlug"])

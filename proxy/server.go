@@ -1,23 +1,33 @@
-// Package proxy is the HTTP edge: server, middleware chain, route table,
-// validation, authentication, the upstream client and variant A errors.
+// Package proxy is the HTTP edge: the Server, the chain of steps a request
+// takes (request id and metrics, auth, rate limits, routing, the cache),
+// the one error table, the admin listener, metrics and the configuration.
+// The contract as data is in proxy/route, the legacy host's client in
+// proxy/upstream, TLS in proxy/tlsedge; docs/ARCHITECTURE.md walks the
+// whole way of a request.
 package proxy
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/sony/gobreaker/v2"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"tradergate/cache"
+	"tradergate/docs"
 	"tradergate/limits"
+	"tradergate/proxy/fleet"
+	"tradergate/proxy/route"
+	"tradergate/proxy/tlsedge"
+	"tradergate/proxy/tracing"
+	"tradergate/proxy/upstream"
 )
 
 // Options are the parts a Server takes from its caller rather than from the
@@ -32,6 +42,15 @@ type Options struct {
 	// Registry receives the edge's metrics and the Go and process
 	// collectors; nil: a registry of the Server's own (Server.Registry).
 	Registry *prometheus.Registry
+	// Getenv reads the environment variables the configuration names (the
+	// Redis password); nil: os.Getenv.
+	Getenv func(string) string
+	// ConfigHash names the configuration file on the status page (a short
+	// digest of its bytes); "" shows none.
+	ConfigHash string
+	// SpanProcessor, when set, receives every span whatever tracing says
+	// (tests record them); nil: tracing as configured.
+	SpanProcessor sdktrace.SpanProcessor
 }
 
 // Server is the edge.
@@ -42,41 +61,50 @@ type Server struct {
 	accessLog bool
 	now       func() time.Time
 	wallClock bool // now is time.Now: one reading per request serves both
-	ids       *idSource
-	router    router
+	routes    *route.Table
 	keys      atomic.Pointer[keySet]
-	up        *upstream
+	upstream  *upstream.Client
 	cache     *cache.Cache
 	limiter   *limits.Limiter
-	shield    *limits.Shield
-	breakers  atomic.Pointer[breakers] // swapped on reload
-	budget    *retryBudget
+	fleet     *fleet.Conn      // the replicas' shared Redis; nil: one node, nothing shared
+	trace     *tracing.Tracing // nil: tracing off
+	tls       *tlsedge.Edge
 	metrics   *metrics
 	registry  *prometheus.Registry
-	handler   http.Handler
 	// ready is true while Serve answers and is not draining (/readyz).
 	ready     atomic.Bool
 	adminAddr atomic.Value // string, once the admin listener is open
 
-	// Background work owned by the Server, ended by Close.
-	transitions chan transition
-	stop        chan struct{}
-	bg          sync.WaitGroup
-	closeOnce   sync.Once
+	// Set by Serve before it answers: the context requests on the
+	// HTTP/1.1 front run under, the HSTS value of a TLS edge, and the
+	// front's connections (front_fast.go).
+	base  atomic.Pointer[context.Context]
+	hsts  atomic.Pointer[string]
+	conns conns
 
-	// TLS at the edge (issue 6); tls*.go own these.
-	tlsFiles certFiles // mode files: the certificate new handshakes get
+	reloads reloads
+	// status feeds the admin status page (statuspage.go).
+	status        statusState
+	configHash    string
+	redisPassword string
+
+	// The legacy paths' policy and the migration counts (legacy.go,
+	// migration.go); the OpenAPI document served at /v1/openapi.json.
+	migration *migration
+	openAPI   []byte
+
+	closeOnce sync.Once
 }
 
 // New builds the edge from a validated configuration.
 func New(cfg *Config, opt Options) (*Server, error) {
 	s := &Server{
-		cfg:       cfg,
-		log:       opt.Logger,
-		accessLog: opt.AccessLog,
-		now:       opt.Now,
-		router:    router{routes: NewRoutes()},
-		up:        newUpstream(cfg.Upstream),
+		cfg:        cfg,
+		log:        opt.Logger,
+		accessLog:  opt.AccessLog,
+		now:        opt.Now,
+		routes:     route.NewTable(),
+		configHash: opt.ConfigHash,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -84,91 +112,145 @@ func New(cfg *Config, opt Options) (*Server, error) {
 	if s.now == nil {
 		s.now, s.wallClock = time.Now, true
 	}
-	s.ids = newIDSource()
+	if opt.Getenv == nil {
+		opt.Getenv = os.Getenv
+	}
 	s.live.Store(cfg)
-	s.keys.Store(newKeySet(cfg.Keys, cfg.Plans, s.router.routes))
-	var err error
-	if s.cache, err = cache.New(cfg.Cache, cache.Options{Now: s.now, StaleOK: staleOK, Logger: s.log}); err != nil {
-		return nil, err
-	}
-	if s.limiter, err = limits.New(cfg.Limits, cfg.Plans, limits.Options{Now: s.now, Logger: s.log}); err != nil {
-		s.cache.Close()
-		return nil, err
-	}
-	s.shield = limits.NewShield(cfg.Upstream.shield())
-	s.budget = newRetryBudget(cfg.Upstream.Retry)
+	s.keys.Store(newKeySet(cfg.Keys, cfg.Plans, s.routes.Routes()))
+	s.tls = tlsedge.New(cfg.Server.TLS, tlsedge.Options{Logger: s.log, Now: s.now})
 	s.registry = opt.Registry
 	if s.registry == nil {
 		s.registry = prometheus.NewRegistry()
 	}
-	if s.metrics, err = newMetrics(s.registry, s); err != nil {
-		s.cache.Close()
-		_ = s.limiter.Close()
+	if err := s.build(cfg, opt); err != nil {
+		_ = s.Close()
 		return nil, err
 	}
-	bs := newBreakers(cfg.Upstream.Breaker, s.router.routes, s.breakerChanged)
-	s.breakers.Store(&bs)
-	s.transitions, s.stop = make(chan transition, 64), make(chan struct{})
-	s.bg.Add(1)
-	go s.logTransitions()
-
-	// The request's way through the edge, outermost first (DESIGN.md).
-	s.handler = chain(http.HandlerFunc(s.servePage),
-		s.observe,       // request id, metrics, access log
-		s.recoverPanics, // a panic is a 500, not a dropped process
-		s.authenticate,  // Bearer key -> principal
-		s.rateLimit,     // per key, or per client IP without one; 429
-		s.requireKey,    // 401
-		s.route,         // 404 / 405 / 403 / 400; canonical request
-		// servePage: cache, coalescing, shield, legacy call, rewrite
-	)
+	s.reloads.record(nil)
 	return s, nil
 }
 
-// transition is a breaker's change of state, on its way to the log.
-type transition struct {
-	route    string
-	from, to gobreaker.State
-}
-
-// breakerChanged is called by gobreaker under its lock, so it only hands
-// the transition to logTransitions (STYLE.md: callbacks under a lock stay
-// cheap); if that falls behind, the line is dropped rather than blocking a
-// request.
-func (s *Server) breakerChanged(route string, from, to gobreaker.State) {
-	s.metrics.breakerChanged(route, to)
-	select {
-	case s.transitions <- transition{route, from, to}:
-	default:
-	}
-}
-
-// logTransitions writes the breaker transition lines until Close.
-func (s *Server) logTransitions() {
-	defer s.bg.Done()
-	for {
-		select {
-		case t := <-s.transitions:
-			s.log.Warn("circuit breaker", "route", t.route, "from", t.from.String(), "to", t.to.String())
-		case <-s.stop:
-			return
+// build makes the parts New starts, in order; Close releases whichever of
+// them exist, so a part that fails leaves nothing running.
+func (s *Server) build(cfg *Config, opt Options) error {
+	lopt := limits.Options{Now: s.now, Logger: s.log}
+	if cfg.Redis.Enabled() {
+		conn, err := fleet.Open(cfg.Redis, opt.Getenv, fleet.Options{Logger: s.log})
+		if err != nil {
+			return err
+		}
+		s.fleet = conn
+		for _, c := range conn.Collectors() {
+			if err := s.registry.Register(c); err != nil {
+				return err
+			}
+		}
+		lopt.Redis, lopt.RedisPrefix, lopt.RedisTimeout = conn.Client(), conn.Key("rl"), conn.Timeout()
+		if cfg.Redis.PasswordEnv != "" {
+			s.redisPassword = opt.Getenv(cfg.Redis.PasswordEnv)
 		}
 	}
+	var err error
+	if s.trace, err = tracing.New(cfg.Tracing, tracing.Options{SpanProcessor: opt.SpanProcessor}); err != nil {
+		return err
+	}
+	copt := cache.Options{Now: s.now, StaleOK: upstream.Transient, Logger: s.log}
+	uopt := upstream.Options{Logger: s.log, Observe: s.observeUpstream}
+	if s.trace != nil {
+		copt.Tracer = s.trace.Tracer
+		uopt.Tracer = s.trace.Tracer
+		uopt.Transport = func(rt http.RoundTripper) http.RoundTripper {
+			// traceparent goes to the legacy host with every call.
+			return otelhttp.NewTransport(rt, otelhttp.WithTracerProvider(s.trace.Provider()),
+				otelhttp.WithPropagators(s.trace.Propagator))
+		}
+	}
+	if s.fleet != nil {
+		// The shared tier: one fetch per page across the fleet, waiters
+		// bounded by the upstream timeout, failures told to them.
+		copt.L2, copt.L2Prefix, copt.L2Timeout = s.fleet.Client(), s.fleet.Key("page")+":", s.fleet.Timeout()
+		copt.LeaseTimeout = cfg.Upstream.Timeout
+		copt.EncodeErr, copt.DecodeErr = upstream.EncodeError, upstream.DecodeError
+	}
+	if s.cache, err = cache.New(cfg.Cache, copt); err != nil {
+		return err
+	}
+	if s.limiter, err = limits.New(cfg.Limits, cfg.Plans, lopt); err != nil {
+		return err
+	}
+	if s.metrics, err = newMetrics(s.registry, s); err != nil {
+		return err
+	}
+	if s.migration, err = newMigration(s.registry, cfg, s.routes.Routes(), s.fleet, s.log); err != nil {
+		return err
+	}
+	s.openAPI = docs.OpenAPI()
+	s.initStatus(route.Names())
+	uopt.BreakerChanged = s.metrics.breakerChanged
+	s.upstream = upstream.New(cfg.Upstream, s.routes.Routes(), uopt)
+	return nil
 }
 
-// RetryStats are the retries made and those the budget refused.
-func (s *Server) RetryStats() (retried, refused uint64) { return s.budget.counts() }
+// serve is the request's way through the edge, outermost first
+// (docs/ARCHITECTURE.md "The way of a request"). Each step is a method in
+// the file named beside it, working on the exchange a front filled in; a
+// step that answers ends the way, and the front writes the answer.
+func (s *Server) serve(x *exchange) {
+	s.begin(x)               // observe.go: request id, clock
+	defer s.finish(x)        // observe.go: metrics, access log; sees every answer
+	defer s.recoverPanics(x) // observe.go: a panic is a 500, not a dropped process
+	if x.malformed {         // front_fast.go: framing refused, connection closed
+		x.closeConn = true
+		x.fail(fail(failMalformed))
+		return
+	}
+	s.legacyAPI(x)       // legacy.go: /open-api/v1 paths answer in variant B
+	s.authenticate(x)    // auth.go: Bearer key -> principal
+	if !s.rateLimit(x) { // ratelimit.go: per key, or per client IP; 429
+		return
+	}
+	if s.serveOpenAPI(x) { // openapi.go: the contract document, without a key
+		return
+	}
+	if !s.requireKey(x) { // auth.go: 401
+		return
+	}
+	if !s.route(x) { // routing.go: 404, 405, 414, 400, 403; the canonical request
+		return
+	}
+	if !s.migrate(x) { // migration.go: counted by API; 410 once a legacy path is retired
+		return
+	}
+	if x.route.Built {
+		s.serveBook(x) // book.go: the order book at T, from cached pages
+		return
+	}
+	s.servePage(x) // pages.go: cache, coalescing, upstream, rewrite
+}
 
-// BreakerState is the state of a route's breaker ("closed", "open",
-// "half-open"), or "" for an unknown route.
-func (s *Server) BreakerState(route string) string {
-	for _, r := range s.router.routes {
-		if r.Name == route {
-			return (*s.breakers.Load())[r.index].cb.State().String()
-		}
+// hstsValue is the Strict-Transport-Security value of a TLS edge, or "".
+func (s *Server) hstsValue() string {
+	if v := s.hsts.Load(); v != nil {
+		return *v
 	}
 	return ""
 }
+
+// baseContext is the context of HTTP/1.1 requests: Serve's, or, before
+// Serve (a test calling the handler), the background.
+func (s *Server) baseContext() context.Context {
+	if b := s.base.Load(); b != nil {
+		return *b
+	}
+	return context.Background()
+}
+
+// RetryStats are the retries made and those the budget refused.
+func (s *Server) RetryStats() (retried, refused uint64) { return s.upstream.RetryStats() }
+
+// BreakerState is the state of a route's breaker ("closed", "open",
+// "half-open"), or "" for an unknown route.
+func (s *Server) BreakerState(route string) string { return s.upstream.BreakerState(route) }
 
 // Registry is where the edge's metrics are registered.
 func (s *Server) Registry() *prometheus.Registry { return s.registry }
@@ -177,125 +259,34 @@ func (s *Server) Registry() *prometheus.Registry { return s.registry }
 func (s *Server) CacheStats() cache.Stats { return s.cache.Stats() }
 
 // Close releases what New started: the cache's background work, the
-// limiter's store, idle upstream connections. Call it after Serve returns.
+// limiter's store, the upstream client, the shared Redis (after everything
+// that uses it). Call it after Serve returns.
 func (s *Server) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
-		s.cache.Close()
-		err = s.limiter.Close()
-		s.up.close()
-		close(s.stop)
-		s.bg.Wait()
+		if s.cache != nil {
+			s.cache.Close()
+		}
+		if s.limiter != nil {
+			err = s.limiter.Close()
+		}
+		if s.upstream != nil {
+			s.upstream.Close()
+		}
+		if s.migration != nil {
+			s.migration.close() // its last counts go to Redis first
+		}
+		if s.fleet != nil {
+			err = errors.Join(err, s.fleet.Close())
+		}
+		err = errors.Join(err, s.trace.Close())
 	})
 	return err
 }
 
-// Handler is the edge as an http.Handler.
-func (s *Server) Handler() http.Handler { return s.handler }
-
-// Serve answers on ln until ctx ends, then drains in-flight requests for up
-// to server.shutdown_timeout. Listen first, then Serve, so that a busy port
-// fails at start (STYLE.md "Shape").
-func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	c := s.cfg.Server
-	hs := &http.Server{
-		Handler:           s.handler,
-		ReadHeaderTimeout: c.ReadHeaderTimeout,
-		ReadTimeout:       c.ReadTimeout,
-		WriteTimeout:      c.WriteTimeout,
-		IdleTimeout:       c.IdleTimeout,
-		MaxHeaderBytes:    c.MaxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-	}
-	// Handlers run under base: not cancelled by the signal (in-flight
-	// requests drain), but told errShuttingDown when the drain time is
-	// nearly over, so that they answer a clear 503 instead of being cut off.
-	base, hardStop := context.WithCancelCause(context.WithoutCancel(ctx))
-	defer hardStop(nil)
-	hs.BaseContext = func(net.Listener) context.Context { return base }
-
-	// The admin listener opens first and closes last, so /readyz can say
-	// "not ready" all through the drain (issue 7).
-	admin, adminLn, err := s.adminServer()
-	if err != nil {
-		ln.Close()
-		return fmt.Errorf("admin.listen: %w", err)
-	}
-	adminDone := make(chan error, 1)
-	if admin != nil {
-		go func() { adminDone <- admin.Serve(adminLn) }()
-		defer func() {
-			actx, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			_ = admin.Shutdown(actx)
-			<-adminDone
-		}()
-	}
-
-	// The edge's servers: the client listener and, with TLS on, the
-	// plain-HTTP listener for ACME challenges and redirects (issue 6). They
-	// start together and drain together within one shutdown_timeout.
-	servers := []serving{{hs, func() error { return hs.Serve(ln) }}}
-	ready := func(context.Context) error { return nil }
-	if c.TLS.Mode != TLSOff {
-		edge, err := s.startTLS(ln, hs)
-		if err != nil {
-			ln.Close()
-			s.up.close()
-			return err
-		}
-		defer edge.close() // after the servers stopped: certmagic's cache
-		servers, ready = edge.servers, edge.ready
-	}
-	errc := make(chan error, len(servers))
-	for _, sv := range servers {
-		go func() { errc <- sv.serve() }()
-	}
-	running := len(servers)
-	// Mode acme obtains its certificates now, while the listeners answer
-	// the CA's challenges; a failure stops everything.
-	err = ready(ctx)
-	if err == nil {
-		s.ready.Store(true)
-		select {
-		case err = <-errc: // one stopped by itself: stop the others too
-			running--
-		case <-ctx.Done():
-		}
-	} else if ctx.Err() != nil {
-		err = nil // told to stop while starting
-	}
-	// Draining: not ready any more, but still answering for drain_delay, so
-	// load balancers notice before connections are refused.
-	s.ready.Store(false)
-	if err == nil && c.DrainDelay > 0 {
-		t := time.NewTimer(c.DrainDelay)
-		select {
-		case <-t.C:
-		case err = <-errc:
-			running--
-			t.Stop()
-		}
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)
-	defer cancel()
-	grace := min(c.ShutdownTimeout/5, time.Second)
-	last := time.AfterFunc(c.ShutdownTimeout-grace, func() { hardStop(errShuttingDown) })
-	defer last.Stop()
-	for _, sv := range servers {
-		if serr := sv.hs.Shutdown(sctx); serr != nil {
-			// Past the deadline: what is left is cut off.
-			sv.hs.Close()
-			if err == nil {
-				err = serr
-			}
-		}
-	}
-	for ; running > 0; running-- {
-		if serr := <-errc; err == nil && !errors.Is(serr, http.ErrServerClosed) {
-			err = serr
-		}
-	}
-	s.up.close()
-	return err
-}
+// ReloadCertificates re-reads server.tls.cert_file and key_file in mode
+// files and serves the new pair to every handshake from now on; open
+// connections keep theirs. A pair that does not load, or whose certificate
+// has expired, is an error and the previous pair stays. In the other modes
+// there is nothing to re-read and it returns nil. main calls it on SIGHUP.
+func (s *Server) ReloadCertificates() error { return s.tls.ReloadCertificates() }

@@ -3,6 +3,8 @@ package proxy
 import (
 	"strings"
 	"testing"
+
+	"tradergate/proxy/tlsedge"
 )
 
 // withTLS puts a server.tls block (unindented lines) into validConfig.
@@ -16,7 +18,7 @@ func TestTLSConfigDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tc := c.Server.TLS; tc.Mode != TLSOff || tc.CA != CAProduction || tc.HTTPListen == nil || *tc.HTTPListen != ":80" || tc.HSTSMaxAge != 0 {
+	if tc := c.Server.TLS; tc.Mode != tlsedge.ModeOff || tc.CA != tlsedge.CAProduction || tc.HTTPListen == nil || *tc.HTTPListen != ":80" || tc.HSTSMaxAge != 0 {
 		t.Errorf("defaults: %+v", tc)
 	}
 	c, err = ParseConfig([]byte(withTLS(`http_listen: ""`)))
@@ -33,8 +35,8 @@ func TestTLSConfigDefaults(t *testing.T) {
 	if err := c.Validate(env(map[string]string{"TRADERGATE_UPSTREAM_KEY": "k"})); err != nil {
 		t.Fatal(err)
 	}
-	if d, _ := c.Server.TLS.directory(); c.Server.TLS.Domains[0] != "api.example.com" || d != letsEncryptStaging {
-		t.Errorf("domains %v, directory %q", c.Server.TLS.Domains, d)
+	if tc := c.Server.TLS; tc.Domains[0] != "api.example.com" || tc.CA != tlsedge.CAStaging {
+		t.Errorf("domains %v, ca %q", tc.Domains, tc.CA)
 	}
 }
 

@@ -4,16 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"io"
 	"log/slog"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -22,15 +16,15 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"tradergate/legacysim"
 	"tradergate/proxy"
+	"tradergate/proxy/testkit"
 )
 
-// TLS at the edge (issue 6): mode files, the plain-HTTP listener, HSTS and
+// TLS at the edge: mode files, the plain-HTTP listener, HSTS and
 // the TLS-only port. The ACME tests against Pebble are in pebble_test.go.
 
 // edgeName is the name the test certificates are for.
@@ -43,7 +37,7 @@ type tlsEdge struct {
 	*edge
 	addr     string // the TLS listener
 	httpAddr string // server.tls.http_listen; "" when there is none
-	logs     *logBuffer
+	logs     *testkit.LogBuffer
 
 	cancel      context.CancelFunc
 	stopped     chan struct{}
@@ -83,14 +77,15 @@ func startTLSEdge(t *testing.T, s tlsSetup) *tlsEdge {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	logs := &logBuffer{}
+	logs := &testkit.LogBuffer{}
 	srv, err := proxy.New(cfg, proxy.Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Close() })
-	front := httptest.NewServer(srv.Handler())
-	t.Cleanup(front.Close)
+	plain := httptest.NewServer(srv.Handler())
+	t.Cleanup(plain.Close)
+	front := &frontEnd{URL: plain.URL, client: plain.Client()}
 
 	ln := s.ln
 	if ln == nil {
@@ -204,7 +199,7 @@ func httpsClient(t *testing.T, roots *x509.CertPool, serverName string) *http.Cl
 
 func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
-// checkTLS asserts what issue 6 asks of every TLS answer: HTTP/2, TLS 1.2
+// checkTLS asserts what every TLS answer must be: HTTP/2, TLS 1.2
 // or later, and the certificate expected.
 func checkTLS(t *testing.T, resp *http.Response, leaf *x509.Certificate) {
 	t.Helper()
@@ -262,119 +257,35 @@ func rawHTTP(t *testing.T, addr, request string) (*http.Response, string) {
 	return resp, string(body)
 }
 
-// keyPair is a self-signed certificate for edgeName and 127.0.0.1.
-type keyPair struct {
-	certPEM, keyPEM []byte
-	leaf            *x509.Certificate
-}
-
-func newKeyPair(t *testing.T, cn string, notAfter time.Time) keyPair {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serial, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: cn},
-		DNSNames:              []string{edgeName},
-		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
-		NotBefore:             notAfter.Add(-48 * time.Hour),
-		NotAfter:              notAfter,
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true, // self-signed: it is its own root in the client's pool
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, _ := x509.ParseCertificate(der)
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return keyPair{
-		certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		keyPEM:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}),
-		leaf:    leaf,
-	}
-}
-
-func (p keyPair) pool() *x509.CertPool {
-	pool := x509.NewCertPool()
-	pool.AddCert(p.leaf)
-	return pool
-}
-
-// write replaces the files the way deployment tools do: a new file renamed
-// over the old one.
-func (p keyPair) write(t *testing.T, certFile, keyFile string) {
-	t.Helper()
-	writeFileAtomic(t, certFile, p.certPEM)
-	writeFileAtomic(t, keyFile, p.keyPEM)
-}
-
-func writeFileAtomic(t *testing.T, path string, data []byte) {
-	t.Helper()
-	tmp := path + ".new"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // filesEdge starts an edge in mode files on a fresh pair in a temp folder.
-func filesEdge(t *testing.T, extra string) (te *tlsEdge, first keyPair, certFile, keyFile string) {
+func filesEdge(t *testing.T, extra string) (te *tlsEdge, first testkit.KeyPair, certFile, keyFile string) {
 	t.Helper()
 	dir := t.TempDir()
 	certFile, keyFile = filepath.Join(dir, "edge.crt"), filepath.Join(dir, "edge.key")
-	first = newKeyPair(t, "first", time.Now().Add(24*time.Hour))
-	first.write(t, certFile, keyFile)
+	first = testkit.SelfSigned(t, "first", time.Now().Add(24*time.Hour), edgeName)
+	first.Write(t, certFile, keyFile)
 	te = startTLSEdge(t, tlsSetup{yaml: "mode: files\ncert_file: " + strconv.Quote(certFile) + "\nkey_file: " + strconv.Quote(keyFile) + "\n" + extra})
 	return te, first, certFile, keyFile
 }
 
-// logBuffer collects log lines from the edge's goroutines.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// TestTLSFilesReloadKeepsConnections is issue 6's files mode: a swap of the
+// TestTLSFilesReloadKeepsConnections is mode files: a swap of the
 // files and a reload (what SIGHUP calls) serves the new certificate to new
 // connections, while a keep-alive connection opened before goes on.
 func TestTLSFilesReloadKeepsConnections(t *testing.T) {
 	te, first, certFile, keyFile := filesEdge(t, `http_listen: ""`)
 	path := "/v1/tx/" + te.sim.TradeTxs()[0]
-	old := httpsClient(t, first.pool(), edgeName)
+	old := httpsClient(t, first.Pool(), edgeName)
 	resp, body := te.getTLS(t, old, path, nil)
 	if resp.StatusCode != 200 {
 		t.Fatalf("status %d: %s", resp.StatusCode, body)
 	}
-	checkTLS(t, resp, first.leaf)
+	checkTLS(t, resp, first.Leaf)
 	if _, plain := te.get(path); !bytes.Equal(body, plain) {
 		t.Errorf("TLS body differs from the plain one:\n%s\n%s", body, plain)
 	}
 
-	second := newKeyPair(t, "second", time.Now().Add(48*time.Hour))
-	second.write(t, certFile, keyFile)
+	second := testkit.SelfSigned(t, "second", time.Now().Add(48*time.Hour), edgeName)
+	second.Write(t, certFile, keyFile)
 	if err := te.srv.ReloadCertificates(); err != nil {
 		t.Fatal(err)
 	}
@@ -384,10 +295,10 @@ func TestTLSFilesReloadKeepsConnections(t *testing.T) {
 	if resp.StatusCode != 200 || !reused {
 		t.Errorf("the open connection: status %d, reused %v; want 200 on the same connection", resp.StatusCode, reused)
 	}
-	checkTLS(t, resp, first.leaf) // the connection keeps its handshake
-	resp, _ = te.getTLS(t, httpsClient(t, second.pool(), edgeName), path, nil)
-	checkTLS(t, resp, second.leaf)
-	if _, err := httpsClient(t, first.pool(), edgeName).Get(te.url(path)); err == nil {
+	checkTLS(t, resp, first.Leaf) // the connection keeps its handshake
+	resp, _ = te.getTLS(t, httpsClient(t, second.Pool(), edgeName), path, nil)
+	checkTLS(t, resp, second.Leaf)
+	if _, err := httpsClient(t, first.Pool(), edgeName).Get(te.url(path)); err == nil {
 		t.Error("a new connection still got the first certificate")
 	}
 
@@ -399,16 +310,16 @@ func TestTLSFilesReloadKeepsConnections(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "server.tls.cert_file "+certFile+", key_file "+keyFile) {
 			t.Errorf("ReloadCertificates = %v", err)
 		}
-		resp, _ := te.getTLS(t, httpsClient(t, second.pool(), edgeName), path, nil)
-		checkTLS(t, resp, second.leaf)
+		resp, _ := te.getTLS(t, httpsClient(t, second.Pool(), edgeName), path, nil)
+		checkTLS(t, resp, second.Leaf)
 	})
 	t.Run("an expired certificate is refused", func(t *testing.T) {
-		newKeyPair(t, "expired", time.Now().Add(-time.Hour)).write(t, certFile, keyFile)
+		testkit.SelfSigned(t, "expired", time.Now().Add(-time.Hour), edgeName).Write(t, certFile, keyFile)
 		if err := te.srv.ReloadCertificates(); err == nil || !strings.Contains(err.Error(), "expired at") {
 			t.Errorf("ReloadCertificates = %v", err)
 		}
-		resp, _ := te.getTLS(t, httpsClient(t, second.pool(), edgeName), path, nil)
-		checkTLS(t, resp, second.leaf)
+		resp, _ := te.getTLS(t, httpsClient(t, second.Pool(), edgeName), path, nil)
+		checkTLS(t, resp, second.Leaf)
 	})
 }
 
@@ -418,7 +329,7 @@ func TestTLSFilesReloadKeepsConnections(t *testing.T) {
 func TestTLSRedirectAndHSTS(t *testing.T) {
 	httpAddr := freeAddr(t)
 	te, first, _, _ := filesEdge(t, "http_listen: "+strconv.Quote(httpAddr)+"\nhsts_max_age: 1h")
-	client := httpsClient(t, first.pool(), edgeName)
+	client := httpsClient(t, first.Pool(), edgeName)
 	tx := "/v1/tx/" + te.sim.TradeTxs()[0]
 
 	// The first TLS answer also shows the plain listener is bound: both
@@ -484,7 +395,7 @@ func TestTLSPortSpeaksOnlyTLS(t *testing.T) {
 	dial := func(min, max uint16) (*tls.Conn, error) {
 		d := &net.Dialer{Timeout: 5 * time.Second}
 		return tls.DialWithDialer(d, "tcp", te.addr, &tls.Config{
-			RootCAs: first.pool(), ServerName: edgeName, MinVersion: min, MaxVersion: max, NextProtos: []string{"h2"},
+			RootCAs: first.Pool(), ServerName: edgeName, MinVersion: min, MaxVersion: max, NextProtos: []string{"h2"},
 		})
 	}
 	for _, v := range []uint16{tls.VersionTLS10, tls.VersionTLS11} {
@@ -517,12 +428,12 @@ func TestTLSPortSpeaksOnlyTLS(t *testing.T) {
 // answering in plain HTTP.
 func TestTLSFilesStartupErrors(t *testing.T) {
 	dir := t.TempDir()
-	good := newKeyPair(t, "good", time.Now().Add(time.Hour))
-	other := newKeyPair(t, "other", time.Now().Add(time.Hour))
-	expired := newKeyPair(t, "expired", time.Now().Add(-time.Minute))
+	good := testkit.SelfSigned(t, "good", time.Now().Add(time.Hour), edgeName)
+	other := testkit.SelfSigned(t, "other", time.Now().Add(time.Hour), edgeName)
+	expired := testkit.SelfSigned(t, "expired", time.Now().Add(-time.Minute), edgeName)
 	files := map[string][]byte{
-		"good.crt": good.certPEM, "good.key": good.keyPEM, "other.key": other.keyPEM,
-		"expired.crt": expired.certPEM, "expired.key": expired.keyPEM,
+		"good.crt": good.CertPEM, "good.key": good.KeyPEM, "other.key": other.KeyPEM,
+		"expired.crt": expired.CertPEM, "expired.key": expired.KeyPEM,
 	}
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {

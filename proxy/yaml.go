@@ -93,10 +93,18 @@ func walkNode(n *yaml.Node, t reflect.Type, path string, paths map[int][]scalarA
 	return nil
 }
 
+// fieldByTag finds the field a mapping key names, looking into inline
+// structs (`yaml:",inline"`) as the decoder does.
 func fieldByTag(t reflect.Type, name string) (reflect.StructField, bool) {
 	for i := range t.NumField() {
 		f := t.Field(i)
-		tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		tag, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if opts == "inline" && f.Type.Kind() == reflect.Struct {
+			if inner, ok := fieldByTag(f.Type, name); ok {
+				return inner, true
+			}
+			continue
+		}
 		if tag == name && tag != "-" && f.IsExported() {
 			return f, true
 		}

@@ -1,0 +1,79 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"tradergate/proxy/orderbook"
+	"tradergate/proxy/route"
+)
+
+// serveBook answers the order book at a time T (docs/CONTRACT.md
+// #orderbook-book): orderbook.Rebuild follows the contract's reconstruction
+// rule over pages of the events route, and each page is an ordinary page
+// of the cache, fetched and coalesced like any request's, so a second
+// rebuild near the same T costs no legacy call. The rebuild counts as one
+// request against the key's allowance, which the rate limit step charged.
+func (s *Server) serveBook(x *exchange) {
+	at, ok := x.req.IntParam("at")
+	if !ok {
+		at = x.now.UnixMilli()
+	}
+	depth, _ := x.req.IntParam("depth")
+	book, err := orderbook.Rebuild(x.ctx, s.eventsPages(x), x.req.Param("tokenId"), at,
+		orderbook.Options{Depth: int(depth), MaxEvents: s.cfg.OrderBook.MaxEvents})
+	if err != nil {
+		x.fail(bookError(err))
+		return
+	}
+	body := append(make([]byte, 0, 1024), `{"message":"OK","status_code":"1","data":`...)
+	body = append(book.AppendJSON(body), '}')
+	// Built for this request from pages the cache holds: nothing to cache
+	// downstream, and no cache headers of its own.
+	x.setHeader("Cache-Control", "no-store")
+	x.reply(http.StatusOK, body)
+}
+
+// eventsPages reads events pages for a rebuild through the cache. A query
+// the events route refuses would be a bug of the rebuild, not the client's
+// doing, so it is an internal error rather than a 400.
+func (s *Server) eventsPages(x *exchange) orderbook.PageFunc {
+	events := s.routes.ByName(route.OrderBookEvents)
+	return func(ctx context.Context, q orderbook.Query) ([]byte, error) {
+		raw := "tokenId=" + url.QueryEscape(q.TokenID) + "&eventType=" + q.EventType +
+			"&to=" + strconv.FormatInt(q.To, 10) + "&order=" + q.Order + "&limit=" + strconv.Itoa(q.Limit)
+		if q.Cursor != "" {
+			raw += "&cursor=" + url.QueryEscape(q.Cursor)
+		}
+		req := new(route.Request)
+		if err := events.ValidateInto(req, "", raw); err != nil {
+			return nil, errors.New("order book page query refused: " + err.Error())
+		}
+		e, _, err := s.cache.Get(ctx, req.Key, s.fetcher(req, x.id, &x.upstream))
+		if err != nil {
+			return nil, err
+		}
+		if b := e.Body(); b != nil {
+			return b, nil
+		}
+		return nil, errors.New("cache: an events page's identity form could not be made")
+	}
+}
+
+// bookError maps what a rebuild can fail with to the error table.
+func bookError(err error) error {
+	var many *orderbook.TooManyEventsError
+	switch {
+	case errors.Is(err, orderbook.ErrNoSnapshot):
+		return &edgeError{kind: failNoSnapshot, Err: err}
+	case errors.As(err, &many):
+		return &edgeError{kind: failTooManyEvents, Err: err,
+			message: "More than " + strconv.Itoa(many.Max) + " price changes between the last snapshot and at: pick an at nearer a snapshot"}
+	case errors.Is(err, orderbook.ErrBadPage):
+		return &edgeError{kind: failUpstreamInvalid, Err: err}
+	}
+	return err
+}

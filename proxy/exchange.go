@@ -1,0 +1,235 @@
+package proxy
+
+import (
+	"context"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+	"unsafe"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"tradergate/normalize"
+	"tradergate/proxy/route"
+	"tradergate/proxy/upstream"
+)
+
+// exchange is one request and its answer, as the steps of the chain see
+// them. A front (front_fast.go for HTTP/1.1, front_std.go for HTTP/2)
+// fills the request part from its HTTP library, runs Server.serve, and
+// writes the answer part back; nothing between those two knows which
+// library it is.
+//
+// Ownership. An exchange is made for one request and never reused. What
+// may outlive the request (the canonical request and the request id, which
+// a coalesced flight or a background refresh keeps) is the exchange's own
+// memory, never the front's: fasthttp reuses its buffers once the handler
+// returns, so the front copies what the steps keep (the target) and the
+// rest (header values) is read only while serve runs.
+type exchange struct {
+	// ctx is the request's context: the server's base context (HTTP/1.1;
+	// fasthttp does not tell a handler that its client left), or the
+	// request's own (HTTP/2, cancelled when the stream ends).
+	ctx context.Context
+
+	// The request.
+	method         string // as sent; GET and HEAD are the constants
+	target         string // path and query as sent: the exchange's own copy
+	path, rawQuery string // slices of target
+	hasBody        bool   // a Content-Length above 0, or a chunked body
+	malformed      bool   // framing a proxy in front could read otherwise
+	authorization  string // header values below: valid while serve runs
+	authorizations int    // how many Authorization fields the request carried
+	acceptEncoding string
+	ifNoneMatch    string
+	incomingID     string
+	traceparent    string // W3C trace context, read only when tracing is on
+	tracestate     string
+	peer           netip.Addr
+	forwardedFor   []string // only read for requests without a valid key
+
+	// What the steps learn and hand on.
+	id        string    // the request id: idBuf's, or a copy of the client's
+	start     time.Time // wall clock, for durations
+	now       time.Time // the injected clock's time at arrival
+	principal *principal
+	legacy    bool // a legacy path: answered in variant B (legacy.go)
+	route     *route.Route
+	req       *route.Request // &request once the route step validated it
+	cache     string         // X-Cache value, when the page step ran
+	upstream  upstream.Info  // the legacy call this request started, if any
+	span      trace.Span     // the request\'s span; nil when tracing is off
+
+	// The answer.
+	status    int
+	headers   [maxHeaders]field
+	nh        int
+	always    int    // headers[:always] go on every answer (id, rate limits)
+	vals      []byte // backing of the header values made for this answer
+	body      []byte
+	closeConn bool
+
+	// Memory of the exchange's own, so that a cache hit allocates little
+	// beyond the exchange itself: the made request id, the canonical
+	// request, the start of the value buffer and a short target's copy.
+	idBuf     [32]byte
+	request   route.Request
+	valsBuf   [192]byte
+	targetBuf [160]byte
+}
+
+// newExchange returns an exchange for one request under ctx.
+func newExchange(ctx context.Context) *exchange {
+	x := &exchange{ctx: ctx}
+	x.vals = x.valsBuf[:0]
+	return x
+}
+
+// setTarget keeps the request target (the exchange's own copy) and cuts
+// the path and query from it. The path is the raw path as sent: routes
+// match on it, so what a firewall in front sees is what the edge routes.
+func (x *exchange) setTarget(t string) {
+	x.target = t
+	x.path, x.rawQuery, _ = strings.Cut(t, "?")
+}
+
+// copyTarget is setTarget for a target the front will reuse: the bytes
+// are copied into the exchange (a short one into targetBuf, which is
+// never written again).
+func (x *exchange) copyTarget(b []byte) {
+	if len(b) <= len(x.targetBuf) && len(b) > 0 {
+		n := copy(x.targetBuf[:], b)
+		x.setTarget(unsafe.String(&x.targetBuf[0], n))
+		return
+	}
+	x.setTarget(string(b))
+}
+
+// maxHeaders is the most header fields an answer carries: request id, six
+// rate limit fields, five cache fields, content type and length, and a few
+// a failure adds.
+const maxHeaders = 20
+
+// field is one header of the answer, its name in canonical form.
+type field struct{ name, value string }
+
+// setHeader sets name to value, replacing an earlier value of name.
+func (x *exchange) setHeader(name, value string) {
+	for i := range x.headers[:x.nh] {
+		if x.headers[i].name == name {
+			x.headers[i].value = value
+			return
+		}
+	}
+	if x.nh < len(x.headers) {
+		x.headers[x.nh] = field{name, value}
+		x.nh++
+	}
+}
+
+// header returns the value set for name, or "".
+func (x *exchange) header(name string) string {
+	for _, f := range x.headers[:x.nh] {
+		if f.name == name {
+			return f.value
+		}
+	}
+	return ""
+}
+
+// delHeader removes name from the answer.
+func (x *exchange) delHeader(name string) {
+	for i := range x.headers[:x.nh] {
+		if x.headers[i].name == name {
+			copy(x.headers[i:x.nh], x.headers[i+1:x.nh])
+			x.nh--
+			return
+		}
+	}
+}
+
+// own copies b into the exchange's value buffer and returns it as a string
+// without a further allocation. The buffer is only ever appended to, and
+// an exchange is never reused, so the bytes under the string never change:
+// that is what makes the unsafe.String sound. A buffer that grows leaves
+// the earlier strings on the old array, which they keep alive.
+func (x *exchange) own(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	start := len(x.vals)
+	x.vals = append(x.vals, b...)
+	return unsafe.String(&x.vals[start], len(b))
+}
+
+// Get, Set and Keys make the exchange a propagation.TextMapCarrier of the
+// request's trace context (only these two fields are read).
+func (x *exchange) Get(key string) string {
+	switch strings.ToLower(key) {
+	case "traceparent":
+		return x.traceparent
+	case "tracestate":
+		return x.tracestate
+	}
+	return ""
+}
+
+func (x *exchange) Set(string, string) {}
+
+func (x *exchange) Keys() []string { return []string{"traceparent", "tracestate"} }
+
+// valueOf is a value already in x.vals as a string, by the same reasoning
+// as own.
+func valueOf(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
+
+// setInt sets name to the decimal n.
+func (x *exchange) setInt(name string, n int64) {
+	var b [20]byte
+	x.setHeader(name, x.own(strconv.AppendInt(b[:0], n, 10)))
+}
+
+// reply sets the answer: a JSON body with its status. nosniff: a client
+// must never read the body as anything but JSON, whatever text a legacy
+// message put into it.
+func (x *exchange) reply(status int, body []byte) {
+	x.status, x.body = status, body
+	x.setHeader("Content-Type", "application/json")
+	x.setHeader("X-Content-Type-Options", "nosniff")
+}
+
+// fail answers err as a failure body (variant A, or variant B on a legacy
+// path), with the status, message and headers of the error table
+// (errors.go).
+func (x *exchange) fail(err error) {
+	e := asError(err)
+	if e.kind == failClientClosed && context.Cause(x.ctx) == errShuttingDown {
+		// Not the client that left: the edge is stopping. Say so, and
+		// when to come back (to another replica, or this one restarted).
+		e = &edgeError{kind: failShuttingDown, RetryAfter: time.Second, Err: err}
+		x.closeConn = true
+	}
+	if e.RetryAfter > 0 {
+		x.setHeader("Retry-After", retryAfterSeconds(e.RetryAfter))
+	}
+	// Errors are never cached, by us or by anyone downstream.
+	x.setHeader("Cache-Control", "no-store")
+	if e.kind == failClientClosed {
+		// Nobody is listening; the status is for the access log only.
+		x.status = statusClientClosed
+		return
+	}
+	if x.legacy {
+		// A client of the legacy paths reads variant B (legacy.go).
+		msg := e.LegacyMessage()
+		x.reply(e.Status(), normalize.AppendFailureB(make([]byte, 0, 64+len(msg)), e.Status(), msg))
+		return
+	}
+	msg := e.Message()
+	x.reply(e.Status(), normalize.AppendError(make([]byte, 0, 64+len(msg)), msg))
+}

@@ -1,0 +1,75 @@
+package proxy
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"tradergate/proxy/route"
+	"tradergate/proxy/testkit"
+)
+
+// A panic in a step is a 500 in the envelope and a log line with its stack.
+// Nothing is on the wire before serve returns, so the 500 replaces
+// whatever the step had set, but keeps the fields every answer carries.
+func TestPanicIsA500AndALogLine(t *testing.T) {
+	var logs testkit.LogBuffer
+	s := &Server{cfg: &Config{}, log: logs.Logger(), now: time.Now, routes: route.NewTable()}
+	var err error
+	if s.metrics, err = newMetrics(prometheus.NewRegistry(), s); err != nil {
+		t.Fatal(err)
+	}
+	s.initStatus(route.Names())
+	x := newExchange(context.Background())
+	x.method = methodGet
+	x.setTarget("/v1/tx/x")
+	func() {
+		s.begin(x)
+		defer s.finish(x)
+		defer s.recoverPanics(x)
+		x.setHeader("X-Ratelimit-Limit", "10")
+		x.always = x.nh
+		x.setHeader("Etag", `"half-made"`)
+		panic("boom")
+	}()
+	if x.status != 500 || string(x.body) != `{"message":"Internal server error","status_code":"0","data":null}` {
+		t.Errorf("panic answered %d %s", x.status, x.body)
+	}
+	if x.header("Etag") != "" || x.header("X-Ratelimit-Limit") != "10" || x.header("X-Request-Id") != x.id || x.header("Cache-Control") != "no-store" {
+		t.Errorf("headers after the panic: %v", x.headers[:x.nh])
+	}
+	if !strings.Contains(logs.String(), `"msg":"panic in handler"`) || !strings.Contains(logs.String(), "boom") {
+		t.Errorf("no log line for the panic: %s", logs.String())
+	}
+}
+
+// Request ids reveal nothing: 128 random bits each, no shared prefix or
+// sequence a client could sample; a client's own id is kept only when it
+// is short and printable.
+func TestRequestIDKeptOrMade(t *testing.T) {
+	seen := map[string]bool{}
+	var prev [32]byte
+	for range 1000 {
+		var b [32]byte
+		newRequestID(&b)
+		id := string(b[:])
+		if seen[id] || strings.Trim(id, "0123456789abcdef") != "" {
+			t.Fatalf("id %q repeated or not hex", id)
+		}
+		if [8]byte(b[:8]) == [8]byte(prev[:8]) {
+			t.Errorf("ids %q and %q share a prefix", prev[:], id)
+		}
+		seen[id], prev = true, b
+	}
+	for in, keep := range map[string]bool{"trace-12345678": true, "short": false, "bad id with spaces": false,
+		strings.Repeat("a", 65): false, "id\x00with-nul": false, "éééééééé": false} {
+		x := &exchange{incomingID: in}
+		requestID(x)
+		if (x.id == in) != keep || len(x.id) < 8 {
+			t.Errorf("requestID(%q) = %q", in, x.id)
+		}
+	}
+}

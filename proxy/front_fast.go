@@ -1,0 +1,234 @@
+package proxy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"unsafe"
+
+	"github.com/valyala/fasthttp"
+)
+
+// The HTTP/1.1 front: fasthttp (plain, and TLS connections that did not
+// negotiate h2). On a cache hit net/http alone costs more CPU than nginx's
+// whole answer; fasthttp's server costs about half of it (README
+// "Benchmarks"). This file only moves a request into an exchange and the
+// answer back out; every decision is in the steps.
+
+// serveFast is the fasthttp handler.
+func (s *Server) serveFast(ctx *fasthttp.RequestCtx) {
+	x := newExchange(s.baseContext())
+	s.readFast(x, ctx)
+	s.serve(x)
+	s.writeFast(x, ctx)
+}
+
+// readFast fills the request part of x. fasthttp owns the bytes it hands
+// out and reuses them once the handler returns: the target is copied (the
+// canonical request, which a flight keeps, is cut from it); header values
+// are viewed in place, because the steps read them only while serve runs,
+// and what outlives it is copied where it is kept (requestID).
+func (s *Server) readFast(x *exchange, ctx *fasthttp.RequestCtx) {
+	h := &ctx.Request.Header
+	switch {
+	case h.IsGet():
+		x.method = methodGet
+	case h.IsHead():
+		x.method = methodHead
+	default:
+		x.method = string(h.Method())
+	}
+	x.copyTarget(h.RequestURI())
+	x.malformed = badFraming(h.RawHeaders())
+	// ContentLength is -1 for a chunked body, -2 for none declared.
+	x.hasBody = h.ContentLength() > 0 || h.ContentLength() == -1 || len(ctx.Request.Body()) > 0
+	x.authorization = view(h.Peek("Authorization"))
+	if x.authorization != "" {
+		x.authorizations = len(h.PeekAll("Authorization"))
+	}
+	x.acceptEncoding = view(h.Peek("Accept-Encoding"))
+	x.ifNoneMatch = view(h.Peek("If-None-Match"))
+	x.incomingID = view(h.Peek("X-Request-Id"))
+	if s.trace != nil {
+		x.traceparent, x.tracestate = view(h.Peek("Traceparent")), view(h.Peek("Tracestate"))
+	}
+	x.peer = peerAddr(ctx.RemoteAddr())
+	if xff := h.PeekAll("X-Forwarded-For"); len(xff) > 0 {
+		x.forwardedFor = make([]string, len(xff))
+		for i, v := range xff {
+			x.forwardedFor[i] = view(v)
+		}
+	}
+}
+
+// writeFast hands the answer to fasthttp. Values are copied into its
+// buffers; the body is handed over as is (a cached page is never written
+// to, and fasthttp only reads it).
+func (s *Server) writeFast(x *exchange, ctx *fasthttp.RequestCtx) {
+	resp := &ctx.Response
+	resp.SetStatusCode(x.status)
+	for _, f := range x.headers[:x.nh] {
+		resp.Header.Set(f.name, f.value)
+	}
+	if ctx.IsTLS() {
+		if hsts := s.hstsValue(); hsts != "" {
+			resp.Header.Set("Strict-Transport-Security", hsts)
+		}
+	}
+	resp.SetBodyRaw(x.body)
+	if x.closeConn || x.status == statusClientClosed {
+		ctx.SetConnectionClose()
+	}
+}
+
+// badFraming reports header framing that fasthttp reads generously but a
+// load balancer in front may read otherwise, so that one byte stream could
+// be two different requests to the two of them: a line ending in a bare
+// LF, an obsolete folded line, whitespace before a colon, or both
+// Content-Length and Transfer-Encoding (RFC 9112 sections 2.2, 5.1, 5.2
+// and 6.1). Such a request is refused and its connection closed.
+func badFraming(raw []byte) bool {
+	var cl, te bool
+	for len(raw) > 0 {
+		i := bytes.IndexByte(raw, '\n')
+		if i < 0 {
+			return false
+		}
+		if i == 0 || raw[i-1] != '\r' {
+			return true
+		}
+		line := raw[:i-1]
+		raw = raw[i+1:]
+		if len(line) == 0 {
+			break // the end of the headers
+		}
+		if line[0] == ' ' || line[0] == '\t' {
+			return true
+		}
+		name, _, ok := bytes.Cut(line, []byte(":"))
+		if !ok || len(name) == 0 || name[len(name)-1] == ' ' || name[len(name)-1] == '\t' {
+			return true
+		}
+		cl = cl || bytes.EqualFold(name, []byte("Content-Length"))
+		te = te || bytes.EqualFold(name, []byte("Transfer-Encoding"))
+	}
+	return cl && te
+}
+
+// errorFast answers what fasthttp refused to parse, in the same envelope
+// as everything else: a request too large for the header buffer (431), one
+// that timed out (408), or one that is not HTTP as the edge reads it (400).
+// fasthttp closes the connection after it.
+func (s *Server) errorFast(ctx *fasthttp.RequestCtx, err error) {
+	x := newExchange(s.baseContext())
+	x.method = "-"
+	x.peer = peerAddr(ctx.RemoteAddr())
+	s.begin(x)
+	var small *fasthttp.ErrSmallBuffer
+	var ne net.Error
+	switch {
+	case errors.As(err, &small):
+		x.fail(fail(failHeaderTooLarge))
+	case errors.As(err, &ne) && ne.Timeout():
+		x.fail(fail(failRequestTimeout))
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		x.fail(fail(failBody))
+	default:
+		x.fail(&edgeError{kind: failMalformed, Err: err})
+	}
+	x.closeConn = true
+	s.finish(x)
+	s.writeFast(x, ctx)
+}
+
+// fastServer is the fasthttp server of the client listener, with the
+// limits of the server section.
+func (s *Server) fastServer() *fasthttp.Server {
+	c := s.cfg.Server
+	return &fasthttp.Server{
+		Handler:      s.serveFast,
+		ErrorHandler: s.errorFast,
+		// fasthttp has one read timeout for the whole request; every
+		// request here is headers only (a body is refused), so the header
+		// timeout is the one that matters against slow clients.
+		ReadTimeout:  min(c.ReadHeaderTimeout, c.ReadTimeout),
+		WriteTimeout: c.WriteTimeout,
+		IdleTimeout:  c.IdleTimeout,
+		// The read buffer bounds the request line and headers.
+		ReadBufferSize:     c.MaxHeaderBytes,
+		MaxRequestBodySize: maxRequestBody,
+		// Drain: answers sent while shutting down close their connection.
+		CloseOnShutdown:              true,
+		NoDefaultServerHeader:        true,
+		NoDefaultContentType:         true,
+		DisablePreParseMultipartForm: true,
+		Logger:                       fastLogger{s.log},
+		ConnState:                    s.conns.track,
+	}
+}
+
+// maxRequestBody is what fasthttp reads of a body before the route step
+// refuses it: enough to answer a small body with the contract's 400, small
+// enough that no client can make the edge hold much.
+const maxRequestBody = 4 << 10
+
+// view is b as a string without a copy, valid only while fasthttp keeps b:
+// for values read during the handler and not kept.
+func view(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+// peerAddr is the address of a connection's peer, or the zero Addr.
+func peerAddr(a net.Addr) netip.Addr {
+	if tcp, ok := a.(*net.TCPAddr); ok {
+		ip, _ := netip.AddrFromSlice(tcp.IP)
+		return ip.Unmap()
+	}
+	return netip.Addr{}
+}
+
+// fastLogger sends fasthttp's own lines (connection errors) to slog at
+// debug: they are a client's doing, and the access log has the answers.
+type fastLogger struct{ log *slog.Logger }
+
+func (l fastLogger) Printf(format string, args ...any) {
+	l.log.Debug("fasthttp", "line", fmt.Sprintf(format, args...))
+}
+
+// conns tracks the connections of the fasthttp server, so that what is
+// still open when the drain time is over can be cut off: fasthttp's
+// Shutdown waits for connections but cannot close a busy one.
+type conns struct {
+	mu   sync.Mutex
+	open map[net.Conn]struct{}
+}
+
+func (c *conns) track(conn net.Conn, st fasthttp.ConnState) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch st {
+	case fasthttp.StateNew:
+		if c.open == nil {
+			c.open = map[net.Conn]struct{}{}
+		}
+		c.open[conn] = struct{}{}
+	case fasthttp.StateClosed, fasthttp.StateHijacked:
+		delete(c.open, conn)
+	}
+}
+
+// closeAll cuts off every connection still open.
+func (c *conns) closeAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for conn := range c.open {
+		_ = conn.Close()
+	}
+}

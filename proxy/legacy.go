@@ -1,0 +1,208 @@
+package proxy
+
+import (
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"tradergate/proxy/route"
+)
+
+// The legacy paths at the edge: GET /open-api/v1/... answered in variant B
+// as the legacy host answers it, so that clients not yet moved to /v1 can
+// point at the edge on day one. Every such answer says the API is
+// deprecated (RFC 9745), when it ends (RFC 8594) and what replaces the
+// resource; once retired (past the sunset, during a brownout, or for a
+// key marked retired) it is 410 Gone. README "Migrating clients" has the
+// steps.
+
+// LegacyConfig is the legacy section. Everything in it is reloaded on
+// SIGHUP.
+type LegacyConfig struct {
+	// Enabled serves the legacy paths (/open-api/v1/...) at the edge; zero:
+	// off, and those paths are 404 as any unknown path.
+	Enabled bool `yaml:"enabled"`
+	// Deprecation is when the legacy API was (or will be) deprecated, RFC
+	// 3339, sent as the Deprecation header. Required when Enabled.
+	Deprecation string `yaml:"deprecation"`
+	// Sunset is when the legacy paths stop answering, RFC 3339: from then
+	// on every legacy call is 410. Zero: no date set (no Sunset header).
+	// Not before Deprecation.
+	Sunset string `yaml:"sunset"`
+	// GuideURL is the migration guide, an absolute http(s) URL, linked as
+	// rel="deprecation" (and rel="sunset" once a sunset is set); zero: no
+	// such links.
+	GuideURL string `yaml:"guide_url"`
+	// Brownouts are scheduled windows in which legacy calls are already
+	// 410, so that clients notice before the sunset; zero: none.
+	Brownouts []Brownout `yaml:"brownouts"`
+
+	// Parsed by validate.
+	deprecation, sunset time.Time
+}
+
+// Brownout is one scheduled window of 410s.
+type Brownout struct {
+	// Start is RFC 3339. Required.
+	Start string `yaml:"start"`
+	// Duration is how long it lasts. Required, positive.
+	Duration time.Duration `yaml:"duration"`
+
+	start time.Time
+}
+
+// The values of keys[].legacy.
+const (
+	legacyAllow   = "allow"
+	legacyRetired = "retired"
+)
+
+func (c *LegacyConfig) validate(keys []KeyConfig) []string {
+	var errs []string
+	add := func(field, msg string) { errs = append(errs, "legacy."+field+": "+msg) }
+	parse := func(field, v string, into *time.Time) bool {
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			add(field, "must be an RFC 3339 time such as 2026-12-01T00:00:00Z, got \""+v+"\"")
+			return false
+		}
+		*into = t
+		return true
+	}
+	switch {
+	case c.Deprecation != "":
+		parse("deprecation", c.Deprecation, &c.deprecation)
+	case c.Enabled:
+		add("deprecation", "is required when legacy.enabled is true: the Deprecation header states it")
+	}
+	if c.Sunset != "" && parse("sunset", c.Sunset, &c.sunset) && !c.deprecation.IsZero() && c.sunset.Before(c.deprecation) {
+		add("sunset", "must not be before legacy.deprecation ("+c.Deprecation+")")
+	}
+	if c.GuideURL != "" {
+		u, err := url.Parse(c.GuideURL)
+		// It goes between < and > in a Link header: nothing there may end
+		// or split the field.
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || strings.ContainsAny(c.GuideURL, "<>\" \t\r\n") {
+			add("guide_url", "must be an absolute http or https URL, got \""+c.GuideURL+"\"")
+		}
+	}
+	for i := range c.Brownouts {
+		b := &c.Brownouts[i]
+		f := "brownouts[" + strconv.Itoa(i) + "]"
+		if b.Start == "" {
+			add(f+".start", "is required (RFC 3339)")
+		} else {
+			parse(f+".start", b.Start, &b.start)
+		}
+		if b.Duration <= 0 {
+			add(f+".duration", "must be positive, got "+b.Duration.String())
+		}
+	}
+	for i, k := range keys {
+		if k.Legacy != "" && k.Legacy != legacyAllow && k.Legacy != legacyRetired {
+			errs = append(errs, "keys["+strconv.Itoa(i)+"].legacy: must be allow or retired, got \""+k.Legacy+"\"")
+		}
+	}
+	return errs
+}
+
+// legacyPolicy is the legacy section as the steps read it: made once per
+// (re)load, read by every legacy request, never written.
+type legacyPolicy struct {
+	enabled     bool
+	deprecation string    // the Deprecation value, "@<unix seconds>"
+	sunset      time.Time // zero: none
+	sunsetValue string    // the Sunset value, an HTTP-date
+	links       string    // rel="deprecation" and rel="sunset" links; "" when none
+	guide       string
+	brownouts   []window
+}
+
+type window struct{ start, end time.Time }
+
+func newLegacyPolicy(c LegacyConfig) *legacyPolicy {
+	p := &legacyPolicy{enabled: c.Enabled, sunset: c.sunset, guide: c.GuideURL}
+	if !c.deprecation.IsZero() {
+		// RFC 9745 section 2.1: a Structured Field Date.
+		p.deprecation = "@" + strconv.FormatInt(c.deprecation.Unix(), 10)
+	}
+	if !c.sunset.IsZero() {
+		// RFC 8594 section 3: an HTTP-date.
+		p.sunsetValue = c.sunset.UTC().Format(http.TimeFormat)
+	}
+	if c.GuideURL != "" {
+		// RFC 9745 section 3: rel="deprecation" points at what tells a
+		// client about the deprecation. RFC 8594 section 6: rel="sunset"
+		// identifies a resource that provides information about the
+		// retirement (policy, timeline): the same guide, and only where
+		// a sunset is set. It never points at the successor, which has
+		// its own relation.
+		p.links = "<" + c.GuideURL + `>; rel="deprecation"`
+		if !c.sunset.IsZero() {
+			p.links += ", <" + c.GuideURL + `>; rel="sunset"`
+		}
+	}
+	for _, b := range c.Brownouts {
+		p.brownouts = append(p.brownouts, window{b.start, b.start.Add(b.Duration)})
+	}
+	slices.SortFunc(p.brownouts, func(a, b window) int { return a.start.Compare(b.start) })
+	return p
+}
+
+// legacyAPI marks a request on the legacy paths, so that every answer to
+// it, refusals included, is variant B, and gives it the deprecation
+// headers. It runs before authentication: a 401 or a 429 there must be
+// variant B too.
+func (s *Server) legacyAPI(x *exchange) {
+	p := s.migration.policy.Load()
+	if !p.enabled || !strings.HasPrefix(x.path, route.LegacyPrefix+"/") {
+		return
+	}
+	x.legacy = true
+	if p.deprecation != "" {
+		x.setHeader("Deprecation", p.deprecation)
+	}
+	if p.sunsetValue != "" {
+		x.setHeader("Sunset", p.sunsetValue)
+	}
+	if p.links != "" {
+		x.setHeader("Link", p.links)
+	}
+}
+
+// retire answers 410 to a legacy request once that API is retired for it,
+// and links every legacy answer to the /v1 request that serves the same
+// data. It runs once the request is valid: the successor is its canonical
+// form.
+func (s *Server) retire(x *exchange) bool {
+	p := s.migration.policy.Load()
+	successor := x.req.SuccessorPath()
+	link := "<" + successor + `>; rel="successor-version"`
+	if p.links != "" {
+		link += ", " + p.links
+	}
+	x.setHeader("Link", link)
+	var why string
+	switch {
+	case !p.sunset.IsZero() && !x.now.Before(p.sunset):
+		why = "This API was retired on " + p.sunset.UTC().Format(time.RFC3339)
+	case x.principal.legacyRetired:
+		why = "This API is retired for this API key"
+	default:
+		for _, w := range p.brownouts {
+			if !x.now.Before(w.start) && x.now.Before(w.end) {
+				why = "This API is unavailable during a scheduled brownout until " +
+					w.end.UTC().Format(time.RFC3339) + ", ahead of its retirement"
+				break
+			}
+		}
+	}
+	if why == "" {
+		return true
+	}
+	x.fail(&edgeError{kind: failLegacyRetired, message: why + "; use " + successor + " instead"})
+	return false
+}

@@ -1,0 +1,158 @@
+package proxy
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"runtime/debug"
+	"strings"
+	"time"
+	"unsafe"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"tradergate/proxy/status"
+)
+
+// The outermost steps of the chain (Server.serve): the request id and the
+// clock on the way in; metrics and the access log on the way out, where
+// they see every answer; and panic recovery.
+
+// begin gives the request its id and its time.
+func (s *Server) begin(x *exchange) {
+	x.start = time.Now()
+	x.now = x.start
+	if !s.wallClock {
+		x.now = s.now()
+	}
+	requestID(x)
+	x.setHeader("X-Request-Id", x.id)
+	x.always = x.nh
+	if s.trace != nil {
+		// The span of the request, a child of the caller's trace when it
+		// sent one; everything the request starts (the cache lookup, a
+		// flight, the legacy call) hangs under it through x.ctx.
+		ctx := s.trace.Propagator.Extract(x.ctx, x)
+		x.ctx, x.span = s.trace.Tracer.Start(ctx, "tradergate.request", trace.WithSpanKind(trace.SpanKindServer))
+	}
+}
+
+// endSpan ends the request's span with what the access log says of it:
+// the request id, route, status and cache result; never a key.
+func (x *exchange) endSpan(route, cacheResult string) {
+	if x.span == nil {
+		return
+	}
+	x.span.SetAttributes(
+		attribute.String("tradergate.request_id", x.id),
+		attribute.String("tradergate.route", route),
+		attribute.String("tradergate.cache", cacheResult),
+		attribute.Int("http.response.status_code", x.status),
+		attribute.String("http.request.method", x.method),
+	)
+	if x.status >= 500 {
+		x.span.SetStatus(codes.Error, "")
+	}
+	x.span.End()
+}
+
+// finish records the answer in the metrics and the access log.
+func (s *Server) finish(x *exchange) {
+	if x.status == 0 {
+		x.status = 200
+	}
+	took := time.Since(x.start)
+	s.metrics.observe(x.route, x.status, x.cache, took)
+	routeName := ""
+	if x.route != nil {
+		routeName = x.route.Name
+	}
+	keyID := ""
+	if x.principal != nil {
+		keyID = x.principal.KeyID
+	}
+	cacheResult := x.cache
+	if cacheResult == "" {
+		cacheResult = cacheNone // as the metrics name it
+	}
+	s.status.window.ObserveRequest(status.Request{Route: routeName, Status: x.status, Duration: took, Cache: cacheResult, KeyID: keyID})
+	x.endSpan(routeName, cacheResult)
+	if !s.accessLog {
+		return
+	}
+	// Durations are slog's: integer nanoseconds in the JSON lines.
+	s.log.LogAttrs(x.ctx, slog.LevelInfo, "request",
+		slog.String("request_id", x.id),
+		slog.String("client", s.limiter.ClientIPFrom(x.peer, x.forwardedFor).String()),
+		slog.String("method", x.method),
+		slog.String("path", x.target),
+		slog.String("route", routeName),
+		slog.Int("status", x.status),
+		slog.String("cache", cacheResult),
+		slog.Duration("duration", took),
+		slog.Int("bytes", len(x.body)),
+		slog.Int("upstream_status", int(x.upstream.Status.Load())),
+		slog.Duration("upstream_duration", time.Duration(x.upstream.Duration.Load())),
+		slog.String("key_id", keyID),
+	)
+}
+
+// requestID gives x its id: the client's X-Request-Id when it is short and
+// printable (so a trace can span client, edge and legacy host), else a new
+// one. The client's is copied: the front's buffer is reused after the
+// request, and a flight started by this request keeps its id.
+func requestID(x *exchange) {
+	if keepID(x.incomingID) {
+		x.id = strings.Clone(x.incomingID)
+		return
+	}
+	newRequestID(&x.idBuf)
+	x.id = unsafe.String(&x.idBuf[0], len(x.idBuf))
+}
+
+// keepID reports whether a client's request id is kept: 8 to 64 letters,
+// digits, '-', '_' or '.'; anything else could carry what a log line must
+// not.
+func keepID(h string) bool {
+	if n := len(h); n < 8 || n > 64 {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		c := h[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// newRequestID writes 128 random bits in hex. Random, not a counter: a
+// client sampling ids must learn nothing of the edge's traffic. math/rand/v2
+// draws from a ChaCha8 generator per thread, seeded from the system, which
+// is fast enough for every request and not predictable from its outputs.
+func newRequestID(b *[32]byte) {
+	var r [16]byte
+	binary.LittleEndian.PutUint64(r[:8], rand.Uint64())
+	binary.LittleEndian.PutUint64(r[8:], rand.Uint64())
+	hex.Encode(b[:], r[:])
+}
+
+// recoverPanics turns a panic in a step into a variant A 500 and a log
+// line, never a dropped process: fasthttp does no recovery of its own, and
+// net/http would only drop the connection. Nothing is on the wire before
+// serve returns, so the 500 replaces whatever the step had set.
+func (s *Server) recoverPanics(x *exchange) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	s.log.Error("panic in handler", "request_id", x.id, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+	// Keep what every answer carries (the id, the rate limit fields); drop
+	// what a step set for the answer it did not finish.
+	x.nh, x.body = x.always, nil
+	x.fail(fail(failInternal))
+}

@@ -1,0 +1,59 @@
+package proxy
+
+import "tradergate/proxy/route"
+
+// maxURLBytes limits the request target a request may carry. Request lines
+// and headers beyond server.max_header_bytes are refused by the HTTP server
+// itself.
+const maxURLBytes = 8 << 10
+
+// route matches the path, refuses wrong methods, oversized URLs, bodies and
+// routes the key may not use, and validates the request into its canonical
+// form (docs/CONTRACT.md "Routes", "Errors").
+func (s *Server) route(x *exchange) bool {
+	match, validate := s.routes.Match, (*route.Route).ValidateInto
+	if x.legacy {
+		match, validate = s.routes.MatchLegacy, (*route.Route).ValidateLegacyInto
+	}
+	rt, param := match(x.path)
+	if rt == nil {
+		x.fail(fail(failNotFound))
+		return false
+	}
+	x.route = rt
+	if x.method != methodGet && x.method != methodHead {
+		// Every endpoint uses GET (docs/CONTRACT.md "Routes"); HEAD is GET
+		// without a body (RFC 9110 section 9.3.2).
+		x.setHeader("Allow", "GET, HEAD")
+		x.fail(fail(failMethod))
+		return false
+	}
+	if len(x.target) > maxURLBytes {
+		x.closeConn = true // a client this far off is not worth a keep-alive
+		x.fail(fail(failURITooLong))
+		return false
+	}
+	if x.hasBody {
+		// A GET body has no meaning (RFC 9110 section 9.3.1), and reading
+		// one is work a client should not be able to ask for.
+		x.closeConn = true
+		x.fail(fail(failBody))
+		return false
+	}
+	if !x.principal.Allowed(rt) {
+		x.fail(fail(failForbidden))
+		return false
+	}
+	if err := validate(rt, &x.request, param, x.rawQuery); err != nil {
+		x.fail(err)
+		return false
+	}
+	x.req = &x.request
+	return true
+}
+
+// The methods the edge answers, as the fronts spell them.
+const (
+	methodGet  = "GET"
+	methodHead = "HEAD"
+)

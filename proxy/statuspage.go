@@ -1,0 +1,134 @@
+package proxy
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"time"
+
+	"tradergate/proxy/status"
+)
+
+// The status page on the admin listener (GET /, /status, /status.json):
+// proxy/status renders it; this file feeds it. Every answer is counted in
+// a one-minute window (finish, observe.go), every legacy call and 429 too,
+// and a snapshot of the edge is taken when the page is asked for. With
+// Redis, each replica publishes its summary for the others' pages.
+
+// statusState is what the Server keeps for its page.
+type statusState struct {
+	window  *status.Window
+	started time.Time
+	replica string
+	board   *status.Board // with Redis only
+	// lastErr is the last legacy call's failure class, for the page.
+	mu      sync.Mutex
+	lastErr string
+	lastAt  time.Time
+}
+
+func (s *Server) initStatus(routes []string) {
+	host, _ := os.Hostname()
+	s.status = statusState{
+		window:  status.NewWindow(status.WindowOptions{Routes: routes}),
+		started: time.Now(),
+		replica: host + "-" + strconv.Itoa(os.Getpid()),
+	}
+	if s.fleet != nil {
+		s.status.board = status.NewBoard(s.fleet.Client(), status.BoardOptions{Prefix: s.cfg.Redis.Prefix})
+	}
+}
+
+// observeUpstream records a legacy call for the metrics and the page.
+func (s *Server) observeUpstream(route string, code int, took time.Duration) {
+	s.metrics.observeUpstream(route, code, took)
+	failure := ""
+	switch {
+	case code == 0:
+		failure = "no answer"
+	case code >= 500 || code == http.StatusTooManyRequests:
+		failure = "legacy host answered " + strconv.Itoa(code)
+	}
+	s.status.window.ObserveUpstream(status.Call{Route: route, Status: code, Err: failure})
+	if failure != "" {
+		s.status.mu.Lock()
+		s.status.lastErr, s.status.lastAt = failure, time.Now()
+		s.status.mu.Unlock()
+	}
+}
+
+// snapshot is the edge as the status page shows it, taken now.
+func (s *Server) snapshot() status.Snapshot {
+	version, revision := buildInfo()
+	ok, _ := s.reloads.state()
+	s.reloads.mu.Lock()
+	cfgState := status.Config{Hash: s.configHash, LastReload: s.reloads.lastAt, ReloadOK: ok, ReloadError: s.reloads.lastErr}
+	s.reloads.mu.Unlock()
+	snap := status.Snapshot{
+		Replica: s.status.replica,
+		Taken:   time.Now(),
+		Ready:   s.ready.Load(),
+		Build:   status.Build{Version: version, Revision: revision, GoVersion: runtime.Version()},
+		Started: s.status.started,
+		Config:  cfgState,
+	}
+	s.status.window.Fill(&snap)
+	for _, r := range s.routes.Routes() {
+		if sr := snap.Route(r.Name); sr != nil && !r.Built {
+			sr.Breaker = s.upstream.BreakerState(r.Name)
+		}
+	}
+	cs := s.cache.Stats()
+	snap.Cache.Entries, snap.Cache.Bytes, snap.Cache.MaxBytes = int64(cs.Entries), int64(cs.Bytes), s.cfg.Cache.MaxBytes
+	snap.Cache.CoalescedTotal = int64(cs.Coalesced)
+	if s.fleet != nil {
+		snap.Cache.L2 = status.L2{Present: true, Breaker: s.fleet.State()}
+		if n := cs.L2Hits + cs.L2Stale + cs.L2Misses; n > 0 {
+			snap.Cache.L2.HitRatioTotal = float64(cs.L2Hits+cs.L2Stale) / float64(n)
+		}
+	}
+	retried, refused := s.upstream.RetryStats()
+	snap.Upstream.InFlight, snap.Upstream.MaxConcurrent = int64(s.upstream.InFlight()), int64(s.cfg.Upstream.MaxConcurrent)
+	snap.Upstream.RetriesTotal, snap.Upstream.BudgetRefusedTotal = int64(retried), int64(refused)
+	s.status.mu.Lock()
+	snap.Upstream.LastError, snap.Upstream.LastErrorAt = s.status.lastErr, s.status.lastAt
+	s.status.mu.Unlock()
+	snap.Limits.StoreErrorsTotal = int64(s.limiter.StoreErrors())
+	snap.Limits.Store = status.StoreOK
+	if s.limiter.Failing() {
+		snap.Limits.Store = status.StoreDown
+	}
+	for _, c := range s.tls.Certificates() {
+		snap.TLS = append(snap.TLS, status.Cert{Names: c.Names, NotAfter: c.NotAfter})
+	}
+	return snap
+}
+
+// statusHandler is the page's handler; secrets are scrubbed from anything
+// it shows, in case one found its way into an error text.
+func (s *Server) statusHandler() http.Handler {
+	return status.Handler(s.snapshot, status.Options{
+		Board: s.status.board,
+		Secrets: func() []string {
+			c := s.live.Load()
+			return []string{c.Upstream.Key, c.Admin.token, s.redisPassword}
+		},
+	})
+}
+
+// publishStatus posts this replica's summary to the fleet's board every
+// few seconds until ctx ends; a no-op without Redis.
+func (s *Server) publishStatus(ctx context.Context) (wait func()) {
+	if s.status.board == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.status.board.Run(ctx, 5*time.Second, s.snapshot)
+	}()
+	return func() { <-done }
+}
