@@ -1,4 +1,4 @@
-// Command bench is tradergate's load benchmark (issue 8): it measures the
+// Command bench is tradergate's load benchmark: it measures the
 // edge against the servers users would pick instead, on one machine, one
 // core each.
 //
@@ -118,7 +118,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	scs := buildScenarios(b.fixtures, scenarioOptions{
-		zipfKeys: opt.zipfKeys, stampedeRounds: opt.stampedeRounds, stampedeConns: opt.stampedeClients,
+		zipfKeys: opt.zipfKeys, firstGzipPages: opt.firstGzipPages, stampedeRounds: opt.stampedeRounds, stampedeConns: opt.stampedeClients,
 		stampedeDelay: opt.stampedeDelay, seed: opt.seed,
 	})
 	var chosen []*scenario

@@ -40,7 +40,9 @@ func (b *bench) estimate(scs []*scenario, rows []row) time.Duration {
 			d += time.Duration(sc.rounds)*(sc.latency+200*time.Millisecond) + time.Second
 			continue
 		}
-		d += b.opt.warmup + b.opt.duration + 1500*time.Millisecond // start, warm, stop
+		d += b.warmupOf(sc) + b.opt.duration + 1500*time.Millisecond // start, warm, stop
+		// Pages stored before the window, at about 4,000 misses a second.
+		d += time.Duration(sc.prefill) * time.Second / 4000
 	}
 	if b.opt.pprof {
 		d += 2 * (b.opt.warmup + b.opt.duration + 3*time.Second)

@@ -42,7 +42,7 @@ func (b *bench) profiles(ctx context.Context, w io.Writer, scs []*scenario) []pr
 func (b *bench) profile(ctx context.Context, sc *scenario) (string, error) {
 	b.procs.setTag("profile-" + sc.name)
 	defer b.procs.setTag("")
-	srv, err := b.startTradergate(ctx, "")
+	srv, err := b.startTradergate(ctx, "", sc.cacheBytes)
 	if err != nil {
 		return "", err
 	}

@@ -43,6 +43,23 @@ type row struct {
 	Upstream         int64   `json:"upstream_calls"`
 	UpstreamPerRound []int64 `json:"upstream_calls_per_round,omitempty"`
 	BytesPerResp     float64 `json:"bytes_per_response"`
+	// RSSBytes and PeakRSSBytes are the server's resident memory at the
+	// window's end and its peak so far (VmRSS, VmHWM; process group).
+	RSSBytes     uint64 `json:"rss_bytes,omitempty"`
+	PeakRSSBytes uint64 `json:"peak_rss_bytes,omitempty"`
+	// GCCPU is the Go GC's CPU time over the window's wall time (the
+	// server has one core); GCSource the metric it came from (memory.go):
+	// "runtime", or "pauses" for stop-the-world pauses alone.
+	GCCPU    float64 `json:"gc_cpu_fraction,omitempty"`
+	GCSource string  `json:"gc_source,omitempty"`
+	// MemLimit is go_gc_gomemlimit_bytes at the window's end.
+	MemLimit float64 `json:"go_memory_limit_bytes,omitempty"`
+	// CacheMaxBytes is tradergate's cache.max_bytes in this row; CacheHeld
+	// what it held at the window's end and Evictions how many entries it
+	// evicted during the window.
+	CacheMaxBytes int64   `json:"cache_max_bytes,omitempty"`
+	CacheHeld     float64 `json:"cache_held_bytes,omitempty"`
+	Evictions     int64   `json:"cache_evictions,omitempty"`
 	// VsCeiling and VsNginx are RPS over the same scenario's ceiling and
 	// nginx rows; 0 when there is none.
 	// Stampede and Zipf rows get a derived note (the per-round verdict,
@@ -93,6 +110,16 @@ func (r *row) fill(sc *scenario, res *load.Result, hz int) {
 	if res.UpstreamMeasured {
 		r.Upstream = res.Upstream
 	}
+	if res.RSSMeasured {
+		r.RSSBytes, r.PeakRSSBytes = res.ServerRSS, res.ServerPeakRSS
+	}
+	r.gcFigures(res)
+	if sc.mode != load.ModeList && sc.mode != load.ModeStampede {
+		// Rows that store pages: what the heap and the collector do.
+		if n := r.memoryNote(); n != "" {
+			r.Notes = append(r.Notes, n)
+		}
+	}
 	r.UpstreamPerRound = res.UpstreamPerRound
 
 	if r.Errors > 0 {
@@ -138,7 +165,7 @@ func foreignShare(res *load.Result) float64 {
 }
 
 // stampedeVerdict states whether every cold key cost exactly one upstream
-// call (issue 8's target).
+// call (the benchmark's target).
 func stampedeVerdict(perRound []int64, rounds int) string {
 	if len(perRound) != rounds || rounds == 0 {
 		return "upstream calls per round not measured"
@@ -182,9 +209,9 @@ func fraction(a, b uint64) float64 {
 
 func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
-// computeRatios sets every row's ratio to the ceiling and to nginx on the
-// same scenario (or its base). Stampede rows have none: their rate is set
-// by the injected upstream delay.
+// computeRatios sets every row's ratio to the fasthttp ceiling and to
+// nginx on the same scenario (or its base). Stampede rows have none: their
+// rate is set by the injected upstream delay.
 func computeRatios(rows []row) {
 	rps := map[[2]string]float64{}
 	for _, r := range rows {
@@ -201,7 +228,7 @@ func computeRatios(rows []row) {
 		if r.Base != "" {
 			base = r.Base
 		}
-		if c := rps[[2]string{base, string(kindCeiling)}]; c > 0 {
+		if c := rps[[2]string{base, string(kindCeilingFast)}]; c > 0 {
 			r.VsCeiling = r.RPS / c
 		}
 		if n := rps[[2]string{base, string(kindNginx)}]; n > 0 {
@@ -212,7 +239,7 @@ func computeRatios(rows []row) {
 
 // tableHeader returns the columns of the printed and Markdown tables.
 func tableHeader() []string {
-	return []string{"scenario", "server", "req/s", "p50", "p99", "CPU µs/req", "proc µs/req", "CPU busy", "upstream", "errors", "×ceiling", "×nginx"}
+	return []string{"scenario", "server", "req/s", "p50", "p99", "CPU µs/req", "proc µs/req", "CPU busy", "upstream", "errors", "RSS", "×ceiling", "×nginx"}
 }
 
 // cells formats a row for the tables.
@@ -238,7 +265,7 @@ func (r *row) cells() []string {
 		r.Scenario, r.name(), rps, fmtLatency(r.P50us), fmtLatency(r.P99us),
 		strconv.FormatFloat(r.CPUus, 'f', 1, 64), strconv.FormatFloat(r.ProcCPUus, 'f', 1, 64),
 		strconv.FormatFloat(100*r.ServerBusy, 'f', 0, 64) + "%",
-		up, strconv.FormatInt(r.Errors, 10), fmtRatio(r.VsCeiling), fmtRatio(r.VsNginx),
+		up, strconv.FormatInt(r.Errors, 10), fmtMiB(float64(r.RSSBytes)), fmtRatio(r.VsCeiling), fmtRatio(r.VsNginx),
 	}
 }
 

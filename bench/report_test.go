@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -36,25 +37,27 @@ func TestRowFill(t *testing.T) {
 
 func TestComputeRatiosAndCells(t *testing.T) {
 	rows := []row{
-		{Scenario: "hit-activity20", Server: kindTradergate, RPS: 45000, Upstream: 0},
-		{Scenario: "hit-activity20", Server: kindCeiling, RPS: 50000, Upstream: -1},
+		{Scenario: "hit-activity20", Server: kindTradergate, RPS: 45000, Upstream: 0, RSSBytes: 50 << 20},
+		{Scenario: "hit-activity20", Server: kindCeilingFast, RPS: 50000, Upstream: -1},
+		{Scenario: "hit-activity20", Server: kindCeiling, RPS: 25000, Upstream: -1},
 		{Scenario: "hit-activity20", Server: kindNginx, RPS: 40000, Upstream: 10},
 		{Scenario: "hit-activity20-redis", Base: "hit-activity20", Server: kindTradergate, Label: "tradergate+redis", RPS: 20000},
 		{Scenario: "stampede", Server: kindTradergate, RPS: 900, UpstreamPerRound: []int64{1, 1}},
 		{Scenario: "miss", Server: kindNginx, Skipped: "nginx is not installed"},
 	}
 	computeRatios(rows)
-	if rows[0].VsCeiling != 0.9 || rows[0].VsNginx != 1.125 || rows[3].VsCeiling != 0.4 || rows[4].VsCeiling != 0 {
-		t.Fatalf("ratios: %v %v %v %v", rows[0].VsCeiling, rows[0].VsNginx, rows[3].VsCeiling, rows[4].VsCeiling)
+	// ×ceiling is against the fasthttp ceiling, not net/http's.
+	if rows[0].VsCeiling != 0.9 || rows[0].VsNginx != 1.125 || rows[2].VsCeiling != 0.5 || rows[4].VsCeiling != 0.4 || rows[5].VsCeiling != 0 {
+		t.Fatalf("ratios: %v %v %v %v %v", rows[0].VsCeiling, rows[0].VsNginx, rows[2].VsCeiling, rows[4].VsCeiling, rows[5].VsCeiling)
 	}
 	c := rows[0].cells()
-	if got := strings.Join(c, "|"); got != "hit-activity20|tradergate|45000|—|—|0.0|0.0|0%|0|0|0.90|1.12" {
+	if got := strings.Join(c, "|"); got != "hit-activity20|tradergate|45000|—|—|0.0|0.0|0%|0|0|50 MiB|0.90|1.12" {
 		t.Fatalf("cells %q", got)
 	}
-	if c := rows[1].cells(); c[8] != "—" || c[10] != "1.00" {
+	if c := rows[1].cells(); c[8] != "—" || c[10] != "—" || c[11] != "1.00" {
 		t.Fatalf("ceiling cells %q", c)
 	}
-	if c := rows[4].cells(); c[2] != "—" {
+	if c := rows[5].cells(); c[2] != "—" {
 		t.Fatalf("stampede req/s cell %q, want —", c[2])
 	}
 	var text, md bytes.Buffer
@@ -92,14 +95,35 @@ func TestFormatting(t *testing.T) {
 
 func TestCheckTargets(t *testing.T) {
 	rows := []row{
-		{Scenario: "hit-activity20", Server: kindTradergate, RPS: 45000, Requests: 1},
-		{Scenario: "hit-activity20", Server: kindCeiling, RPS: 48000, Requests: 1},
-		{Scenario: "hit-activity20", Server: kindCeilingHeaders, RPS: 46000, Requests: 1},
-		{Scenario: "hit-activity20", Server: kindNginx, RPS: 50000, Requests: 1},
+		// tx: below nginx and within 1.25 × the ceiling, both encodings.
+		{Scenario: "hit-tx", Server: kindTradergate, CPUus: 30, ProcCPUus: 25, Requests: 1},
+		{Scenario: "hit-tx", Server: kindNginx, CPUus: 32, ProcCPUus: 28, Requests: 1},
+		{Scenario: "hit-tx", Server: kindCeilingFast, CPUus: 25, Requests: 1},
+		{Scenario: "hit-tx", Server: kindCeilingHeaders, CPUus: 45, Requests: 1},
+		{Scenario: "hit-tx-gzip", Server: kindTradergate, CPUus: 30, Requests: 1},
+		{Scenario: "hit-tx-gzip", Server: kindNginx, CPUus: 31, Requests: 1},
+		{Scenario: "hit-tx-gzip", Server: kindCeilingFast, CPUus: 24, Requests: 1},
+		// activity20: identity below nginx, gzip equal (not below); 40 is
+		// exactly 1.25 × 32 (passes), gzip 41 > 1.25 × 32.
+		{Scenario: "hit-activity20", Server: kindTradergate, CPUus: 40, Requests: 1},
+		{Scenario: "hit-activity20", Server: kindNginx, CPUus: 42, Requests: 1},
+		{Scenario: "hit-activity20", Server: kindCeilingFast, CPUus: 32, Requests: 1},
+		{Scenario: "hit-activity20-gzip", Server: kindTradergate, CPUus: 41, Requests: 1},
+		{Scenario: "hit-activity20-gzip", Server: kindNginx, CPUus: 41, Requests: 1},
+		{Scenario: "hit-activity20-gzip", Server: kindCeilingFast, CPUus: 32, Requests: 1},
+		// orderbook1000: nginx skipped; the gzip ceiling row failed.
+		{Scenario: "hit-orderbook1000", Server: kindTradergate, CPUus: 100, Requests: 1},
+		{Scenario: "hit-orderbook1000", Server: kindNginx, Skipped: "nginx is not installed"},
+		{Scenario: "hit-orderbook1000", Server: kindCeilingFast, CPUus: 90, Requests: 1},
+		{Scenario: "hit-orderbook1000-gzip", Server: kindTradergate, CPUus: 60, Requests: 1},
+		{Scenario: "hit-orderbook1000-gzip", Server: kindCeilingFast, Failed: "start: boom"},
+		{Scenario: "first-gzip-hit", Server: kindTradergate, CPUus: 82, Requests: 9000},
 		{Scenario: "miss", Server: kindTradergate, CPUus: 100, Requests: 1},
 		{Scenario: "miss", Server: kindPassthrough, CPUus: 90, Requests: 1},
-		{Scenario: "miss-full", Server: kindTradergate, CPUus: 130, Requests: 1},
+		{Scenario: "miss-full", Server: kindTradergate, CPUus: 130, Requests: 1, CacheMaxBytes: 256 << 20, RSSBytes: 500 << 20, PeakRSSBytes: 520 << 20, GCSource: "pauses", GCCPU: 0.004, MemLimit: 9.2e18, Evictions: 1000},
 		{Scenario: "miss-full", Server: kindPassthrough, CPUus: 100, Requests: 1},
+		{Scenario: "zipf100k", Server: kindTradergate, CPUus: 33, Requests: 1},
+		{Scenario: "zipf100k-one", Server: kindTradergate, CPUus: 30, Requests: 1},
 		{Scenario: "stampede", Server: kindTradergate, Requests: 1, UpstreamPerRound: []int64{1, 1}, RoundsWanted: 2},
 	}
 	var got []string
@@ -107,15 +131,70 @@ func TestCheckTargets(t *testing.T) {
 	for _, v := range vs {
 		got = append(got, v.Status)
 	}
-	// nginx 50000 > 45000; 45000 >= 0.9 × 48000 (the plain ceiling, not
-	// the one sending tradergate's headers); 100 <= 1.2 × 90 on the
-	// filling cache, 130 > 1.2 × 100 on the full one; one call per round;
-	// normalization is not a load figure.
-	if want := "FAIL PASS PASS FAIL PASS n/a"; strings.Join(got, " ") != want {
+	// hit-tx: PASS PASS; hit-activity20: FAIL (gzip not below) FAIL (gzip
+	// over 1.25×); hit-orderbook1000: n/a (no nginx), n/a (identity passes,
+	// gzip not measured); first gzip hit and zipf100k: info; miss 100 <=
+	// 1.2 × 90, miss-full 130 > 1.2 × 100; memory 500 MiB <= 1.5 × 256 +
+	// 64 = 448 MiB fails; one call per round; normalization n/a.
+	if want := "PASS PASS FAIL FAIL n/a n/a info info PASS FAIL FAIL PASS n/a"; strings.Join(got, " ") != want {
 		t.Fatalf("verdicts %v, want %s", got, want)
 	}
-	if want := "same headers: 45000 vs 46000 (×0.98)"; !strings.Contains(vs[1].Detail, want) {
-		t.Errorf("ceiling verdict %q lacks %q", vs[1].Detail, want)
+	for i, want := range map[int]string{
+		0:  "hit-tx: 30.0 vs 32.0 CPU µs (×0.94), own time 25.0 vs 28.0 (×0.89); hit-tx-gzip: 30.0 vs 31.0 CPU µs (×0.97)",
+		1:  "hit-tx: 30.0 vs 25.0 CPU µs (×1.20); ceiling+headers 45.0; hit-tx-gzip",
+		4:  "needs the tradergate and nginx rows of hit-orderbook1000, hit-orderbook1000-gzip",
+		5:  "needs the tradergate and ceiling-fasthttp rows of hit-orderbook1000-gzip",
+		6:  "82.0 CPU µs over 9000 pages",
+		7:  "33.0 vs 30.0 CPU µs/hit (×1.10)",
+		10: "RSS 500 MiB at the window's end (peak 520 MiB) vs 448 MiB for cache.max_bytes 256 MiB; GC stop-the-world pauses 0.40% of the core (GC CPU itself not exported), Go memory limit none (GOMEMLIMIT unset)",
+	} {
+		if !strings.Contains(vs[i].Detail, want) {
+			t.Errorf("verdict %d (%s): %q lacks %q", i, vs[i].Target, vs[i].Detail, want)
+		}
+	}
+	// A miss-full window without evictions did not run on a full cache.
+	rows[21].Evictions = 0
+	if v := checkTargets(rows)[10]; v.Status != "n/a" || !strings.Contains(v.Detail, "the cache was not full") {
+		t.Errorf("memory verdict without evictions: %+v", v)
+	}
+	if !strings.Contains(vs[1].Target, "1.25 × the fasthttp ceiling") {
+		t.Errorf("ceiling target %q", vs[1].Target)
+	}
+}
+
+func TestMemoryFigures(t *testing.T) {
+	res := &load.Result{
+		Window:        10 * time.Second,
+		MetricsBefore: map[string]float64{metricGCCPU: 1, metricGCPauses + "_sum": 0.1, metricEvicted: 100},
+		MetricsAfter:  map[string]float64{metricGCCPU: 1.5, metricGCPauses + "_sum": 0.11, metricEvicted: 5100, metricMemLimit: 400 << 20, metricCache: 256 << 20},
+		RSSMeasured:   true, ServerRSS: 430 << 20, ServerPeakRSS: 440 << 20,
+		Requests: 40000,
+	}
+	r := row{Server: kindTradergate, CacheMaxBytes: 256 << 20}
+	r.fill(&scenario{name: "miss-full", mode: load.ModeSequence}, res, 100)
+	// The runtime's GC CPU when exported: 0.5 s over 10 s.
+	if r.GCSource != "runtime" || r.GCCPU != 0.05 || r.Evictions != 5000 || r.RSSBytes != 430<<20 || r.MemLimit != 400<<20 {
+		t.Fatalf("figures %+v", r)
+	}
+	notes := strings.Join(r.Notes, "; ")
+	if want := "memory at the end: RSS 430 MiB (peak 440 MiB), cache 256 MiB held of cache.max_bytes 256 MiB, 5000 evictions in the window; GC 5.0% of the core, Go memory limit 400 MiB"; !strings.Contains(notes, want) {
+		t.Fatalf("notes %q lack %q", notes, want)
+	}
+	// Without the runtime's figure: the pauses, said as such.
+	delete(res.MetricsAfter, metricGCCPU)
+	r = row{Server: kindTradergate}
+	r.fill(&scenario{name: "miss-full", mode: load.ModeSequence}, res, 100)
+	if r.GCSource != "pauses" || math.Abs(r.GCCPU-0.001) > 1e-9 {
+		t.Fatalf("pauses: %+v", r)
+	}
+	// A hit row gets no memory note.
+	r = row{Server: kindTradergate}
+	r.fill(&scenario{name: "hit-tx", mode: load.ModeList, hit: true}, res, 100)
+	if strings.Contains(strings.Join(r.Notes, "; "), "memory") {
+		t.Fatalf("hit row notes %q", r.Notes)
+	}
+	if memoryBound(256<<20) != 448<<20 {
+		t.Fatalf("bound %v", memoryBound(256<<20))
 	}
 }
 
@@ -162,7 +241,7 @@ func TestCombine(t *testing.T) {
 	if n := strings.Join(got.allNotes(), "; "); !strings.Contains(n, "FAIL: upstream calls per round [1 1 1 2]") {
 		t.Fatalf("stampede notes %q", n)
 	}
-	if v := checkTargets([]row{got})[4]; v.Status != "FAIL" {
+	if v := checkTargets([]row{got})[11]; v.Status != "FAIL" || !strings.HasPrefix(v.Target, "stampede") {
 		t.Fatalf("stampede target %+v", v)
 	}
 

@@ -121,7 +121,7 @@ func writeMarkdown(w *bytes.Buffer, m meta, rows []row, verdicts []verdict, prof
 	fmt.Fprintf(w, "`%s` at %s; %s, %s, %s; %s; %s per row after %s of warm-up, %d connections.\n\n",
 		m.Command, m.Commit, m.GoVersion, m.Kernel, m.CPUModel, m.CPUs, m.Duration, m.Warmup, m.Connections)
 	writeMarkdownTable(w, rows)
-	fmt.Fprintln(w, "\n## Targets (issue 8)")
+	fmt.Fprintln(w, "\n## Targets")
 	fmt.Fprintln(w)
 	for _, v := range verdicts {
 		fmt.Fprintf(w, "- **%s** %s: %s\n", v.Status, v.Target, v.Detail)
@@ -132,14 +132,17 @@ func writeMarkdown(w *bytes.Buffer, m meta, rows []row, verdicts []verdict, prof
 	}
 	fmt.Fprintln(w, "\n## How to read it")
 	fmt.Fprintln(w)
-	for _, k := range []serverKind{kindTradergate, kindCeiling, kindCeilingHeaders, kindNginx, kindPassthrough, kindLegacysim} {
+	for _, k := range []serverKind{kindTradergate, kindCeilingFast, kindCeiling, kindCeilingHeaders, kindNginx, kindPassthrough, kindLegacysim} {
 		fmt.Fprintf(w, "- **%s**: %s.\n", k, k.about())
 	}
 	fmt.Fprintf(w, `- Every server runs alone on CPU (%s), GOMAXPROCS=1 for the Go ones, nginx with one worker; a fresh instance per row.
 - CPU µs/req: busy jiffies (user+nice+system+irq+softirq) of the server's CPU in /proc/stat over the window, USER_HZ %s, per request. It includes the kernel's share of loopback TCP that lands on that CPU. "CPU busy" below 90%% means the server was not the bottleneck.
 - proc µs/req: the same from the server's own process group (/proc/<pid>/stat utime+stime): no softirq, no other processes. A row whose CPU figure holds much that is neither says so (a shared machine).
 - upstream: requests that reached the shared legacysim during the window (its /__stats counter). legacysim shares the load generator's CPU: in miss rows its work competes with the load generator, not with the server measured.
-- ×ceiling, ×nginx: req/s over the same scenario's ceiling and nginx rows (the Redis row uses hit-activity20's).
+- ×ceiling, ×nginx: req/s over the same scenario's fasthttp ceiling and nginx rows (the Redis row uses hit-activity20's). The hit targets compare CPU µs/req instead: below nginx's, and at most 1.25 × the fasthttp ceiling's.
+- RSS: the server's resident memory (VmRSS of its process group) at the window's end. Rows that store pages also note the peak, the cache's fill and evictions, and the Go GC's CPU over the window from tradergate's /metrics: go_cpu_classes_gc_total_cpu_seconds_total when exported, else go_gc_duration_seconds (stop-the-world pauses only, a lower bound).
+- first-gzip-hit stores distinct 20-item pages by identity requests (unmeasured), then asks each once with Accept-Encoding: gzip: the hit where a cache that compresses lazily pays for it. Its window ends when every page has been asked, or at the duration.
+- zipf100k stores 100,000 distinct 5-item pages (unmeasured) in a 1 GiB cache, then draws hits by Zipf popularity; zipf100k-one is one of those pages alone on the same configuration.
 - nginx caches every page for 1s with background refresh (proxy_cache_valid 200 1s, use_stale updating, proxy_cache_lock), as it cannot tell settled pages from fresh ones; tradergate keeps settled pages 24h. Hit rows therefore show nginx refreshing about once a second.
 - The stampede releases all clients at once on a cold key while legacysim delays its answers (%s); its req/s is not a throughput figure. nginx's proxy_cache_lock waiters poll every 500 ms (fixed in nginx), which sets its stampede latency.
 - The Zipf mix starts from an empty cache (after the load warm-up) and draws from %d keys: 20%% transactions, 30%% settled activity ranges, 30%% settled order book pages (immutable), 10%% activity first pages and 10%% open positions (fresh); exponent %g.

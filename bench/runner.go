@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,7 +9,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -32,6 +32,12 @@ func (b *bench) runRow(ctx context.Context, sc *scenario, kind serverKind) row {
 	defer srv.stop()
 
 	prefix := kind.pathPrefix()
+	if sc.prefill > 0 {
+		if err := b.prefill(ctx, sc, kind, srv, prefix); err != nil {
+			r.Failed = "prefill: " + err.Error()
+			return r
+		}
+	}
 	if sc.mode == load.ModeList {
 		if err := b.warm(ctx, sc, kind, srv, prefix); err != nil {
 			r.Failed = "warm-up: " + err.Error()
@@ -58,6 +64,9 @@ func (b *bench) runRow(ctx context.Context, sc *scenario, kind serverKind) row {
 		r.Failed = "load: " + err.Error()
 		return r
 	}
+	if kind == kindTradergate {
+		r.CacheMaxBytes = cmp.Or(sc.cacheBytes, defaultCacheBytes)
+	}
 	r.fill(sc, res, b.hz)
 	if sc.redis {
 		if after, err := redisCommands(b.redisSrv.addr); err == nil && redisBefore > 0 && res.Requests > 0 {
@@ -66,9 +75,6 @@ func (b *bench) runRow(ctx context.Context, sc *scenario, kind serverKind) row {
 			all := float64(res.Requests) * (1 + b.warmupOf(sc).Seconds()/res.Window.Seconds())
 			r.Notes = append(r.Notes, fmt.Sprintf("redis: about %.1f commands per request", float64(after-redisBefore)/all))
 		}
-	}
-	if kind == kindTradergate && sc.mode == load.ModeSequence {
-		r.Notes = append(r.Notes, b.cacheFill(ctx, srv))
 	}
 	if srv.proc.exited() {
 		r.Notes = append(r.Notes, "server exited during the run: "+srv.proc.stderrTail(300))
@@ -79,29 +85,6 @@ func (b *bench) runRow(ctx context.Context, sc *scenario, kind serverKind) row {
 		r.Notes = append(r.Notes, fmt.Sprintf("access log ON: %d lines written (kept out of the logs by the harness)", n))
 	}
 	return r
-}
-
-// cacheFill says how full tradergate's cache was at the end of a miss row,
-// from its metrics: evictions show the window ran on a full cache.
-func (b *bench) cacheFill(ctx context.Context, srv *server) string {
-	if srv.admin == "" {
-		return "cache fill unknown: no admin listener"
-	}
-	a, err := b.get(ctx, "http://"+srv.admin+"/metrics", false, "")
-	if err != nil || a.status != 200 {
-		return "cache fill unknown: /metrics did not answer"
-	}
-	var held, evicted float64
-	for line := range strings.Lines(string(a.body)) {
-		name, val, _ := strings.Cut(strings.TrimSpace(line), " ")
-		switch name {
-		case "tradergate_cache_bytes":
-			held, _ = strconv.ParseFloat(val, 64)
-		case "tradergate_cache_evictions_total":
-			evicted, _ = strconv.ParseFloat(val, 64)
-		}
-	}
-	return fmt.Sprintf("cache at the end: %.0f MiB held, %.0f evictions", held/(1<<20), evicted)
 }
 
 // headers are what every request of a row carries. Every server gets the
@@ -144,21 +127,29 @@ func (b *bench) spec(sc *scenario, kind serverKind, srv *server, prefix string) 
 	for _, t := range sc.tmpl {
 		s.Templates = append(s.Templates, prefix+t)
 	}
-	s.SeqStart, s.SeqStep = sc.start, 1
+	s.SeqStart, s.SeqStep, s.SeqCount = sc.start, 1, int64(sc.count)
 	if sc.hit && kind == kindTradergate {
 		s.CheckCache = "HIT"
 	}
+	if kind == kindTradergate && srv.admin != "" {
+		s.MetricsURL, s.Metrics = "http://"+srv.admin+"/metrics", scrapedMetrics()
+	}
 	// The legacy host as the server under test is its own upstream; the
 	// ceiling has none.
-	if kind != kindLegacysim && kind != kindCeiling && kind != kindCeilingHeaders {
+	if kind != kindLegacysim && !kind.isCeiling() {
 		s.StatsURL = b.statsURL()
 	}
 	return s
 }
 
 // warmupOf is sc's unmeasured load: -warmup, or the scenario's own when
-// longer.
-func (b *bench) warmupOf(sc *scenario) time.Duration { return max(b.opt.warmup, sc.warmup) }
+// longer; none for a bounded sequence, whose pages it would spend.
+func (b *bench) warmupOf(sc *scenario) time.Duration {
+	if sc.count > 0 {
+		return 0
+	}
+	return max(b.opt.warmup, sc.warmup)
+}
 
 // warm requests every URL of a list scenario before the clock starts, and
 // for tradergate's hit scenarios until it answers HIT, so that the window

@@ -10,7 +10,7 @@ import (
 	"tradergate/bench/load"
 )
 
-// scenario is one line of issue 8's list, run against several servers.
+// scenario is one line of the benchmark's list, run against several servers.
 // Targets are variant A /v1 paths; a server that serves them elsewhere
 // gets its prefix (serverKind.pathPrefix).
 type scenario struct {
@@ -38,7 +38,20 @@ type scenario struct {
 	latency time.Duration
 	// warmup, when longer than -warmup, is this scenario's unmeasured load.
 	warmup time.Duration
+	// prefill, when positive, is how many targets of tmpl (from start)
+	// are requested once each, identity, before the window: the pages the
+	// window then finds in the cache.
+	prefill int
+	// count bounds a sequence window: each target once, then the window
+	// ends (load.Spec.SeqCount). Such a window has no warm-up: its pages
+	// would be spent there.
+	count int
+	// cacheBytes is tradergate's cache.max_bytes (0: the default).
+	cacheBytes int64
 }
+
+// bigCacheBytes is the zipf100k rows' cache: four times the default.
+const bigCacheBytes = 4 * defaultCacheBytes
 
 // fullCacheWarmup is miss-full's warm-up: at the miss rate of the bench
 // machine (4,000 to 5,000 pages a second of ~20 KB with their gzip copies)
@@ -49,10 +62,10 @@ const fullCacheWarmup = 12 * time.Second
 
 // Settled bounds: an hour before the newest data is well past the cache
 // policy's 5 minute settle window, so these pages are immutable for
-// tradergate (DESIGN.md "Immutable vs fresh").
+// tradergate (docs/ARCHITECTURE.md "Cache policy").
 const settledAge = 3600
 
-// hitPages are the three page shapes of issue 8's cache hit scenario.
+// hitPages are the three page shapes of the cache hit scenario.
 func hitPages(f fixture.Fixtures) []struct{ name, about, url string } {
 	settled := f.End - settledAge
 	return []struct{ name, about, url string }{
@@ -64,7 +77,9 @@ func hitPages(f fixture.Fixtures) []struct{ name, about, url string } {
 
 // scenarioOptions are the figures of the scenarios that flags set.
 type scenarioOptions struct {
-	zipfKeys       int
+	zipfKeys int
+	// firstGzipPages are first-gzip-hit's pages.
+	firstGzipPages int
 	stampedeRounds int
 	stampedeConns  int
 	stampedeDelay  time.Duration
@@ -79,14 +94,14 @@ func buildScenarios(f fixture.Fixtures, o scenarioOptions) []*scenario {
 			sc := &scenario{
 				name: "hit-" + p.name, about: "cache hit, " + p.about, gzip: gz, mode: load.ModeList,
 				urls: []string{p.url}, hit: true,
-				servers: []serverKind{kindTradergate, kindCeiling, kindCeilingHeaders, kindNginx, kindPassthrough, kindLegacysim},
+				servers: []serverKind{kindTradergate, kindCeilingFast, kindCeiling, kindCeilingHeaders, kindNginx, kindPassthrough, kindLegacysim},
 			}
 			if gz {
 				sc.name += "-gzip"
 				sc.about += ", Accept-Encoding: gzip"
 				// Without a cache the gzip rows only add the legacy host's
 				// compression on the load generator's CPU.
-				sc.servers = sc.servers[:4]
+				sc.servers = sc.servers[:5]
 			}
 			out = append(out, sc)
 		}
@@ -130,13 +145,56 @@ func buildScenarios(f fixture.Fixtures, o scenarioOptions) []*scenario {
 		servers: []serverKind{kindTradergate, kindNginx, kindPassthrough},
 	})
 
+	// The first hit that accepts gzip on a page stored identity: where a
+	// cache that compresses lazily pays for the compression. Distinct
+	// settled 20-item pages are stored by identity requests, then each is
+	// asked once with Accept-Encoding: gzip.
+	n := o.firstGzipPages
+	out = append(out, &scenario{
+		name: "first-gzip-hit", base: "hit-activity20-gzip",
+		about: "first gzip hit: " + strconv.Itoa(n) + " distinct 20-item pages stored by identity requests, then each asked once with Accept-Encoding: gzip",
+		gzip:  true, mode: load.ModeSequence, tmpl: tmpl, start: f.End - settledAge, prefill: n, count: n, hit: true,
+		servers: []serverKind{kindTradergate},
+	})
+
 	out = append(out, &scenario{
 		name: "zipf", about: "Zipf-distributed mix over " + strconv.Itoa(o.zipfKeys) + " keys, default TTLs",
 		mode: load.ModeZipf, urls: zipfKeys(f, o.zipfKeys, o.seed),
 		servers: []serverKind{kindTradergate, kindNginx},
 	})
+
+	// Hit cost against the cache's size: many distinct settled pages,
+	// all stored before the window, drawn by Zipf popularity from a cache
+	// four times the default; and one of them alone, on the same
+	// configuration. 5-item pages (about 4 KB) let 100,000 fit.
+	bigTmpl, bigStart := bigZipfTemplates(f)
+	bigURLs := load.SequenceTargets(bigTmpl, bigStart, 1, bigZipfKeys)
+	out = append(out, &scenario{
+		name: "zipf100k", about: "cache hits over 100,000 distinct settled 5-item activity pages, all stored first, drawn by Zipf popularity; cache.max_bytes 1 GiB",
+		mode: load.ModeZipf, urls: bigURLs, tmpl: bigTmpl, start: bigStart, prefill: bigZipfKeys, hit: true, cacheBytes: bigCacheBytes,
+		servers: []serverKind{kindTradergate},
+	}, &scenario{
+		name: "zipf100k-one", about: "cache hit on one of zipf100k's pages (its most popular), same configuration: the plain hit of that page shape",
+		mode: load.ModeList, urls: bigURLs[:1], hit: true, cacheBytes: bigCacheBytes,
+		servers: []serverKind{kindTradergate},
+	})
 	return out
 }
+
+// bigZipfTemplates are the settled 5-item activity pages of the big Zipf
+// rows: every wallet, upper bounds a second apart back from the settled
+// bound.
+func bigZipfTemplates(f fixture.Fixtures) ([]string, int64) {
+	var tmpl []string
+	for _, w := range f.Wallets {
+		tmpl = append(tmpl, "/v1/trader/"+w+"/activity?toTimestamp={n}&limit=5")
+	}
+	return tmpl, f.End - settledAge
+}
+
+// bigZipfKeys are zipf100k's pages: at about 5 KB with a gzip copy they
+// take half of its 1 GiB cache, so none is evicted.
+const bigZipfKeys = 100_000
 
 // stampedeURLs gives each round a key of its own; every row starts a fresh
 // server, so each is cold.

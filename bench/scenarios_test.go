@@ -2,11 +2,15 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"tradergate/bench/fixture"
+	"tradergate/bench/load"
 )
 
 func testFixtures() fixture.Fixtures {
@@ -76,14 +80,52 @@ func TestZipfKeys(t *testing.T) {
 
 func TestBuildScenarios(t *testing.T) {
 	f := testFixtures()
-	scs := buildScenarios(f, scenarioOptions{zipfKeys: 1000, stampedeRounds: 4, stampedeConns: 256, seed: 1})
+	scs := buildScenarios(f, scenarioOptions{zipfKeys: 1000, firstGzipPages: 500, stampedeRounds: 4, stampedeConns: 256, seed: 1})
 	var names []string
 	for _, sc := range scs {
 		names = append(names, sc.name)
 	}
-	want := "hit-tx hit-tx-gzip hit-activity20 hit-activity20-gzip hit-orderbook1000 hit-orderbook1000-gzip hit-activity20-redis miss miss-full stampede zipf"
+	want := "hit-tx hit-tx-gzip hit-activity20 hit-activity20-gzip hit-orderbook1000 hit-orderbook1000-gzip hit-activity20-redis miss miss-full stampede first-gzip-hit zipf zipf100k zipf100k-one"
 	if got := strings.Join(names, " "); got != want {
 		t.Fatalf("scenarios %q", got)
+	}
+	// Every hit page, both encodings, runs on the fasthttp ceiling and
+	// nginx; the net/http ceilings stay for reference.
+	for _, name := range hitScenarios() {
+		for _, n := range []string{name, name + "-gzip"} {
+			sc := scenarioByName(scs, n)
+			for _, k := range []serverKind{kindTradergate, kindCeilingFast, kindCeiling, kindCeilingHeaders, kindNginx} {
+				if !slices.Contains(sc.servers, k) {
+					t.Errorf("%s does not run on %s: %v", n, k, sc.servers)
+				}
+			}
+		}
+	}
+
+	// first-gzip-hit: the pages are stored, then each asked once for gzip.
+	fg := scenarioByName(scs, "first-gzip-hit")
+	if fg.prefill != 500 || fg.count != 500 || !fg.gzip || !fg.hit || fg.mode != load.ModeSequence || len(fg.tmpl) != len(f.Wallets) || fg.base != "hit-activity20-gzip" {
+		t.Fatalf("first-gzip-hit %+v", fg)
+	}
+	// zipf100k: 100,000 distinct 5-item pages, all stored, 1 GiB cache.
+	z := scenarioByName(scs, "zipf100k")
+	if len(z.urls) != 100_000 || z.prefill != 100_000 || z.cacheBytes != 1<<30 || !z.hit || z.mode != load.ModeZipf {
+		t.Fatalf("zipf100k: %d urls, prefill %d, cache %d", len(z.urls), z.prefill, z.cacheBytes)
+	}
+	if len(slices.Compact(slices.Sorted(slices.Values(z.urls)))) != 100_000 || !strings.HasSuffix(z.urls[99_999], "&limit=5") {
+		t.Fatal("zipf100k pages are not 100,000 distinct 5-item pages")
+	}
+	// The prefill stores exactly the pages the Zipf draws from.
+	if got := load.SequenceTargets(z.tmpl, z.start, 1, int64(z.prefill)); !slices.Equal(got, z.urls) {
+		t.Fatal("zipf100k's prefill and its Zipf universe differ")
+	}
+	one := scenarioByName(scs, "zipf100k-one")
+	if len(one.urls) != 1 || one.urls[0] != z.urls[0] || one.cacheBytes != z.cacheBytes || one.prefill != 0 {
+		t.Fatalf("zipf100k-one %+v", one)
+	}
+	// Settled: an hour before the newest data at least.
+	if !strings.Contains(z.urls[0], "toTimestamp=1699996400&") {
+		t.Fatalf("zipf100k first page %s", z.urls[0])
 	}
 	st := scenarioByName(scs, "stampede")
 	if len(st.urls) != 4 || st.conns != 256 || len(slices.Compact(slices.Clone(st.urls))) != 4 {
@@ -109,5 +151,37 @@ func TestSelected(t *testing.T) {
 		if got := selected(tc.name, tc.only); got != tc.want {
 			t.Errorf("selected(%q, %q) = %v", tc.name, tc.only, got)
 		}
+	}
+}
+
+func TestSpecForBoundedAndMemoryRows(t *testing.T) {
+	f := testFixtures()
+	scs := buildScenarios(f, scenarioOptions{zipfKeys: 1000, firstGzipPages: 500, stampedeRounds: 4, stampedeConns: 256, seed: 1})
+	b := &bench{opt: options{warmup: time.Second, duration: 10 * time.Second, connections: 32}, clientKey: "k", upstream: &server{addr: "127.0.0.1:1"}}
+	b.procs = newProcs(t.TempDir(), t.TempDir(), 0)
+	tg := &server{addr: "127.0.0.1:2", admin: "127.0.0.1:3", proc: &proc{cmd: &exec.Cmd{Process: &os.Process{Pid: 42}}}}
+
+	fg := scenarioByName(scs, "first-gzip-hit")
+	s := b.spec(fg, kindTradergate, tg, "")
+	if s.SeqCount != 500 || s.Warmup != 0 || s.CheckCache != "HIT" || !slices.Contains(s.Headers, "Accept-Encoding: gzip") {
+		t.Fatalf("first-gzip-hit spec: count %d warm-up %v check %q headers %v", s.SeqCount, s.Warmup, s.CheckCache, s.Headers)
+	}
+	if s.MetricsURL != "http://127.0.0.1:3/metrics" || !slices.Contains(s.Metrics, metricGCCPU) || !slices.Contains(s.Metrics, metricGCPauses) {
+		t.Fatalf("metrics %q %v", s.MetricsURL, s.Metrics)
+	}
+	// The estimate counts the prefill's misses.
+	if d := b.estimate(scs, []row{{Scenario: "zipf100k", Server: kindTradergate}}); d < 25*time.Second {
+		t.Fatalf("zipf100k estimated at %v", d)
+	}
+	// Other servers are not scraped; unbounded rows keep their warm-up.
+	miss := scenarioByName(scs, "miss-full")
+	if s := b.spec(miss, kindPassthrough, tg, ""); s.MetricsURL != "" || s.SeqCount != 0 || s.Warmup != fullCacheWarmup {
+		t.Fatalf("passthrough spec: metrics %q count %d warm-up %v", s.MetricsURL, s.SeqCount, s.Warmup)
+	}
+	if got := ceilingArgs(kindCeilingFast); strings.Join(got, " ") != "-engine fasthttp -headers" {
+		t.Fatalf("fasthttp ceiling args %v", got)
+	}
+	if got := ceilingArgs(kindCeiling); strings.Join(got, " ") != "-engine nethttp" {
+		t.Fatalf("ceiling args %v", got)
 	}
 }

@@ -16,8 +16,12 @@ type serverKind string
 
 const (
 	kindTradergate serverKind = "tradergate"
-	kindCeiling    serverKind = "ceiling"
-	// kindCeilingHeaders is the ceiling sending tradergate's headers too.
+	// kindCeilingFast is THE ceiling: fasthttp, tradergate's HTTP/1.1
+	// server, sending tradergate's bytes and headers.
+	kindCeilingFast serverKind = "ceiling-fasthttp"
+	// kindCeiling and kindCeilingHeaders are the same with net/http,
+	// without and with tradergate's headers: for reference.
+	kindCeiling        serverKind = "ceiling"
 	kindCeilingHeaders serverKind = "ceiling+headers"
 	kindNginx          serverKind = "nginx"
 	kindPassthrough    serverKind = "passthrough"
@@ -29,10 +33,12 @@ func (k serverKind) about() string {
 	switch k {
 	case kindTradergate:
 		return "the edge: auth, per-key limits, validation, cache, rewrite (variant A)"
+	case kindCeilingFast:
+		return "fasthttp (tradergate's HTTP/1.1 server, set up as tradergate sets it up) serving tradergate's bytes for the same URL from memory with the headers tradergate sent with them (X-RateLimit-*, RateLimit*, X-Cache, Age, ETag, Cache-Control, X-Request-Id): the ceiling of an edge built on that server, which the hit targets and the ×ceiling column compare with"
 	case kindCeiling:
-		return "plain net/http serving tradergate's bytes for the same URL from memory: the Go ceiling"
+		return "plain net/http serving tradergate's bytes from memory, without tradergate's headers: the net/http ceiling, for reference"
 	case kindCeilingHeaders:
-		return "the ceiling sending, besides the body, the headers tradergate sent with it (X-RateLimit-*, RateLimit*, X-Cache, Age, ETag, Cache-Control, X-Request-Id): what the contract's headers cost net/http alone. The ×ceiling column stays relative to the plain ceiling"
+		return "the net/http ceiling sending tradergate's headers too: what the contract's headers cost net/http alone, for reference"
 	case kindNginx:
 		return "nginx proxy_cache in front of the same legacysim: cache only, no auth, no limits, no rewrite (variant B bodies)"
 	case kindPassthrough:
@@ -124,17 +130,31 @@ func (b *bench) setUpstreamLatency(ctx context.Context, d time.Duration) error {
 	return err
 }
 
-func (b *bench) startCeiling(ctx context.Context, headers bool) (*server, error) {
+// isCeiling: the server answers from memory and has no upstream.
+func (k serverKind) isCeiling() bool {
+	return k == kindCeilingFast || k == kindCeiling || k == kindCeilingHeaders
+}
+
+// ceilingArgs are bench/cmd/ceiling's flags for a ceiling kind, besides
+// -listen and -pages.
+func ceilingArgs(k serverKind) []string {
+	switch k {
+	case kindCeilingFast:
+		return []string{"-engine", "fasthttp", "-headers"}
+	case kindCeilingHeaders:
+		return []string{"-engine", "nethttp", "-headers"}
+	}
+	return []string{"-engine", "nethttp"}
+}
+
+func (b *bench) startCeiling(ctx context.Context, kind serverKind) (*server, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	args := []string{"-listen", addr, "-pages", b.pagesPath}
-	if headers {
-		args = append(args, "-headers")
-	}
-	return b.serve(ctx, "ceiling", b.opt.serverCPU, addr, 10*time.Second, b.bins.ceiling, args...)
+	args := append([]string{"-listen", addr, "-pages", b.pagesPath}, ceilingArgs(kind)...)
+	return b.serve(ctx, string(kind), b.opt.serverCPU, addr, 10*time.Second, b.bins.ceiling, args...)
 }
 
 func (b *bench) startPassthrough(ctx context.Context) (*server, error) {
@@ -152,12 +172,13 @@ func (b *bench) startPassthrough(ctx context.Context) (*server, error) {
 func (b *bench) startTarget(ctx context.Context, kind serverKind, sc *scenario) (*server, error) {
 	switch kind {
 	case kindTradergate:
+		redis := ""
 		if sc.redis {
-			return b.startTradergate(ctx, "redis://"+b.redisSrv.addr+"/0")
+			redis = b.redisSrv.addr
 		}
-		return b.startTradergate(ctx, "")
-	case kindCeiling, kindCeilingHeaders:
-		return b.startCeiling(ctx, kind == kindCeilingHeaders)
+		return b.startTradergate(ctx, redis, sc.cacheBytes)
+	case kindCeilingFast, kindCeiling, kindCeilingHeaders:
+		return b.startCeiling(ctx, kind)
 	case kindNginx:
 		return b.startNginx(ctx)
 	case kindPassthrough:

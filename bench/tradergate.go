@@ -22,15 +22,21 @@ import (
 var tgConfigTemplate string
 
 // tgConfig fills the template. Admin and Log are sections that builds
-// before issue 7 do not know; strict config decoding refuses them, so the
+// before hot reload do not know; strict config decoding refuses them, so the
 // harness drops a section the binary rejects and says so in the report.
 type tgConfig struct {
 	Port, AdminPort int
 	UpstreamURL     string
 	KeySHA256       string
-	RedisURL        string
+	RedisAddr       string
+	CacheMaxBytes   int64
 	Admin, Log      bool
 }
+
+// defaultCacheBytes is config.yaml's cache.max_bytes. The harness writes
+// it into every configuration rather than leaving it to the default, so
+// that the memory target is read against the figure the edge ran with.
+const defaultCacheBytes = 256 << 20
 
 func renderTGConfig(c tgConfig) ([]byte, error) {
 	return renderTemplate("tradergate.yaml", tgConfigTemplate, c)
@@ -80,9 +86,14 @@ func (s *server) stop() {
 }
 
 // startTradergate starts the edge on the server CPU against the shared
-// upstream. redisURL selects the limiter store ("" in memory). A section
-// the binary refuses is dropped for the rest of the run.
-func (b *bench) startTradergate(ctx context.Context, redisURL string) (*server, error) {
+// upstream. redisAddr is the replicas' shared Redis ("": none, the
+// limiter counts in memory); cacheBytes its cache.max_bytes (0: the
+// default). A section the binary refuses is dropped for the rest of the
+// run.
+func (b *bench) startTradergate(ctx context.Context, redisAddr string, cacheBytes int64) (*server, error) {
+	if cacheBytes <= 0 {
+		cacheBytes = defaultCacheBytes
+	}
 	for {
 		port, err := freePort()
 		if err != nil {
@@ -94,7 +105,7 @@ func (b *bench) startTradergate(ctx context.Context, redisURL string) (*server, 
 		}
 		c := tgConfig{
 			Port: port, AdminPort: adminPort, UpstreamURL: b.upstreamBase(), KeySHA256: hashKey(b.clientKey),
-			RedisURL: redisURL, Admin: b.tgSections["admin"], Log: b.tgSections["log"],
+			RedisAddr: redisAddr, CacheMaxBytes: cacheBytes, Admin: b.tgSections["admin"], Log: b.tgSections["log"],
 		}
 		data, err := renderTGConfig(c)
 		if err != nil {
@@ -107,8 +118,11 @@ func (b *bench) startTradergate(ctx context.Context, redisURL string) (*server, 
 		// The config is kept with the results (it holds only the key's
 		// hash; the legacy key is in the environment).
 		keep := "tradergate.yaml"
-		if redisURL != "" {
+		switch {
+		case redisAddr != "":
 			keep = "tradergate-redis.yaml"
+		case cacheBytes != defaultCacheBytes:
+			keep = fmt.Sprintf("tradergate-cache-%dMiB.yaml", cacheBytes>>20)
 		}
 		_ = os.WriteFile(filepath.Join(b.out, keep), data, 0o644)
 		p, err := b.procs.start("tradergate", b.opt.serverCPU, startOpts{

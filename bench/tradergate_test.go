@@ -6,20 +6,58 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"tradergate/cache"
+	"tradergate/proxy"
 )
 
 func TestRenderTGConfig(t *testing.T) {
-	c := tgConfig{Port: 18080, AdminPort: 19090, UpstreamURL: "http://127.0.0.1:9/open-api", KeySHA256: hashKey("k"), Admin: true, Log: true}
+	c := tgConfig{Port: 18080, AdminPort: 19090, UpstreamURL: "http://127.0.0.1:9/open-api", KeySHA256: hashKey("k"), CacheMaxBytes: defaultCacheBytes, Admin: true, Log: true}
 	full, err := renderTGConfig(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`listen: "127.0.0.1:18080"`, "admin:\n  listen: \"127.0.0.1:19090\"", "log:\n  access: false", "per_second: 10000000", `redis_url: ""`} {
+	for _, want := range []string{`listen: "127.0.0.1:18080"`, "admin:\n  listen: \"127.0.0.1:19090\"", "log:\n  access: false", "per_second: 10000000", "max_bytes: 268435456"} {
 		if !bytes.Contains(full, []byte(want)) {
 			t.Errorf("config lacks %q:\n%s", want, full)
 		}
 	}
-	c.Admin, c.Log = false, false
+	if bytes.Contains(full, []byte("redis:")) {
+		t.Errorf("a redis section without a Redis:\n%s", full)
+	}
+	c.RedisAddr = "127.0.0.1:6379"
+	withRedis, err := renderTGConfig(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.RedisAddr, c.CacheMaxBytes = "", bigCacheBytes
+	big, err := renderTGConfig(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		cfg      []byte
+		maxBytes int64
+	}{{full, defaultCacheBytes}, {withRedis, defaultCacheBytes}, {big, 1 << 30}} {
+		pc, err := proxy.ParseConfig(tc.cfg)
+		if err != nil {
+			t.Errorf("tradergate refuses the config: %v\n%s", err, tc.cfg)
+		} else if pc.Cache.MaxBytes != tc.maxBytes {
+			t.Errorf("cache.max_bytes %d, want %d", pc.Cache.MaxBytes, tc.maxBytes)
+		} else if got := pc.MemoryLimit(); float64(got) != memoryBound(tc.maxBytes) {
+			// server.memory_limit is left to its default, which is the
+			// memory target's bound.
+			t.Errorf("the edge's memory limit %d, the target's bound %v", got, memoryBound(tc.maxBytes))
+		}
+	}
+	// The harness's default is the edge's, which the memory target reads.
+	if defaultCacheBytes != cache.DefaultMaxBytes {
+		t.Errorf("defaultCacheBytes %d, the edge's default %d", defaultCacheBytes, cache.DefaultMaxBytes)
+	}
+	if !bytes.Contains(withRedis, []byte("redis:\n  addrs: [\"127.0.0.1:6379\"]")) {
+		t.Errorf("no redis section:\n%s", withRedis)
+	}
+	c.Admin, c.Log, c.RedisAddr = false, false, ""
 	bare, err := renderTGConfig(c)
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,8 @@
 // Package cpustat reads the CPU time counters of /proc: one CPU's jiffies
-// from /proc/stat (what issue 8 measures: the pinned server CPU, whoever
+// from /proc/stat (what the benchmark measures: the pinned server CPU, whoever
 // spent it) and a process group's from /proc/<pid>/stat (a cross-check
-// that other processes on that CPU did not inflate the figure).
+// that other processes on that CPU did not inflate the figure); and, for
+// the memory figures, a process group's resident memory.
 package cpustat
 
 import (
@@ -107,11 +108,20 @@ func ParseProcStat(data []byte) (ProcTimes, error) {
 // Processes that exit in between take their ticks with them; servers
 // under test do not fork per request.
 func GroupJiffies(pgid int) (uint64, error) {
+	var sum uint64
+	err := eachInGroup(pgid, func(dir string, pt ProcTimes) {
+		sum += pt.UTime + pt.STime
+	})
+	return sum, err
+}
+
+// eachInGroup calls f with the /proc directory and stat line of every
+// live process of group pgid.
+func eachInGroup(pgid int, f func(dir string, pt ProcTimes)) error {
 	paths, err := filepath.Glob("/proc/[0-9]*/stat")
 	if err != nil {
-		return 0, err
+		return err
 	}
-	var sum uint64
 	found := false
 	for _, p := range paths {
 		data, err := os.ReadFile(p)
@@ -123,12 +133,12 @@ func GroupJiffies(pgid int) (uint64, error) {
 			continue
 		}
 		found = true
-		sum += pt.UTime + pt.STime
+		f(filepath.Dir(p), pt)
 	}
 	if !found {
-		return 0, fmt.Errorf("no process in group %d", pgid)
+		return fmt.Errorf("no process in group %d", pgid)
 	}
-	return sum, nil
+	return nil
 }
 
 // ClockTicks returns USER_HZ, the unit of every figure above, from

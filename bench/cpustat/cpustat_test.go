@@ -1,6 +1,9 @@
 package cpustat
 
-import "testing"
+import (
+	"syscall"
+	"testing"
+)
 
 const procStat = `cpu  198303 0 51874 269371 742 0 3731 0 0 0
 cpu0 99372 1 24364 136418 110 2 1788 3 0 0
@@ -68,5 +71,32 @@ func TestReadStatHere(t *testing.T) {
 	}
 	if hz, _ := ClockTicks(); hz <= 0 {
 		t.Fatalf("USER_HZ %d", hz)
+	}
+}
+
+func TestParseStatus(t *testing.T) {
+	status := "Name:\ttradergate\nVmPeak:\t 2000000 kB\nVmHWM:\t  612000 kB\nVmRSS:\t  580004 kB\nThreads:\t7\n"
+	m, err := ParseStatus([]byte(status))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.RSS != 580004<<10 || m.Peak != 612000<<10 {
+		t.Fatalf("got %+v", m)
+	}
+	if m, err := ParseStatus([]byte("Name:\tkthreadd\nState:\tS\n")); err != nil || m != (Memory{}) {
+		t.Fatalf("kernel thread: %+v %v", m, err)
+	}
+	if _, err := ParseStatus([]byte("VmRSS:\t12 MB\n")); err == nil {
+		t.Fatal("a unit other than kB was accepted")
+	}
+}
+
+func TestGroupMemorySelf(t *testing.T) {
+	m, err := GroupMemory(syscall.Getpgrp())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.RSS == 0 || m.Peak < m.RSS {
+		t.Fatalf("own group's memory %+v", m)
 	}
 }

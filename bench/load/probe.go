@@ -1,10 +1,13 @@
 package load
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"strconv"
 	"time"
 
 	"tradergate/bench/cpustat"
@@ -19,6 +22,10 @@ type counters struct {
 	procErr      error
 	upstream     int64
 	upErr        error
+	mem          cpustat.Memory
+	memErr       error
+	metrics      map[string]float64
+	metricsErr   error
 }
 
 // probe takes readings for one spec.
@@ -42,11 +49,63 @@ func (p *probe) read(ctx context.Context) counters {
 	}
 	if s.ServerPGID > 0 {
 		c.proc, c.procErr = cpustat.GroupJiffies(s.ServerPGID)
+		c.mem, c.memErr = cpustat.GroupMemory(s.ServerPGID)
 	}
 	if s.StatsURL != "" {
 		c.upstream, c.upErr = p.upstream(ctx)
 	}
+	if s.MetricsURL != "" {
+		c.metrics, c.metricsErr = p.scrape(ctx)
+	}
 	return c
+}
+
+// scrape reads Spec.Metrics off the server's metrics endpoint.
+func (p *probe) scrape(ctx context.Context) (map[string]float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.spec.MetricsURL, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("metrics: status %d", resp.StatusCode)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return nil, err
+	}
+	return ParseMetrics(body, p.spec.Metrics), nil
+}
+
+// ParseMetrics reads the unlabelled samples of the named series from a
+// Prometheus text exposition; a summary's or histogram's name matches its
+// name_sum and name_count samples. Labelled samples are left out: the
+// figures read here (Go runtime, cache totals) have none.
+func ParseMetrics(text []byte, names []string) map[string]float64 {
+	want := make(map[string]bool, 3*len(names))
+	for _, n := range names {
+		want[n], want[n+"_sum"], want[n+"_count"] = true, true, true
+	}
+	out := map[string]float64{}
+	for line := range bytes.Lines(text) {
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 || line[0] == '#' {
+			continue
+		}
+		// "name value [timestamp]"; a labelled sample has "{" in its name.
+		f := bytes.Fields(line)
+		if len(f) < 2 || !want[string(f[0])] {
+			continue
+		}
+		if v, err := strconv.ParseFloat(string(f[1]), 64); err == nil {
+			out[string(f[0])] = v
+		}
+	}
+	return out
 }
 
 // upstream reads the upstream's request counter (the simulated legacy
@@ -88,6 +147,22 @@ func (p *probe) fill(res *Result, before, after counters) {
 			res.Problems = append(res.Problems, "process cpu: "+err.Error())
 		} else {
 			res.ServerProcJiffies, res.ProcMeasured = after.proc-before.proc, true
+		}
+	}
+	if s.ServerPGID > 0 {
+		// The state at the window's end is the figure; the start's read
+		// only has to have worked, like the others.
+		if err := firstErr(before.memErr, after.memErr); err != nil {
+			res.Problems = append(res.Problems, "memory: "+err.Error())
+		} else {
+			res.ServerRSS, res.ServerPeakRSS, res.RSSMeasured = after.mem.RSS, after.mem.Peak, true
+		}
+	}
+	if s.MetricsURL != "" {
+		if err := firstErr(before.metricsErr, after.metricsErr); err != nil {
+			res.Problems = append(res.Problems, "metrics: "+err.Error())
+		} else {
+			res.MetricsBefore, res.MetricsAfter = before.metrics, after.metrics
 		}
 	}
 	if s.StatsURL != "" {

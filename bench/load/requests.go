@@ -29,7 +29,8 @@ func buildRequest(target, tail string) []byte {
 
 // picker chooses the next request of one connection. Each connection has
 // its own picker; what they share (the request list, the sequence counter)
-// is read-only or atomic.
+// is read-only or atomic. next returns nil when a bounded sequence is
+// exhausted.
 type picker interface {
 	next() []byte
 }
@@ -61,12 +62,13 @@ func (p *zipfPicker) next() []byte { return p.reqs[p.z.Rank(p.r)] }
 type sequence struct {
 	prefix, suffix []string
 	start, step    int64
+	count          int64 // 0: unbounded
 	tail           string
 	n              atomic.Int64
 }
 
-func newSequence(templates []string, start, step int64, tail string) *sequence {
-	s := &sequence{start: start, step: step, tail: tail}
+func newSequence(templates []string, start, step, count int64, tail string) *sequence {
+	s := &sequence{start: start, step: step, count: count, tail: tail}
 	for _, t := range templates {
 		p, q, _ := strings.Cut(t, "{n}")
 		s.prefix = append(s.prefix, p)
@@ -91,6 +93,9 @@ type sequencePicker struct {
 
 func (p *sequencePicker) next() []byte {
 	i := p.seq.n.Add(1) - 1
+	if p.seq.count > 0 && i >= p.seq.count {
+		return nil
+	}
 	p.buf = append(p.buf[:0], "GET "...)
 	p.buf = p.seq.appendTarget(p.buf, i)
 	p.buf = append(p.buf, p.seq.tail...)
@@ -103,7 +108,7 @@ func newPickers(s *Spec) []picker {
 	out := make([]picker, s.Connections)
 	switch s.Mode {
 	case ModeSequence:
-		seq := newSequence(s.Templates, s.SeqStart, s.SeqStep, tail)
+		seq := newSequence(s.Templates, s.SeqStart, s.SeqStep, s.SeqCount, tail)
 		for i := range out {
 			out[i] = &sequencePicker{seq: seq}
 		}
@@ -123,6 +128,18 @@ func newPickers(s *Spec) []picker {
 		} else {
 			out[i] = &listPicker{reqs: reqs, i: i * len(reqs) / len(out) % len(reqs)}
 		}
+	}
+	return out
+}
+
+// SequenceTargets are the first count targets a ModeSequence run of these
+// templates asks for, in order: the pages a bounded sequence fills, for a
+// run that then draws from them.
+func SequenceTargets(templates []string, start, step, count int64) []string {
+	s := newSequence(templates, start, step, count, "")
+	out := make([]string, count)
+	for i := range out {
+		out[i] = string(s.appendTarget(nil, int64(i)))
 	}
 	return out
 }

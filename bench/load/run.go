@@ -66,6 +66,9 @@ func (w *worker) run(ctx context.Context, phase *atomic.Int32) {
 			w.c = c
 		}
 		req := w.pick.next()
+		if req == nil {
+			return
+		}
 		w.n++
 		sample := (w.spec.CheckCache != "" || w.spec.SampleCache) && w.n%w.spec.SampleEvery == 0
 		start := time.Now()
@@ -132,21 +135,39 @@ func runTimed(ctx context.Context, s *Spec) (*Result, error) {
 
 	var phase atomic.Int32
 	var wg sync.WaitGroup
-	for _, w := range workers {
-		wg.Go(func() { w.run(ctx, &phase) })
+	// finished closes when every worker has stopped: a bounded sequence
+	// ran out, which ends the run early.
+	finished := make(chan struct{})
+	startWorkers := func() {
+		for _, w := range workers {
+			wg.Go(func() { w.run(ctx, &phase) })
+		}
+		go func() {
+			wg.Wait()
+			close(finished)
+		}()
 	}
 
 	p := newProbe(s)
 	res := &Result{}
-	sleepCtx(ctx, s.Warmup)
-	before := p.read(ctx)
-	phase.Store(phaseMeasure)
+	var before counters
+	if s.Warmup > 0 {
+		startWorkers()
+		waitFor(ctx, s.Warmup, finished)
+		before = p.read(ctx)
+		phase.Store(phaseMeasure)
+	} else {
+		// No warm-up: every request counts, the first ones included.
+		before = p.read(ctx)
+		phase.Store(phaseMeasure)
+		startWorkers()
+	}
 	t0 := time.Now()
-	sleepCtx(ctx, s.Duration)
+	waitFor(ctx, s.Duration, finished)
 	phase.Store(phaseDone)
 	res.Window = time.Since(t0)
 	after := p.read(ctx)
-	wg.Wait()
+	<-finished
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -176,12 +197,14 @@ func runTimed(ctx context.Context, s *Spec) (*Result, error) {
 		}
 	}
 	res.Latency = summarize(&h)
-	res.RPS = float64(res.Requests) / res.Window.Seconds()
+	if res.Window > 0 {
+		res.RPS = float64(res.Requests) / res.Window.Seconds()
+	}
 	return res, nil
 }
 
-// sleepCtx sleeps for d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) {
+// waitFor waits d, or until ctx ends or done closes.
+func waitFor(ctx context.Context, d time.Duration, done <-chan struct{}) {
 	if d <= 0 {
 		return
 	}
@@ -190,5 +213,6 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	select {
 	case <-t.C:
 	case <-ctx.Done():
+	case <-done:
 	}
 }

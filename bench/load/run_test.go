@@ -2,10 +2,12 @@ package load
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -29,6 +31,19 @@ func TestRunLoopback(t *testing.T) {
 		}
 		w.Header().Set("X-Cache", "HIT")
 		_, _ = w.Write([]byte(strings.Repeat("x", 100)))
+	})
+	var seen sync.Map // bounded sequence targets
+	mux.HandleFunc("/v1/once", func(w http.ResponseWriter, r *http.Request) {
+		if _, dup := seen.LoadOrStore(r.URL.RawQuery, true); dup {
+			w.WriteHeader(http.StatusConflict)
+			return
+		}
+		w.Header().Set("X-Cache", "HIT")
+	})
+	var scrapes atomic.Int64
+	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
+		n := scrapes.Add(1)
+		fmt.Fprintf(w, "# TYPE go_gc_duration_seconds summary\ngo_gc_duration_seconds{quantile=\"0.5\"} 1e-05\ngo_gc_duration_seconds_sum %d.5\ngo_gc_duration_seconds_count %d\n", n, 10*n)
 	})
 	mux.HandleFunc("/__stats", func(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte(`{"requests":` + strconv.FormatInt(upstream.Add(1), 10) + `}`))
@@ -77,6 +92,27 @@ func TestRunLoopback(t *testing.T) {
 			t.Fatalf("err %v requests %d errors %d", err, res.Requests, res.Errors)
 		}
 	})
+	t.Run("bounded sequence ends early, each target once", func(t *testing.T) {
+		s := base
+		s.Mode, s.Templates, s.SeqStart, s.SeqStep, s.SeqCount = ModeSequence, []string{"/v1/once?a={n}", "/v1/once?b={n}"}, 1000, 1, 301
+		s.Duration, s.CheckCache, s.SampleEvery = time.Minute, "HIT", 1
+		s.MetricsURL, s.Metrics = srv.URL+"/metrics", []string{"go_gc_duration_seconds", "absent_total"}
+		start := time.Now()
+		res, err := Run(context.Background(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Requests != 301 || res.Errors != 0 || res.CacheUnexpected != 0 || time.Since(start) > 30*time.Second {
+			t.Fatalf("requests %d errors %d (%v) unexpected cache %d after %v", res.Requests, res.Errors, res.Status, res.CacheUnexpected, time.Since(start))
+		}
+		b, a := res.MetricsBefore, res.MetricsAfter
+		if a["go_gc_duration_seconds_sum"]-b["go_gc_duration_seconds_sum"] != 1 || a["go_gc_duration_seconds_count"]-b["go_gc_duration_seconds_count"] != 10 {
+			t.Fatalf("metrics before %v after %v", b, a)
+		}
+		if _, ok := a["absent_total"]; ok || len(a) != 2 {
+			t.Fatalf("metrics after %v", a)
+		}
+	})
 	t.Run("stampede", func(t *testing.T) {
 		s := base
 		s.Mode, s.URLs, s.Connections = ModeStampede, []string{"/v1/c1", "/v1/c2", "/v1/c3"}, 8
@@ -91,6 +127,33 @@ func TestRunLoopback(t *testing.T) {
 	})
 }
 
+func TestSpecRefusesBoundOutsideSequence(t *testing.T) {
+	_, err := Run(context.Background(), Spec{Addr: "127.0.0.1:9", Mode: ModeList, URLs: []string{"/"}, Duration: time.Second, SeqCount: 5})
+	if err == nil || !strings.Contains(err.Error(), "SeqCount") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestParseMetrics(t *testing.T) {
+	text := `# HELP go_cpu_classes_gc_total_cpu_seconds_total GC CPU.
+# TYPE go_cpu_classes_gc_total_cpu_seconds_total counter
+go_cpu_classes_gc_total_cpu_seconds_total 1.25
+go_gc_gomemlimit_bytes 9.223372036854776e+18
+tradergate_cache_bytes 2.68e+08 1700000000000
+tradergate_requests_total{route="tx"} 5
+`
+	got := ParseMetrics([]byte(text), []string{"go_cpu_classes_gc_total_cpu_seconds_total", "go_gc_gomemlimit_bytes", "tradergate_cache_bytes", "tradergate_requests_total"})
+	want := map[string]float64{"go_cpu_classes_gc_total_cpu_seconds_total": 1.25, "go_gc_gomemlimit_bytes": 9.223372036854776e+18, "tradergate_cache_bytes": 2.68e+08}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
+	}
+}
+
 func TestSpecRefusesNonLoopback(t *testing.T) {
 	for _, addr := range []string{"10.0.0.1:80", "example.com:80", "0.0.0.0:80"} {
 		_, err := Run(context.Background(), Spec{Addr: addr, Mode: ModeList, URLs: []string{"/"}, Duration: time.Second})
@@ -101,7 +164,7 @@ func TestSpecRefusesNonLoopback(t *testing.T) {
 }
 
 func TestSequenceTargets(t *testing.T) {
-	s := newSequence([]string{"/a?to={n}&l=20", "/b?to={n}"}, 1000, 5, "")
+	s := newSequence([]string{"/a?to={n}&l=20", "/b?to={n}"}, 1000, 5, 0, "")
 	var got []string
 	for i := range int64(5) {
 		got = append(got, string(s.appendTarget(nil, i)))
@@ -109,5 +172,8 @@ func TestSequenceTargets(t *testing.T) {
 	want := []string{"/a?to=1000&l=20", "/b?to=1000", "/a?to=995&l=20", "/b?to=995", "/a?to=990&l=20"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("got %v, want %v", got, want)
+	}
+	if list := SequenceTargets([]string{"/a?to={n}&l=20", "/b?to={n}"}, 1000, 5, 5); strings.Join(list, " ") != strings.Join(want, " ") {
+		t.Fatalf("SequenceTargets %v, want %v", list, want)
 	}
 }

@@ -53,6 +53,10 @@ type Spec struct {
 	// Request i uses Templates[i%len] with {n} = SeqStart - i/len*SeqStep.
 	Templates         []string
 	SeqStart, SeqStep int64
+	// SeqCount, when positive, bounds ModeSequence to that many requests:
+	// every target is asked once, and the run ends when the last one is
+	// answered, even before Warmup and Duration have passed.
+	SeqCount int64
 	// Connections is the number of keep-alive connections; zero: 32.
 	Connections int
 	// Warmup runs before the measured window, not counted.
@@ -79,6 +83,11 @@ type Spec struct {
 	// StatsURL answers {"requests": n}, the upstream's count of requests
 	// that reached it; "": not read.
 	StatsURL string
+	// MetricsURL is a Prometheus text endpoint of the server (tradergate's
+	// admin /metrics), read at the window's edges for the unlabelled
+	// series named in Metrics; "": not read.
+	MetricsURL string
+	Metrics    []string
 	// Timeout bounds one request; zero: 10s.
 	Timeout time.Duration
 }
@@ -127,6 +136,9 @@ func (s *Spec) validate() error {
 	default:
 		return fmt.Errorf("unknown mode %q", s.Mode)
 	}
+	if s.SeqCount < 0 || (s.SeqCount > 0 && s.Mode != ModeSequence) {
+		return errors.New("SeqCount: a positive count of sequence requests, with ModeSequence only")
+	}
 	if s.Mode != ModeStampede && s.Duration <= 0 {
 		return errors.New("duration must be positive")
 	}
@@ -161,6 +173,15 @@ type Result struct {
 	Upstream         int64
 	UpstreamMeasured bool
 	UpstreamPerRound []int64
+	// ServerRSS and ServerPeakRSS are the server process group's resident
+	// memory at the window's end (VmRSS and VmHWM of /proc/<pid>/status,
+	// summed over the group), in bytes.
+	ServerRSS, ServerPeakRSS uint64
+	RSSMeasured              bool
+	// MetricsBefore and MetricsAfter are the values of Spec.Metrics at the
+	// window's edges (a summary's or histogram's as name_sum and
+	// name_count); a series the server does not export is absent.
+	MetricsBefore, MetricsAfter map[string]float64
 	// Problems are measurement failures worth showing (a counter that
 	// could not be read), not server errors.
 	Problems []string

@@ -10,7 +10,7 @@ import (
 // runStampede sends, in each round, one request per connection for the
 // same cold URL, all released at once, and reads the upstream's counter
 // between rounds: a cache that coalesces misses lets exactly one through
-// per round (issue 8: "256 clients on one cold key, upstream calls must be
+// per round (the stampede target: "256 clients on one cold key, upstream calls must be
 // 1"). The connections are dialled first so that the round is a burst of
 // requests, not of handshakes.
 func runStampede(ctx context.Context, s *Spec) (*Result, error) {

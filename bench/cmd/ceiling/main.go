@@ -1,13 +1,17 @@
-// Command ceiling is the benchmark's ceiling: a plain net/http server that
-// answers each known request target with bytes held in memory, the same
-// bytes tradergate served for it (identity, and gzip when tradergate had a
-// gzip copy). Nothing a real edge does per request (auth, limits, cache
-// lookup, headers) happens here, so it bounds what any Go edge on the same
-// core can reach. With -headers it also sends the rate limit, cache and
-// request id headers tradergate sent with each page, so that the cost of
-// the headers the contract asks for is told apart from the edge's work.
+// Command ceiling is the benchmark's ceiling: a server that answers each
+// known request target with bytes held in memory, the same bytes
+// tradergate served for it (identity, and gzip when tradergate had a gzip
+// copy). Nothing a real edge does per request (auth, limits, cache lookup,
+// headers) happens here, so it bounds what any Go edge on the same core
+// can reach with the same HTTP server. With -headers it also sends the
+// rate limit, cache and request id headers tradergate sent with each page,
+// so that the cost of the headers the contract asks for is told apart from
+// the edge's work.
 //
-//	ceiling -listen 127.0.0.1:9002 -pages pages.json [-headers]
+// -engine picks the HTTP/1.1 server: net/http, or fasthttp (tradergate's
+// own HTTP/1.1 front, configured as tradergate configures it).
+//
+//	ceiling -listen 127.0.0.1:9002 -pages pages.json [-headers] [-engine fasthttp]
 package main
 
 import (
@@ -19,10 +23,9 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
-	"strings"
 	"syscall"
-	"time"
 
 	"tradergate/bench/fixture"
 )
@@ -38,64 +41,85 @@ func run() error {
 	listen := flag.String("listen", "127.0.0.1:0", "address to serve on")
 	pagesPath := flag.String("pages", "", "JSON list of pages to serve")
 	headers := flag.Bool("headers", false, "also send the other headers tradergate sent with each page")
+	engine := flag.String("engine", "nethttp", "HTTP/1.1 server: nethttp or fasthttp")
 	flag.Parse()
 
+	serve, ok := engines[*engine]
+	if !ok {
+		return fmt.Errorf("-engine %q: want nethttp or fasthttp", *engine)
+	}
 	var list []fixture.Page
 	if err := fixture.ReadJSON(*pagesPath, &list); err != nil {
 		return fmt.Errorf("pages %s: %w", *pagesPath, err)
 	}
 	pages := make(map[string]*page, len(list))
 	for i := range list {
-		p := &list[i]
-		pages[p.Target] = &page{Page: p, identityLen: strconv.Itoa(len(p.Identity)), gzipLen: strconv.Itoa(len(p.Gzip))}
+		pages[list[i].Target] = newPage(&list[i], *headers)
 	}
-
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := pages[r.URL.RequestURI()]
-		if p == nil {
-			http.NotFound(w, r)
-			return
-		}
-		hd := w.Header()
-		hd["Content-Type"] = []string{p.ContentType}
-		hd["Vary"] = []string{"Accept-Encoding"}
-		body, n, extra := p.Identity, p.identityLen, p.Header
-		if p.Gzip != nil && strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
-			body, n, extra = p.Gzip, p.gzipLen, p.GzipHeader
-			hd["Content-Encoding"] = []string{"gzip"}
-		}
-		if *headers {
-			// Held values, as tradergate's own are per request: the
-			// cost measured is net/http's, of sending that many headers.
-			maps.Copy(hd, extra)
-		}
-		// An explicit length: without it net/http chunks bodies over its
-		// buffer size, which no peer here does.
-		hd["Content-Length"] = []string{n}
-		_, _ = w.Write(body)
-	})
-
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}()
-	if err := srv.Serve(ln); err != http.ErrServerClosed {
-		return err
-	}
-	return nil
+	return serve(ctx, ln, pages)
 }
 
-// page is a Page with its lengths formatted once.
+// engines serve pages on ln until ctx ends.
+var engines = map[string]func(ctx context.Context, ln net.Listener, pages map[string]*page) error{
+	"nethttp":  serveNetHTTP,
+	"fasthttp": serveFastHTTP,
+}
+
+// page is a Page prepared for serving: lengths formatted and headers laid
+// out once, so that the ceiling does no per-request work beyond the
+// server's own.
 type page struct {
-	*fixture.Page
-	identityLen, gzipLen string
+	contentType    string
+	identity, gzip answer
+	hasGzip        bool
+}
+
+// answer is one encoding of a page.
+type answer struct {
+	body   []byte
+	length string
+	// extra are the headers tradergate sent besides the ones the ceiling
+	// writes itself (none without -headers), as a map for net/http and
+	// as sorted pairs for fasthttp.
+	extra  http.Header
+	fields []field
+}
+
+type field struct{ name, value string }
+
+func newPage(p *fixture.Page, headers bool) *page {
+	out := &page{contentType: p.ContentType, hasGzip: p.Gzip != nil}
+	out.identity = newAnswer(p.Identity, p.Header, headers)
+	if out.hasGzip {
+		out.gzip = newAnswer(p.Gzip, p.GzipHeader, headers)
+	}
+	return out
+}
+
+func newAnswer(body []byte, h map[string][]string, headers bool) answer {
+	a := answer{body: body, length: strconv.Itoa(len(body))}
+	if !headers {
+		return a
+	}
+	a.extra = http.Header(h)
+	for _, k := range slices.Sorted(maps.Keys(h)) {
+		for _, v := range h[k] {
+			a.fields = append(a.fields, field{k, v})
+		}
+	}
+	return a
+}
+
+// choose is the answer for a client that accepts gzip or not.
+func (p *page) choose(acceptsGzip bool) (a *answer, gzip bool) {
+	if acceptsGzip && p.hasGzip {
+		return &p.gzip, true
+	}
+	return &p.identity, false
 }

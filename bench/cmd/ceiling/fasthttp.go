@@ -1,0 +1,55 @@
+package main
+
+import (
+	"context"
+	"net"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// serveFastHTTP serves pages with fasthttp, set up as tradergate's
+// HTTP/1.1 front sets it up (no Server header, no default Content-Type)
+// and writing an answer as that front does: Header.Set per field, the
+// body handed over without a copy.
+func serveFastHTTP(ctx context.Context, ln net.Listener, pages map[string]*page) error {
+	h := func(c *fasthttp.RequestCtx) {
+		p := pages[string(c.Request.Header.RequestURI())]
+		if p == nil {
+			c.Error("404 page not found", fasthttp.StatusNotFound)
+			return
+		}
+		a, gz := p.choose(c.Request.Header.HasAcceptEncoding("gzip"))
+		resp := &c.Response
+		resp.Header.Set("Content-Type", p.contentType)
+		resp.Header.Set("Vary", "Accept-Encoding")
+		if gz {
+			resp.Header.Set("Content-Encoding", "gzip")
+		}
+		for _, f := range a.fields {
+			resp.Header.Set(f.name, f.value)
+		}
+		resp.SetBodyRaw(a.body)
+	}
+	srv := &fasthttp.Server{
+		Handler:                      h,
+		ReadTimeout:                  5 * time.Second,
+		IdleTimeout:                  2 * time.Minute,
+		NoDefaultServerHeader:        true,
+		NoDefaultContentType:         true,
+		DisablePreParseMultipartForm: true,
+		CloseOnShutdown:              true,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	// Serve has returned nil by now; Shutdown is what waits for the
+	// connections.
+	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	return srv.ShutdownWithContext(sctx)
+}
