@@ -152,10 +152,10 @@ func TestMemoryLimit(t *testing.T) {
 		}
 		return limit
 	}
-	want := capped(cfg.Cache.MaxBytes*3/2 + 64<<20)
+	want := capped(cfg.Cache.MaxBytes*3/2 + 32<<20)
 	setMemoryLimit(cfg, slogTo(io.Discard))
 	if got := debug.SetMemoryLimit(-1); got != want {
-		t.Errorf("memory limit %d, want %d (1.5 x cache.max_bytes + 64 MiB)", got, want)
+		t.Errorf("memory limit %d, want %d (1.5 x cache.max_bytes + 32 MiB)", got, want)
 	}
 
 	cfg.Server.MemoryLimit = 512 << 20
