@@ -197,6 +197,19 @@ func (c *Cache) enter() bool {
 	return true
 }
 
+// Fresh returns the page for key when this replica holds it fresh, and
+// nil otherwise, without starting anything: the common case of a hit, for
+// callers that would otherwise build a Fetch only to have it unused (a
+// fresh hit never calls it). Counted as a Hit. On nil, call Get.
+func (c *Cache) Fresh(key string, now time.Time) *Entry {
+	e := c.store.get(key)
+	if e == nil || e.state(now) != fresh {
+		return nil
+	}
+	c.stats.hits.Add(1)
+	return e
+}
+
 // Get returns the page for key:
 //
 //   - a fresh entry: Hit;

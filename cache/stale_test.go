@@ -73,6 +73,29 @@ func TestFreshness(t *testing.T) {
 
 // TestChangeSeenAfterWindows: past TTL plus stale_while_revalidate a changed
 // upstream answer is served.
+// Fresh answers only what Get would answer as a Hit, starts nothing, and
+// counts what it answers as a hit.
+func TestFresh(t *testing.T) {
+	clk := newClock()
+	c := newTestCache(t, Config{}, clk, Options{}) // fresh 1s, swr 1s
+	var n atomic.Int64
+	if e := c.Fresh("k", clk.Now()); e != nil {
+		t.Fatalf("Fresh before any Get: %q", body(e))
+	}
+	mustGet(t, c, "k", versions(&n, liveFacts), Miss)
+	if e := c.Fresh("k", clk.Now().Add(time.Second-time.Nanosecond)); body(e) != "v1" {
+		t.Fatalf("Fresh within the TTL: %q", body(e))
+	}
+	// Past the TTL Get would serve it stale and refresh it: Fresh leaves
+	// both to Get.
+	if e := c.Fresh("k", clk.Now().Add(time.Second)); e != nil {
+		t.Fatalf("Fresh past the TTL: %q", body(e))
+	}
+	if st := c.Stats(); st.Hits != 1 || st.Fetches != 1 || st.Stale != 0 {
+		t.Fatalf("stats %+v, want 1 hit and 1 fetch", st)
+	}
+}
+
 func TestChangeSeenAfterWindows(t *testing.T) {
 	clk := newClock()
 	c := newTestCache(t, Config{Policy: Policy{FreshTTL: 2 * time.Second, StaleWhileRevalidate: time.Second}}, clk, Options{})
