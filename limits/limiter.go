@@ -134,16 +134,23 @@ func (l *Limiter) Close() error {
 // invalid plan (a bug: plans are validated when loaded) is refused with a
 // StoreErr, whatever on_store_error says.
 func (l *Limiter) Take(ctx context.Context, bucket string, plan Plan, policy string) Decision {
+	return l.TakeAt(ctx, l.now(), NewBucket(bucket), plan, policy)
+}
+
+// TakeAt is Take for a request that arrived at now, read from the clock of
+// Options.Now by a caller that has read it already, charged to a Bucket
+// the caller keeps: a key's bucket lives as long as the key's
+// configuration, and remembers its current counter's name.
+func (l *Limiter) TakeAt(ctx context.Context, now time.Time, b *Bucket, plan Plan, policy string) Decision {
 	d := Decision{Policy: policy, Limit: plan.Requests, Window: plan.Window, Remaining: -1}
 	if err := plan.Validate(); err != nil {
 		// A programming error: plans are validated when loaded.
 		d.StoreErr = fmt.Errorf("%w: invalid plan %q: %v", ErrStoreUnavailable, policy, err)
 		return d
 	}
-	now := l.now()
-	start, end := window(bucket, plan.Window, now)
+	start, end := b.window(plan.Window, now)
 	d.Reset = end
-	key := counterKey(bucket, plan.Window, start)
+	key := b.counterKey(plan.Window, start)
 	// The counter outlives its window by keyGrace plus the longest a store
 	// call may take, so no call still in flight can find it gone.
 	ttl := end.Sub(now) + keyGrace + l.timeout

@@ -73,6 +73,53 @@ func TestTakeExactUnderConcurrency(t *testing.T) {
 	}
 }
 
+// A kept Bucket (as the edge keeps one per key) names its counter once per
+// window: every request of a window is charged to the same counter, even
+// when many race over the window's first request, and the next window, or
+// a reloaded plan with another length, starts a new count.
+func TestKeptBucketAcrossWindows(t *testing.T) {
+	clk := testkit.NewClock(t0.Add(250 * time.Millisecond))
+	l := newLimiter(t, Config{}, Options{Now: clk.Now})
+	b := NewBucket("key:kept")
+	plan := Plan{Requests: 50, Window: time.Minute}
+	var wg sync.WaitGroup
+	allowed := make(chan bool, 200)
+	for range 200 {
+		wg.Go(func() { allowed <- l.TakeAt(bg, clk.Now(), b, plan, "free").Allowed })
+	}
+	wg.Wait()
+	close(allowed)
+	n := 0
+	for ok := range allowed {
+		if ok {
+			n++
+		}
+	}
+	if n != 50 {
+		t.Fatalf("%d of 200 allowed in one window through one bucket, want 50", n)
+	}
+	d := l.TakeAt(bg, clk.Now(), b, plan, "free")
+	clk.Set(d.Reset) // the next window's first instant
+	if d := l.TakeAt(bg, clk.Now(), b, plan, "free"); !d.Allowed || d.Remaining != 49 {
+		t.Fatalf("next window: %+v, want a new count", d)
+	}
+	// Another window length is another count, even for a window that
+	// starts on the same second: every 2-minute window of a bucket starts
+	// on one of its 1-minute windows' starts.
+	longer := Plan{Requests: 50, Window: 2 * time.Minute}
+	_, next := b.window(longer.Window, clk.Now())
+	clk.Set(next)
+	if d := l.TakeAt(bg, clk.Now(), b, plan, "free"); !d.Allowed || d.Remaining != 49 {
+		t.Fatalf("a later window: %+v, want a new count", d)
+	}
+	if d := l.TakeAt(bg, clk.Now(), b, longer, "free"); !d.Allowed || d.Remaining != 49 {
+		t.Fatalf("another window length: %+v, want a new count", d)
+	}
+	if d := l.TakeAt(bg, clk.Now(), b, plan, "free"); !d.Allowed || d.Remaining != 48 {
+		t.Fatalf("back to the first length: %+v, want its count going on", d)
+	}
+}
+
 func TestTwoLimitersShareRedis(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -251,15 +298,15 @@ func TestWindowBounds(t *testing.T) {
 	phases := map[int64]bool{}
 	for i := range 50 {
 		bucket := "key:" + strconv.Itoa(i)
-		start, end := window(bucket, time.Minute, now)
+		start, end := NewBucket(bucket).window(time.Minute, now)
 		if start.After(now) || !end.After(now) || end.Sub(start) != time.Minute || start.Nanosecond() != 0 {
 			t.Fatalf("%s: window [%v, %v) does not hold %v", bucket, start, end, now)
 		}
 		// The same bucket gets the same window at any instant inside it.
-		if s2, _ := window(bucket, time.Minute, end.Add(-time.Nanosecond)); !s2.Equal(start) {
+		if s2, _ := NewBucket(bucket).window(time.Minute, end.Add(-time.Nanosecond)); !s2.Equal(start) {
 			t.Fatalf("%s: window moved within itself", bucket)
 		}
-		if s3, _ := window(bucket, time.Minute, end); !s3.Equal(end) {
+		if s3, _ := NewBucket(bucket).window(time.Minute, end); !s3.Equal(end) {
 			t.Fatalf("%s: next window starts at %v, want %v", bucket, s3, end)
 		}
 		phases[start.Unix()%60] = true

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/ulule/limiter/v3"
-	"github.com/ulule/limiter/v3/drivers/store/common"
 	"github.com/ulule/limiter/v3/drivers/store/memory"
 )
 
@@ -93,7 +92,19 @@ func newMemoryStore(log *slog.Logger) *memoryStore {
 
 func (s *memoryStore) incr(_ context.Context, key string, limit int64, ttl time.Duration) (limiter.Context, error) {
 	count, expiration := s.cache.Increment(key, 1, ttl)
-	return common.GetContextFromState(time.Now(), limiter.Rate{Limit: limit, Period: ttl}, expiration, count), nil
+	return counted(count, limit, expiration), nil
+}
+
+// counted is what ulule's common.GetContextFromState makes of a count,
+// without the clock reading its caller would make for it and it never
+// uses: a clock reading is not free on every machine, and this runs once
+// per request.
+func counted(count, limit int64, expiration time.Time) limiter.Context {
+	c := limiter.Context{Limit: limit, Reset: expiration.Unix(), Reached: true}
+	if count <= limit {
+		c.Remaining, c.Reached = limit-count, false
+	}
+	return c
 }
 
 // clean drops expired counters. A panic is reported, not fatal: the next

@@ -2,6 +2,7 @@ package limits
 
 import (
 	"strconv"
+	"sync/atomic"
 	"time"
 )
 
@@ -32,10 +33,51 @@ import (
 // still name that window.
 const keyGrace = 5 * time.Second
 
-// window returns the bounds of the window of bucket that holds now.
-func window(bucket string, length time.Duration, now time.Time) (start, end time.Time) {
+// Bucket is what requests are charged to: a key ("key:<keyID>") or a
+// client address (IPBucket). Make one with NewBucket and keep it for as
+// long as its name is charged: it holds the name's hash and the name of
+// its current window's counter, so that charging a request builds neither.
+// It is safe for concurrent use.
+type Bucket struct {
+	name  string
+	hash  uint32                    // fnv32a(name): the phase of its windows
+	count atomic.Pointer[windowKey] // the counter of the window last charged
+}
+
+// windowKey is the counter name of one window of a bucket.
+type windowKey struct {
+	length time.Duration
+	start  int64
+	name   string
+}
+
+// NewBucket returns the bucket named name.
+func NewBucket(name string) *Bucket { return &Bucket{name: name, hash: fnv32a(name)} }
+
+// Name is the bucket's name.
+func (b *Bucket) Name() string { return b.name }
+
+// window returns the bounds of the window of b that holds now.
+func (b *Bucket) window(length time.Duration, now time.Time) (start, end time.Time) {
+	return windowOf(b.hash, length, now)
+}
+
+// counterKey is counterKey of b's window starting at start, made once per
+// window: two requests racing over a new window both make it, and both get
+// the same name.
+func (b *Bucket) counterKey(length time.Duration, start time.Time) string {
+	if k := b.count.Load(); k != nil && k.length == length && k.start == start.Unix() {
+		return k.name
+	}
+	k := &windowKey{length: length, start: start.Unix(), name: counterKey(b.name, length, start)}
+	b.count.Store(k)
+	return k.name
+}
+
+// windowOf is window for a bucket whose name hashes to hash.
+func windowOf(hash uint32, length time.Duration, now time.Time) (start, end time.Time) {
 	w := int64(length / time.Second)
-	phase := int64(uint64(fnv32a(bucket)) % uint64(w))
+	phase := int64(uint64(hash) % uint64(w))
 	t := now.Unix() - phase
 	s := t - mod(t, w) + phase
 	return time.Unix(s, 0), time.Unix(s+w, 0)

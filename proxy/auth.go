@@ -21,8 +21,9 @@ type principal struct {
 	Plan  string
 	// Limit is the key's allowance: its plan's, or its own override.
 	Limit limits.Plan
-	// bucket is the key's rate limit bucket, made once.
-	bucket string
+	// bucket is the key's rate limit bucket, made once per load of the
+	// keys: it remembers its current counter (limits.Bucket).
+	bucket *limits.Bucket
 	// routes has bit i set when the key may use route index i.
 	routes uint64
 	// legacyRetired: keys[].legacy is retired; its legacy calls are 410.
@@ -49,7 +50,7 @@ func newKeySet(keys []KeyConfig, plans map[string]limits.Plan, routes []*route.R
 		if _, err := hex.Decode(h[:], []byte(k.SHA256)); err != nil {
 			continue // Validate refuses such keys before this runs.
 		}
-		p := &principal{KeyID: k.ID, Plan: k.Plan, Limit: plans[k.Plan], bucket: "key:" + k.ID,
+		p := &principal{KeyID: k.ID, Plan: k.Plan, Limit: plans[k.Plan], bucket: limits.NewBucket("key:" + k.ID),
 			legacyRetired: k.Legacy == legacyRetired}
 		if k.Limit != nil {
 			p.Limit = *k.Limit

@@ -11,10 +11,10 @@ import "tradergate/limits"
 func (s *Server) rateLimit(x *exchange) bool {
 	var d limits.Decision
 	if p := x.principal; p != nil {
-		d = s.limiter.Take(x.ctx, p.bucket, p.Limit, p.Plan)
+		d = s.limiter.TakeAt(x.ctx, x.now, p.bucket, p.Limit, p.Plan)
 	} else {
 		ip := s.limiter.ClientIPFrom(x.peer, x.forwardedFor)
-		d = s.limiter.Take(x.ctx, limits.IPBucket(ip), s.limiter.Anonymous(), limits.AnonymousPolicy)
+		d = s.limiter.TakeAt(x.ctx, x.now, limits.NewBucket(limits.IPBucket(ip)), s.limiter.Anonymous(), limits.AnonymousPolicy)
 	}
 	d.AppendHeaders(&x.vals, x.now, func(name string, value []byte) {
 		if value == nil {
