@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unsafe"
 )
 
 // Edge validation (docs/CONTRACT.md "Routes", "Limits"). Every rule is
@@ -138,6 +139,11 @@ type Request struct {
 	Upper        int64
 	HasUpper     bool
 	UpperIsBlock bool
+
+	// keyBuf holds Key when it fits, so that validating a request makes
+	// no allocation. A Request is therefore used through its pointer and
+	// never copied, and not validated again while anything holds its Key.
+	keyBuf [160]byte
 }
 
 // Param is the canonical value of the named query parameter ("" when
@@ -255,7 +261,11 @@ func (rt *Route) validateInto(req *Request, pathParam, rawQuery string, legacy b
 		keyPrefix = legacyKeyPrefix
 	}
 	prefix := len(keyPrefix) + len(rt.Name) + 1 + len(req.PathParam) + 1
-	req.Key = q.encode(keyPrefix, rt.Name, req.PathParam)
+	// Made in the request's own memory when it fits (see Request), and
+	// never written again: the unsafe.String is sound for as long as the
+	// request is not validated again.
+	key := q.appendKey(req.keyBuf[:0], keyPrefix, rt.Name, req.PathParam)
+	req.Key = unsafe.String(unsafe.SliceData(key), len(key))
 	req.RawQuery = req.Key[prefix:]
 	return nil
 }
@@ -477,23 +487,15 @@ func (p *param) canonicalList(pairs []pair, i int, val *string) error {
 	return nil
 }
 
-// encode returns the cache key: the route name, the path parameter and
-// the canonical query (known parameters in table order, lists
-// comma-joined with each element escaped, nothing else), in one string.
-func (q *query) encode(keyPrefix, name, pathParam string) string {
-	n := len(keyPrefix) + len(name) + 1 + len(pathParam) + 1
-	for i, p := range q.route.params {
-		if q.vals[i] != "" {
-			n += len(p.name) + 2 + len(q.vals[i])*3 // at worst every byte escaped
-		}
-	}
-	var b strings.Builder
-	b.Grow(n)
-	b.WriteString(keyPrefix)
-	b.WriteString(name)
-	b.WriteByte(' ')
-	b.WriteString(pathParam)
-	b.WriteByte('?')
+// appendKey appends the cache key to dst: the route name, the path
+// parameter and the canonical query (known parameters in table order,
+// lists comma-joined with each element escaped, nothing else).
+func (q *query) appendKey(dst []byte, keyPrefix, name, pathParam string) []byte {
+	b := append(dst, keyPrefix...)
+	b = append(b, name...)
+	b = append(b, ' ')
+	b = append(b, pathParam...)
+	b = append(b, '?')
 	first := true
 	for i, p := range q.route.params {
 		v := q.vals[i]
@@ -501,36 +503,35 @@ func (q *query) encode(keyPrefix, name, pathParam string) string {
 			continue
 		}
 		if !first {
-			b.WriteByte('&')
+			b = append(b, '&')
 		}
 		first = false
-		b.WriteString(p.name)
-		b.WriteByte('=')
+		b = append(b, p.name...)
+		b = append(b, '=')
 		if p.kind == kindList {
 			for j, item := 0, ""; v != ""; j++ {
 				item, v, _ = strings.Cut(v, ",")
 				if j > 0 {
-					b.WriteByte(',')
+					b = append(b, ',')
 				}
-				writeEscaped(&b, item)
+				b = appendEscaped(b, item)
 			}
 			continue
 		}
-		writeEscaped(&b, v)
+		b = appendEscaped(b, v)
 	}
-	return b.String()
+	return b
 }
 
-// writeEscaped writes url.QueryEscape(s), without its allocation when
+// appendEscaped appends url.QueryEscape(s), without its allocation when
 // nothing needs escaping.
-func writeEscaped(b *strings.Builder, s string) {
+func appendEscaped(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '-' || c == '_' || c == '.' || c == '~') {
-			b.WriteString(url.QueryEscape(s))
-			return
+			return append(b, url.QueryEscape(s)...)
 		}
 	}
-	b.WriteString(s)
+	return append(b, s...)
 }
 
 // checkOrderBook holds the cross-parameter rules of the order book events
