@@ -52,7 +52,7 @@ func (s *Server) eventsPages(x *exchange) orderbook.PageFunc {
 		if err := events.ValidateInto(req, "", raw); err != nil {
 			return nil, errors.New("order book page query refused: " + err.Error())
 		}
-		e, _, err := s.cache.Get(ctx, req.Key, s.fetcher(req, x.id, &x.upstream))
+		e, _, err := s.cache.Get(ctx, req.Key, s.fetcherOf(x, req))
 		if err != nil {
 			return nil, err
 		}

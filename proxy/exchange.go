@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -21,12 +22,19 @@ import (
 // writes the answer part back; nothing between those two knows which
 // library it is.
 //
-// Ownership. An exchange is made for one request and never reused. What
-// may outlive the request (the canonical request and the request id, which
-// a coalesced flight or a background refresh keeps) is the exchange's own
-// memory, never the front's: fasthttp reuses its buffers once the handler
-// returns, so the front copies what the steps keep (the target) and the
-// rest (header values) is read only while serve runs.
+// Ownership. What may outlive the request (the canonical request and the
+// request id, which a coalesced flight or a background refresh keeps) is
+// the exchange's own memory, never the front's: fasthttp reuses its
+// buffers once the handler returns, so the front copies what the steps
+// keep (the target) and the rest (header values) is read only while serve
+// runs.
+//
+// Reuse. The HTTP/1.1 front takes its exchanges from a pool and gives each
+// back once the answer is in fasthttp's buffers, so that a cache hit
+// allocates nothing. An exchange whose memory something else may still
+// hold is never given back: a step that hands any of it on (a Fetch that a
+// flight or a refresh keeps, a span that keeps the id) calls keep first,
+// and the garbage collector frees that exchange as it would any other.
 type exchange struct {
 	// ctx is the request's context: the server's base context (HTTP/1.1;
 	// fasthttp does not tell a handler that its client left), or the
@@ -70,6 +78,10 @@ type exchange struct {
 	body      []byte
 	closeConn bool
 
+	// kept: something may hold the exchange's memory after the request
+	// (see Reuse above); it is never given back to the pool.
+	kept bool
+
 	// Memory of the exchange's own, so that a cache hit allocates little
 	// beyond the exchange itself: the made request id, the canonical
 	// request, the start of the value buffer and a short target's copy.
@@ -79,11 +91,41 @@ type exchange struct {
 	targetBuf [160]byte
 }
 
-// newExchange returns an exchange for one request under ctx.
+// newExchange returns an exchange for one request under ctx, of its own:
+// for a front that does not give exchanges back (front_std.go: net/http
+// may still be writing header values after the handler returned).
 func newExchange(ctx context.Context) *exchange {
 	x := &exchange{ctx: ctx}
 	x.vals = x.valsBuf[:0]
 	return x
+}
+
+// exchanges are the HTTP/1.1 front's exchanges between requests.
+var exchanges = sync.Pool{New: func() any { return new(exchange) }}
+
+// pooledExchange is newExchange from the pool; give it back with release
+// once nothing reads the answer any more.
+func pooledExchange(ctx context.Context) *exchange {
+	x := exchanges.Get().(*exchange)
+	x.ctx = ctx
+	x.vals = x.valsBuf[:0]
+	return x
+}
+
+// keep marks the exchange as held beyond its request: release leaves it
+// to the garbage collector. Call it before handing any of the exchange's
+// memory (the canonical request, the id, upstream.Info) to something that
+// may outlive serve.
+func (x *exchange) keep() { x.kept = true }
+
+// release gives x back to the pool, cleared, unless it was kept. The
+// caller must not touch x, nor any string made from its memory, again.
+func (x *exchange) release() {
+	if x.kept {
+		return
+	}
+	*x = exchange{}
+	exchanges.Put(x)
 }
 
 // setTarget keeps the request target (the exchange's own copy) and cuts

@@ -21,10 +21,11 @@ import (
 
 // serveFast is the fasthttp handler.
 func (s *Server) serveFast(ctx *fasthttp.RequestCtx) {
-	x := newExchange(s.baseContext())
+	x := pooledExchange(s.baseContext())
 	s.readFast(x, ctx)
 	s.serve(x)
-	s.writeFast(x, ctx)
+	s.writeFast(x, ctx) // copies every header value: x may go back now
+	x.release()
 }
 
 // readFast fills the request part of x. fasthttp owns the bytes it hands
@@ -43,26 +44,119 @@ func (s *Server) readFast(x *exchange, ctx *fasthttp.RequestCtx) {
 		x.method = string(h.Method())
 	}
 	x.copyTarget(h.RequestURI())
-	x.malformed = badFraming(h.RawHeaders())
 	// ContentLength is -1 for a chunked body, -2 for none declared.
 	x.hasBody = h.ContentLength() > 0 || h.ContentLength() == -1 || len(ctx.Request.Body()) > 0
-	x.authorization = view(h.Peek("Authorization"))
-	if x.authorization != "" {
-		x.authorizations = len(h.PeekAll("Authorization"))
-	}
-	x.acceptEncoding = view(h.Peek("Accept-Encoding"))
-	x.ifNoneMatch = view(h.Peek("If-None-Match"))
-	x.incomingID = view(h.Peek("X-Request-Id"))
-	if s.trace != nil {
-		x.traceparent, x.tracestate = view(h.Peek("Traceparent")), view(h.Peek("Tracestate"))
-	}
 	x.peer = peerAddr(ctx.RemoteAddr())
-	if xff := h.PeekAll("X-Forwarded-For"); len(xff) > 0 {
-		x.forwardedFor = make([]string, len(xff))
-		for i, v := range xff {
-			x.forwardedFor[i] = view(v)
+	x.malformed = readHeaders(x, h.RawHeaders(), s.trace != nil)
+}
+
+// readHeaders reads the fields the steps use from the header block as it
+// came off the wire, in one pass that also checks its framing, and reports
+// framing that fasthttp reads generously but a load balancer in front may
+// read otherwise, so that one byte stream could be two different requests
+// to the two of them: a line ending in a bare LF, an obsolete folded line,
+// whitespace before a colon, or both Content-Length and Transfer-Encoding
+// (RFC 9112 sections 2.2, 5.1, 5.2 and 6.1). Such a request is refused and
+// its connection closed.
+//
+// One pass over the raw block, rather than fasthttp's Peek per field: each
+// Peek walks every field again, and a cache hit is short enough for that
+// to show. A field named twice keeps its first value, as Peek does;
+// Authorization fields are counted (two are refused) and X-Forwarded-For
+// lines all kept, in order.
+func readHeaders(x *exchange, raw []byte, traced bool) (malformed bool) {
+	var cl, te bool
+	for len(raw) > 0 {
+		i := bytes.IndexByte(raw, '\n')
+		if i < 0 {
+			return false
+		}
+		if i == 0 || raw[i-1] != '\r' {
+			return true
+		}
+		line := raw[:i-1]
+		raw = raw[i+1:]
+		if len(line) == 0 {
+			break // the end of the headers
+		}
+		if line[0] == ' ' || line[0] == '\t' {
+			return true
+		}
+		colon := bytes.IndexByte(line, ':')
+		if colon <= 0 || line[colon-1] == ' ' || line[colon-1] == '\t' {
+			return true
+		}
+		name, value := line[:colon], view(trimOWS(line[colon+1:]))
+		switch len(name) {
+		case 10:
+			if traced && x.tracestate == "" && fieldIs(name, "Tracestate") {
+				x.tracestate = value
+			}
+		case 11:
+			if traced && x.traceparent == "" && fieldIs(name, "Traceparent") {
+				x.traceparent = value
+			}
+		case 12:
+			if x.incomingID == "" && fieldIs(name, "X-Request-Id") {
+				x.incomingID = value
+			}
+		case 13:
+			switch {
+			case fieldIs(name, "Authorization"):
+				if x.authorizations == 0 {
+					x.authorization = value
+				}
+				x.authorizations++
+			case x.ifNoneMatch == "" && fieldIs(name, "If-None-Match"):
+				x.ifNoneMatch = value
+			}
+		case 14:
+			cl = cl || fieldIs(name, "Content-Length")
+		case 15:
+			switch {
+			case x.acceptEncoding == "" && fieldIs(name, "Accept-Encoding"):
+				x.acceptEncoding = value
+			case fieldIs(name, "X-Forwarded-For"):
+				x.forwardedFor = append(x.forwardedFor, value)
+			}
+		case 17:
+			te = te || fieldIs(name, "Transfer-Encoding")
 		}
 	}
+	return cl && te
+}
+
+// trimOWS cuts the optional white space around a field value (RFC 9110
+// section 5.6.3).
+func trimOWS(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
+		b = b[1:]
+	}
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// fieldIs reports whether a field name is name, ignoring ASCII case (field
+// names are case-insensitive, RFC 9110 section 5.1).
+func fieldIs(b []byte, name string) bool {
+	if len(b) != len(name) {
+		return false
+	}
+	for i := 0; i < len(b); i++ {
+		c, n := b[i], name[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if 'A' <= n && n <= 'Z' {
+			n += 'a' - 'A'
+		}
+		if c != n {
+			return false
+		}
+	}
+	return true
 }
 
 // writeFast hands the answer to fasthttp. Values are copied into its
@@ -85,46 +179,13 @@ func (s *Server) writeFast(x *exchange, ctx *fasthttp.RequestCtx) {
 	}
 }
 
-// badFraming reports header framing that fasthttp reads generously but a
-// load balancer in front may read otherwise, so that one byte stream could
-// be two different requests to the two of them: a line ending in a bare
-// LF, an obsolete folded line, whitespace before a colon, or both
-// Content-Length and Transfer-Encoding (RFC 9112 sections 2.2, 5.1, 5.2
-// and 6.1). Such a request is refused and its connection closed.
-func badFraming(raw []byte) bool {
-	var cl, te bool
-	for len(raw) > 0 {
-		i := bytes.IndexByte(raw, '\n')
-		if i < 0 {
-			return false
-		}
-		if i == 0 || raw[i-1] != '\r' {
-			return true
-		}
-		line := raw[:i-1]
-		raw = raw[i+1:]
-		if len(line) == 0 {
-			break // the end of the headers
-		}
-		if line[0] == ' ' || line[0] == '\t' {
-			return true
-		}
-		name, _, ok := bytes.Cut(line, []byte(":"))
-		if !ok || len(name) == 0 || name[len(name)-1] == ' ' || name[len(name)-1] == '\t' {
-			return true
-		}
-		cl = cl || bytes.EqualFold(name, []byte("Content-Length"))
-		te = te || bytes.EqualFold(name, []byte("Transfer-Encoding"))
-	}
-	return cl && te
-}
-
 // errorFast answers what fasthttp refused to parse, in the same envelope
 // as everything else: a request too large for the header buffer (431), one
 // that timed out (408), or one that is not HTTP as the edge reads it (400).
 // fasthttp closes the connection after it.
 func (s *Server) errorFast(ctx *fasthttp.RequestCtx, err error) {
-	x := newExchange(s.baseContext())
+	x := pooledExchange(s.baseContext())
+	defer x.release()
 	x.method = "-"
 	x.peer = peerAddr(ctx.RemoteAddr())
 	s.begin(x)

@@ -36,6 +36,7 @@ func (s *Server) begin(x *exchange) {
 		// The span of the request, a child of the caller's trace when it
 		// sent one; everything the request starts (the cache lookup, a
 		// flight, the legacy call) hangs under it through x.ctx.
+		x.keep() // the span keeps the id, and may be exported later
 		ctx := s.trace.Propagator.Extract(x.ctx, x)
 		x.ctx, x.span = s.trace.Tracer.Start(ctx, "tradergate.request", trace.WithSpanKind(trace.SpanKindServer))
 	}
@@ -65,7 +66,8 @@ func (s *Server) finish(x *exchange) {
 	if x.status == 0 {
 		x.status = 200
 	}
-	took := time.Since(x.start)
+	end := time.Now()
+	took := end.Sub(x.start)
 	s.metrics.observe(x.route, x.status, x.cache, took)
 	routeName := ""
 	if x.route != nil {
@@ -79,7 +81,7 @@ func (s *Server) finish(x *exchange) {
 	if cacheResult == "" {
 		cacheResult = cacheNone // as the metrics name it
 	}
-	s.status.window.ObserveRequest(status.Request{Route: routeName, Status: x.status, Duration: took, Cache: cacheResult, KeyID: keyID})
+	s.status.window.ObserveRequest(status.Request{Route: routeName, Status: x.status, Duration: took, Cache: cacheResult, KeyID: keyID, At: end})
 	x.endSpan(routeName, cacheResult)
 	if !s.accessLog {
 		return
@@ -150,6 +152,7 @@ func (s *Server) recoverPanics(x *exchange) {
 	if v == nil {
 		return
 	}
+	x.keep() // a step stopped halfway: whatever it handed on stays its own
 	s.log.Error("panic in handler", "request_id", x.id, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 	// Keep what every answer carries (the id, the rate limit fields); drop
 	// what a step set for the answer it did not finish.

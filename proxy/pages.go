@@ -23,12 +23,20 @@ import (
 // servePage answers a validated request from the page cache, which calls
 // the legacy host on a miss (docs/ARCHITECTURE.md "The way of a request").
 func (s *Server) servePage(x *exchange) {
+	if s.trace == nil {
+		// A fresh hit needs no Fetch: none is made, nothing keeps x.
+		if entry := s.cache.Fresh(x.req.Key, x.now); entry != nil {
+			x.cache = cache.Hit.String()
+			s.writeEntry(x, entry, cache.Hit)
+			return
+		}
+	}
 	ctx := x.ctx
 	var span trace.Span
 	if s.trace != nil {
 		ctx, span = s.trace.Tracer.Start(ctx, "cache.lookup")
 	}
-	entry, status, err := s.cache.Get(ctx, x.req.Key, s.fetcher(x.req, x.id, &x.upstream))
+	entry, status, err := s.cache.Get(ctx, x.req.Key, s.fetcher(x))
 	x.cache = status.String()
 	if span != nil {
 		span.SetAttributes(attribute.String("tradergate.cache", x.cache), attribute.Bool("tradergate.cache.l2", status.L2()))
@@ -41,12 +49,20 @@ func (s *Server) servePage(x *exchange) {
 	s.writeEntry(x, entry, status)
 }
 
-// fetcher returns the cache's Fetch of a canonical request, for the request
-// with the given id. It may run after that request is gone (a coalesced
-// flight whose starter left, a background refresh), so it keeps only what
-// is the request's own (the canonical request, the id) and records through
-// atomics (upstream.Info).
-func (s *Server) fetcher(req *route.Request, id string, info *upstream.Info) cache.Fetch {
+// fetcher returns the cache's Fetch of x's canonical request. It may run
+// after the request is gone (a coalesced flight whose starter left, a
+// background refresh), so it keeps x (x.keep: never reused) and reads only
+// what is the exchange's own (the canonical request, the id), recording
+// through atomics (upstream.Info).
+func (s *Server) fetcher(x *exchange) cache.Fetch {
+	return s.fetcherOf(x, x.req)
+}
+
+// fetcherOf is fetcher for another canonical request of x's (the order
+// book's events pages).
+func (s *Server) fetcherOf(x *exchange, req *route.Request) cache.Fetch {
+	x.keep()
+	id, info := x.id, &x.upstream
 	return func(ctx context.Context) ([]byte, cache.Facts, error) {
 		page, err := s.upstream.Fetch(ctx, req, id, info)
 		if err != nil {
