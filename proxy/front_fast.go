@@ -272,17 +272,20 @@ type conns struct {
 }
 
 func (c *conns) track(conn net.Conn, st fasthttp.ConnState) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	switch st {
 	case fasthttp.StateNew:
+		c.mu.Lock()
+		defer c.mu.Unlock()
 		if c.open == nil {
 			c.open = map[net.Conn]struct{}{}
 		}
 		c.open[conn] = struct{}{}
 	case fasthttp.StateClosed, fasthttp.StateHijacked:
+		c.mu.Lock()
+		defer c.mu.Unlock()
 		delete(c.open, conn)
 	}
+	// Active and Idle come twice with every request: they take no lock.
 }
 
 // closeAll cuts off every connection still open.
