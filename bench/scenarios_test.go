@@ -178,10 +178,16 @@ func TestSpecForBoundedAndMemoryRows(t *testing.T) {
 	if s := b.spec(miss, kindPassthrough, tg, ""); s.MetricsURL != "" || s.SeqCount != 0 || s.Warmup != fullCacheWarmup {
 		t.Fatalf("passthrough spec: metrics %q count %d warm-up %v", s.MetricsURL, s.SeqCount, s.Warmup)
 	}
-	if got := ceilingArgs(kindCeilingFast); strings.Join(got, " ") != "-engine fasthttp -headers" {
-		t.Fatalf("fasthttp ceiling args %v", got)
+	// The fasthttp ceiling has tradergate's front limits (config.yaml's
+	// server section).
+	fl, err := frontLimits()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := ceilingArgs(kindCeiling); strings.Join(got, " ") != "-engine nethttp" {
+	if got, want := strings.Join(ceilingArgs(kindCeilingFast, fl), " "), "-engine fasthttp -headers -read-timeout 5s -write-timeout 30s -idle-timeout 2m0s -read-buffer 16384"; got != want {
+		t.Fatalf("fasthttp ceiling args %q, want %q", got, want)
+	}
+	if got := ceilingArgs(kindCeiling, fl); strings.Join(got, " ") != "-engine nethttp" {
 		t.Fatalf("ceiling args %v", got)
 	}
 }

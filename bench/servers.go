@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"tradergate/bench/fixture"
+	"tradergate/proxy"
 )
 
 // serverKind names a server the benchmark compares.
@@ -130,17 +131,38 @@ func (b *bench) setUpstreamLatency(ctx context.Context, d time.Duration) error {
 	return err
 }
 
+// frontLimits is the server section tradergate runs with in the
+// benchmark: the template's, with config.yaml's defaults for what it
+// leaves out.
+func frontLimits() (proxy.ServerConfig, error) {
+	data, err := renderTGConfig(tgConfig{Port: 1, AdminPort: 2, UpstreamURL: "http://127.0.0.1:3/open-api", KeySHA256: hashKey("k"), CacheMaxBytes: defaultCacheBytes})
+	if err != nil {
+		return proxy.ServerConfig{}, err
+	}
+	c, err := proxy.ParseConfig(data)
+	if err != nil {
+		return proxy.ServerConfig{}, fmt.Errorf("the benchmark's tradergate config: %w", err)
+	}
+	return c.Server, nil
+}
+
 // isCeiling: the server answers from memory and has no upstream.
 func (k serverKind) isCeiling() bool {
 	return k == kindCeilingFast || k == kindCeiling || k == kindCeilingHeaders
 }
 
 // ceilingArgs are bench/cmd/ceiling's flags for a ceiling kind, besides
-// -listen and -pages.
-func ceilingArgs(k serverKind) []string {
+// -listen and -pages. The fasthttp ceiling runs with the limits of
+// tradergate's HTTP/1.1 front (fl): each deadline is a clock reading and
+// a timer reset per request, which the server pays whoever answers.
+func ceilingArgs(k serverKind, fl proxy.ServerConfig) []string {
 	switch k {
 	case kindCeilingFast:
-		return []string{"-engine", "fasthttp", "-headers"}
+		return []string{"-engine", "fasthttp", "-headers",
+			"-read-timeout", min(fl.ReadHeaderTimeout, fl.ReadTimeout).String(),
+			"-write-timeout", fl.WriteTimeout.String(),
+			"-idle-timeout", fl.IdleTimeout.String(),
+			"-read-buffer", strconv.Itoa(fl.MaxHeaderBytes)}
 	case kindCeilingHeaders:
 		return []string{"-engine", "nethttp", "-headers"}
 	}
@@ -153,7 +175,11 @@ func (b *bench) startCeiling(ctx context.Context, kind serverKind) (*server, err
 		return nil, err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	args := append([]string{"-listen", addr, "-pages", b.pagesPath}, ceilingArgs(kind)...)
+	fl, err := frontLimits()
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{"-listen", addr, "-pages", b.pagesPath}, ceilingArgs(kind, fl)...)
 	return b.serve(ctx, string(kind), b.opt.serverCPU, addr, 10*time.Second, b.bins.ceiling, args...)
 }
 

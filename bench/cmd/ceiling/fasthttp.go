@@ -9,9 +9,10 @@ import (
 )
 
 // serveFastHTTP serves pages with fasthttp, set up as tradergate's
-// HTTP/1.1 front sets it up (no Server header, no default Content-Type)
-// and writing an answer as that front does: Header.Set per field, the
-// body handed over without a copy.
+// HTTP/1.1 front sets it up (no Server header, no default Content-Type,
+// the front's timeouts and read buffer from the flags) and writing an
+// answer as that front does: Header.Set per field, the body handed over
+// without a copy.
 func serveFastHTTP(ctx context.Context, ln net.Listener, pages map[string]*page) error {
 	h := func(c *fasthttp.RequestCtx) {
 		p := pages[string(c.Request.Header.RequestURI())]
@@ -33,8 +34,10 @@ func serveFastHTTP(ctx context.Context, ln net.Listener, pages map[string]*page)
 	}
 	srv := &fasthttp.Server{
 		Handler:                      h,
-		ReadTimeout:                  5 * time.Second,
-		IdleTimeout:                  2 * time.Minute,
+		ReadTimeout:                  limits.read,
+		WriteTimeout:                 limits.write,
+		IdleTimeout:                  limits.idle,
+		ReadBufferSize:               limits.readBuffer,
 		NoDefaultServerHeader:        true,
 		NoDefaultContentType:         true,
 		DisablePreParseMultipartForm: true,

@@ -26,6 +26,7 @@ import (
 	"slices"
 	"strconv"
 	"syscall"
+	"time"
 
 	"tradergate/bench/fixture"
 )
@@ -42,6 +43,10 @@ func run() error {
 	pagesPath := flag.String("pages", "", "JSON list of pages to serve")
 	headers := flag.Bool("headers", false, "also send the other headers tradergate sent with each page")
 	engine := flag.String("engine", "nethttp", "HTTP/1.1 server: nethttp or fasthttp")
+	flag.DurationVar(&limits.read, "read-timeout", 5*time.Second, "fasthttp: time to read a request")
+	flag.DurationVar(&limits.write, "write-timeout", 0, "fasthttp: time to write an answer (0: none)")
+	flag.DurationVar(&limits.idle, "idle-timeout", 2*time.Minute, "fasthttp: keep-alive wait for the next request")
+	flag.IntVar(&limits.readBuffer, "read-buffer", 0, "fasthttp: read buffer size, the bound on a request's header (0: fasthttp's default)")
 	flag.Parse()
 
 	serve, ok := engines[*engine]
@@ -63,6 +68,13 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return serve(ctx, ln, pages)
+}
+
+// limits are the fasthttp server's, given by the harness as tradergate's
+// HTTP/1.1 front has them.
+var limits struct {
+	read, write, idle time.Duration
+	readBuffer        int
 }
 
 // engines serve pages on ln until ctx ends.
