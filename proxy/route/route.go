@@ -253,6 +253,9 @@ func NewTable() *Table {
 	for i, r := range routes {
 		r.index = i
 		r.segs = strings.Split(strings.TrimPrefix(r.Pattern, "/"), "/")
+		if len(r.segs) > maxSegments {
+			panic("route: " + r.Pattern + " has more than maxSegments segments")
+		}
 		for j := range r.params {
 			p := &r.params[j]
 			p.defText, p.maxText = strconv.Itoa(p.defInt), strconv.Itoa(p.max)
@@ -297,18 +300,40 @@ func (t *Table) Match(path string) (*Route, string) {
 	if !strings.HasPrefix(path, "/") {
 		return nil, ""
 	}
-	path = path[1:]
+	// The path is cut into segments once, and only routes with as many
+	// segments are compared: matching runs on every request.
+	var parts [maxSegments]string
+	n := 0
+	for rest := path[1:]; ; n++ {
+		if n == len(parts) {
+			return nil, "" // longer than any route
+		}
+		seg, after, more := strings.Cut(rest, "/")
+		parts[n] = seg
+		if !more {
+			n++
+			break
+		}
+		rest = after
+	}
 	var best *Route
 	var bestParam string
 	bestScore := -1
 	for _, r := range t.routes {
-		param, score, ok := matchSegs(r.segs, path)
+		if len(r.segs) != n {
+			continue
+		}
+		param, score, ok := matchSegs(r.segs, parts[:n])
 		if ok && score > bestScore {
 			best, bestParam, bestScore = r, param, score
 		}
 	}
 	return best, bestParam
 }
+
+// maxSegments bounds the segments of a route's pattern (NewTable checks
+// it): a path with more matches none.
+const maxSegments = 8
 
 // LegacyPrefix is where the legacy paths sit at the edge: the same paths
 // as the /v1 routes, below it, as the legacy host serves them.
@@ -328,24 +353,15 @@ func (t *Table) MatchLegacy(path string) (*Route, string) {
 	return r, param
 }
 
-// matchSegs matches path (no leading slash) against segs without
-// allocating; it returns the value of the one {param} segment and a score:
-// the segment index where the parameter sits (a literal matched before a
-// parameter is the more specific route), len(segs) when there is none.
-func matchSegs(segs []string, path string) (param string, score int, ok bool) {
-	last := len(segs) - 1
+// matchSegs matches a path's segments against segs, as many as them; it
+// returns the value of the one {param} segment and a score: the segment
+// index where the parameter sits (a literal matched before a parameter is
+// the more specific route), len(segs) when there is none. An empty
+// segment (a doubled or trailing slash) matches neither a literal nor a
+// parameter.
+func matchSegs(segs, parts []string) (param string, score int, ok bool) {
 	for i, seg := range segs {
-		var part string
-		j := strings.IndexByte(path, '/')
-		switch {
-		case j < 0 && i == last:
-			part, path = path, ""
-		case j >= 0 && i != last:
-			part, path = path[:j], path[j+1:]
-		default:
-			// Too few segments, or more (a trailing slash included).
-			return "", 0, false
-		}
+		part := parts[i]
 		if strings.HasPrefix(seg, "{") {
 			if part == "" {
 				return "", 0, false

@@ -49,6 +49,9 @@ func TestRouterMatch(t *testing.T) {
 		{"/", "", ""},
 		{"", "", ""},
 		{"/v2/orderbook/events", "", ""},
+		// Longer than any route: refused before any is compared.
+		{"/v1/trader/" + addr + "/positions/open/a/b/c/d/e", "", ""},
+		{"/v1/trader/" + addr + "/positions/open/", "", ""},
 	}
 	for _, tc := range tests {
 		r, param := rt.Match(tc.path)
@@ -281,6 +284,45 @@ func FuzzValidate(f *testing.F) {
 		again, err := rt.Validate(req.PathParam, req.RawQuery)
 		if err != nil || again.Key != req.Key {
 			t.Fatalf("canonical %q does not revalidate to itself: %v", req.RawQuery, err)
+		}
+	})
+}
+
+// Match agrees with the plainest reading of the table: split the path on
+// every "/", and among routes with as many segments whose literals all
+// equal the path's and whose parameter is not empty, take the one whose
+// parameter sits latest.
+func FuzzMatch(f *testing.F) {
+	for _, p := range []string{"/v1/trader/" + addr + "/activity", "/v1/trader/wallet-address/activity", "/v1/tx/" + hash, "/v1//tx", "/", "", "//", "/v1/orderbook/events/", "/a/b/c/d/e/f/g/h/i"} {
+		f.Add(p)
+	}
+	rt := NewTable()
+	f.Fuzz(func(t *testing.T, path string) {
+		var want *Route
+		wantParam, wantScore := "", -1
+		if strings.HasPrefix(path, "/") {
+			parts := strings.Split(path[1:], "/")
+			for _, r := range rt.routes {
+				if len(r.segs) != len(parts) {
+					continue
+				}
+				param, score, ok := "", len(parts), true
+				for i, seg := range r.segs {
+					switch {
+					case strings.HasPrefix(seg, "{") && parts[i] != "":
+						param, score = parts[i], i
+					case seg != parts[i]:
+						ok = false
+					}
+				}
+				if ok && score > wantScore {
+					want, wantParam, wantScore = r, param, score
+				}
+			}
+		}
+		got, param := rt.Match(path)
+		if got != want || param != wantParam {
+			t.Fatalf("Match(%q) = %v %q, want %v %q", path, got, param, want, wantParam)
 		}
 	})
 }
