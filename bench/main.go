@@ -149,7 +149,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	var profiles []profileResult
 	if opt.pprof && ctx.Err() == nil {
-		profiles = b.profiles(ctx, stdout, scs)
+		profiles = b.profiles(ctx, stdout, scs, chosen)
 	}
 	if err := b.writeResults(meta, rows, verdicts, profiles); err != nil {
 		return err

@@ -15,11 +15,28 @@ import (
 	"tradergate/bench/load"
 )
 
-// profiles profiles tradergate on the hit path (the 20-item page) and the
-// miss path (on a filling and on a full cache), printing the top of each.
-func (b *bench) profiles(ctx context.Context, w io.Writer, scs []*scenario) []profileResult {
+// profiles profiles tradergate on the hit path and the miss path (on a
+// filling and on a full cache), printing the top of each. The hit path is
+// the first hit row chosen with -only (the 20-item page when none is), so
+// that one page's hit can be profiled alone.
+func (b *bench) profiles(ctx context.Context, w io.Writer, scs, chosen []*scenario) []profileResult {
+	hit, profiled := "hit-activity20", []string{"miss", "miss-full"}
+	for _, sc := range chosen {
+		if strings.HasPrefix(sc.name, "hit-") {
+			hit = sc.name
+			if len(chosen) < len(scs) {
+				profiled = nil // only hit rows were asked for
+				for _, c := range chosen {
+					if c.name == "miss" || c.name == "miss-full" {
+						profiled = append(profiled, c.name)
+					}
+				}
+			}
+			break
+		}
+	}
 	var out []profileResult
-	for _, name := range []string{"hit-activity20", "miss", "miss-full"} {
+	for _, name := range append([]string{hit}, profiled...) {
 		fmt.Fprintf(b.stderr, "profiling %s on tradergate…\n", name)
 		text, err := b.profile(ctx, scenarioByName(scs, name))
 		p := profileResult{Scenario: name, Report: text}
