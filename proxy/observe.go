@@ -22,9 +22,12 @@ import (
 // clock on the way in; metrics and the access log on the way out, where
 // they see every answer; and panic recovery.
 
-// begin gives the request its id and its time.
+// begin gives the request its id and its time (the time the front read,
+// when it read one).
 func (s *Server) begin(x *exchange) {
-	x.start = time.Now()
+	if x.start.IsZero() {
+		x.start = time.Now()
+	}
 	x.now = x.start
 	if !s.wallClock {
 		x.now = s.now()
