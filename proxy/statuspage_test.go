@@ -36,6 +36,10 @@ func TestStatusPageOfALiveEdge(t *testing.T) {
 	if got := e.srv.BreakerState("wallet_address"); got != "open" {
 		t.Fatalf("breaker %q, want open", got)
 	}
+	// The page's figures are the last minute's full seconds: wait for the
+	// second these requests ended in to be over, or a page drawn within it
+	// shows none of them.
+	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
 
 	ctx := browsertest.Browser(t)
 	if err := chromedp.Do(ctx,
