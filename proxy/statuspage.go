@@ -77,7 +77,12 @@ func (s *Server) snapshot() status.Snapshot {
 	}
 	s.status.window.Fill(&snap)
 	for _, r := range s.routes.Routes() {
-		if sr := snap.Route(r.Name); sr != nil && !r.Built {
+		sr := snap.Route(r.Name)
+		switch {
+		case sr == nil:
+		case r.Built:
+			sr.Breaker = "" // never sent upstream: no breaker to show
+		default:
 			sr.Breaker = s.upstream.BreakerState(r.Name)
 		}
 	}

@@ -67,6 +67,11 @@ func TestStatusPageOfALiveEdge(t *testing.T) {
 	if got := text(`tr[data-route="tx"] .breaker`); got != "closed" {
 		t.Errorf("tx's breaker shows %q, want closed", got)
 	}
+	// The order book at T is built from orderbook_events' pages: that
+	// route's breaker guards it, and it has none of its own.
+	if got := text(`tr[data-route="orderbook_book"] .breaker`); got != "none" {
+		t.Errorf("orderbook_book's breaker shows %q, want none", got)
+	}
 	if got := text("#cache-hit-ratio"); got == "0.0 %" || got == "" || !strings.HasSuffix(got, "%") {
 		t.Errorf("hit ratio shows %q, want above zero", got)
 	}

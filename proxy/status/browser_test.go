@@ -97,6 +97,12 @@ func TestPageInBrowser(t *testing.T) {
 	if got := text(t, ctx, `tr[data-route="activity"] .breaker`); got != "closed" {
 		t.Errorf("after the refresh, activity's breaker shows %q", got)
 	}
+	if got := text(t, ctx, `tr[data-route="orderbook_book"] .breaker`); got != "none" {
+		t.Errorf("after the refresh, orderbook_book's breaker shows %q, want none", got)
+	}
+	if eval[bool](t, ctx, `/\bst-/.test(document.querySelector('tr[data-route="orderbook_book"] .breaker').className)`) {
+		t.Error("after the refresh, orderbook_book's missing breaker is coloured")
+	}
 	if got := text(t, ctx, "#verdict"); got != "Healthy" {
 		t.Errorf("after the refresh, the verdict is %q", got)
 	}

@@ -129,8 +129,19 @@ func breakerState(b string) string {
 		return "bad"
 	case BreakerHalfOpen:
 		return "warn"
+	case "":
+		return "" // no breaker: nothing to colour
 	}
 	return "ok"
+}
+
+// breakerText is what the page says of a breaker: its state, or "none"
+// for a route without one.
+func breakerText(b string) string {
+	if b == "" {
+		return "none"
+	}
+	return b
 }
 
 func errorState(r float64) string {

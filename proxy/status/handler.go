@@ -179,19 +179,20 @@ func shape(s *Snapshot) string {
 }
 
 var funcs = template.FuncMap{
-	"pct":     pct,
-	"rate":    rate,
-	"dur":     dur,
-	"size":    size,
-	"count":   count,
-	"span":    span,
-	"ago":     ago,
-	"stamp":   stamp,
-	"breaker": breakerState,
-	"errst":   errorState,
-	"days":    daysState,
-	"store":   storeState,
-	"okbad":   boolState,
+	"pct":         pct,
+	"rate":        rate,
+	"dur":         dur,
+	"size":        size,
+	"count":       count,
+	"span":        span,
+	"ago":         ago,
+	"stamp":       stamp,
+	"breaker":     breakerState,
+	"breakerText": breakerText,
+	"errst":       errorState,
+	"days":        daysState,
+	"store":       storeState,
+	"okbad":       boolState,
 	"verdict": func(state string) string {
 		switch state {
 		case Green:

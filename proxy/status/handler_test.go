@@ -194,3 +194,21 @@ func TestFormats(t *testing.T) {
 		t.Errorf("ago of zero: %q", got)
 	}
 }
+
+// A route the edge builds from other routes' pages has no breaker: the
+// page says "none", uncoloured, rather than a green "closed".
+func TestPageRouteWithoutBreaker(t *testing.T) {
+	h := Handler(fixture, Options{})
+	_, body := get(t, h, "/status")
+	i := strings.Index(body, `<tr data-route="orderbook_book">`)
+	if i < 0 {
+		t.Fatal("no row for orderbook_book")
+	}
+	row, _, _ := strings.Cut(body[i:], "</tr>")
+	if !strings.Contains(row, `<span class="badge breaker" `) || !strings.Contains(row, `>none</span>`) {
+		t.Errorf("row without a breaker:\n%s", row)
+	}
+	if j := strings.Index(body, `<tr data-route="activity">`); j < 0 || !strings.Contains(body[j:], `badge breaker st-bad`) {
+		t.Error("the open breaker of activity lost its colour")
+	}
+}

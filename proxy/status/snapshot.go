@@ -74,7 +74,9 @@ const (
 // Route is one route's last minute.
 type Route struct {
 	Name string `json:"name"`
-	// Breaker is the upstream breaker's state: closed, half-open or open.
+	// Breaker is the upstream breaker's state: closed, half-open or open;
+	// "" for a route the edge builds from other routes' pages, which has
+	// no breaker of its own (theirs guard its upstream calls).
 	Breaker        string  `json:"breaker"`
 	RequestsPerSec float64 `json:"requests_per_second"`
 	// ErrorRatio is the share of answers with a 5xx status.

@@ -50,11 +50,12 @@
       return new Date(t).toISOString().replace("T", " ").replace(/\.\d+Z$|Z$/, "") + " UTC";
     },
     yesno: function (v) { return v ? "yes" : "no"; },
+    breaker: function (v) { return v || "none"; },
     verdict: function (v) { return v === "green" ? "Healthy" : v === "amber" ? "Needs a look" : "Failing"; }
   };
   var state = {
     health: function (v) { return "h-" + v; },
-    breaker: function (v) { return "st-" + (v === "open" ? "bad" : v === "half-open" ? "warn" : "ok"); },
+    breaker: function (v) { return v ? "st-" + (v === "open" ? "bad" : v === "half-open" ? "warn" : "ok") : ""; },
     err: function (v) { return "st-" + (v >= 0.05 ? "bad" : v >= 0.01 ? "warn" : "ok"); },
     days: function (v) { return "st-" + (v < 7 ? "bad" : v < 21 ? "warn" : "ok"); },
     store: function (v) { return v === "ok" ? "st-ok" : v === "degraded" ? "st-warn" : v === "down" ? "st-bad" : ""; },
