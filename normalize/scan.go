@@ -273,7 +273,6 @@ func (s *scanner) elements(i, depth int, fn func(at int) (int, error)) (int, err
 	if depth > maxDepth {
 		return i, errDepth
 	}
-	b := s.src
 	i, more := s.open(i, ']')
 	if !more {
 		return i, nil
@@ -288,17 +287,8 @@ func (s *scanner) elements(i, depth int, fn func(at int) (int, error)) (int, err
 		if err != nil {
 			return i, err
 		}
-		i = s.ws(i)
-		if i >= len(b) {
-			return i, errEOF
-		}
-		switch b[i] {
-		case ',':
-			i = s.ws(i + 1)
-		case ']':
-			return i + 1, nil
-		default:
-			return i, errSyntax
+		if i, more, err = s.next(i, ']'); !more {
+			return i, err
 		}
 	}
 }
@@ -356,19 +346,27 @@ func (s *scanner) members(i, depth int, fn memberFunc) (int, error) {
 		if err != nil {
 			return i, err
 		}
-		i = s.ws(i)
-		if i >= len(b) {
-			return i, errEOF
-		}
-		switch b[i] {
-		case ',':
-			i = s.ws(i + 1)
-		case '}':
-			return i + 1, nil
-		default:
-			return i, errSyntax
+		if i, more, err = s.next(i, '}'); !more {
+			return i, err
 		}
 	}
+}
+
+// next reads what follows a value in an array or object: a comma, after
+// which it returns the offset of the next value (more), or the closer,
+// after which it returns the offset past the container.
+func (s *scanner) next(i int, closer byte) (_ int, more bool, err error) {
+	i = s.ws(i)
+	if i >= len(s.src) {
+		return i, false, errEOF
+	}
+	switch s.src[i] {
+	case ',':
+		return s.ws(i + 1), true, nil
+	case closer:
+		return i + 1, false, nil
+	}
+	return i, false, errSyntax
 }
 
 // open steps past the opening delimiter at src[i] and any whitespace; more
