@@ -182,53 +182,49 @@ func TestL2HolderFails(t *testing.T) {
 	const n = 30
 	t.Run("error", func(t *testing.T) {
 		f := newFleet(t, 3, Config{}, Options{})
-		all := f.barrierAll(n)
-		var fetches atomic.Int64
-		fetch := func(context.Context) ([]byte, Facts, error) {
-			fetches.Add(1)
-			f.holdUntilWaiting(all)
-			return nil, Facts{}, errors.New("upstream 502")
-		}
-		var wg sync.WaitGroup
-		for i := range n {
-			wg.Go(func() {
-				_, _, err := f.cs[i%3].Get(context.Background(), "k", fetch)
-				if err == nil || err.Error() != "upstream 502" {
-					t.Errorf("got %v", err)
-				}
-			})
-		}
-		wg.Wait()
-		if fetches.Load() != 1 {
-			t.Errorf("fetches %d, want 1", fetches.Load())
-		}
+		f.getAllFailing(t, n, func(_ int, _ *Entry, _ Status, err error) {
+			if err == nil || err.Error() != "upstream 502" {
+				t.Errorf("got %v", err)
+			}
+		})
 	})
 	t.Run("stale", func(t *testing.T) {
 		f := newFleet(t, 3, Config{Policy: Policy{StaleWhileRevalidate: -1}}, Options{})
 		var v atomic.Int64
 		mustGet(t, f.cs[0], "k", versions(&v, liveFacts), Miss)
 		f.clk.Add(2 * time.Second) // past the TTL, inside stale_if_error
-		all := f.barrierAll(n)
-		var fetches atomic.Int64
-		fetch := func(context.Context) ([]byte, Facts, error) {
-			fetches.Add(1)
-			f.holdUntilWaiting(all)
-			return nil, Facts{}, errors.New("upstream 502")
-		}
-		var wg sync.WaitGroup
-		for i := range n {
-			wg.Go(func() {
-				e, st, err := f.cs[i%3].Get(context.Background(), "k", fetch)
-				if err != nil || body(e) != "v1" || (i%3 == 0) != (st == Stale) || (i%3 != 0) != (st == StaleL2) {
-					t.Errorf("replica %d: %v %q %v", i%3, st, body(e), err)
-				}
-			})
-		}
-		wg.Wait()
-		if fetches.Load() != 1 {
-			t.Errorf("fetches %d, want 1", fetches.Load())
-		}
+		f.getAllFailing(t, n, func(i int, e *Entry, st Status, err error) {
+			if err != nil || body(e) != "v1" || (i%3 == 0) != (st == Stale) || (i%3 != 0) != (st == StaleL2) {
+				t.Errorf("replica %d: %v %q %v", i%3, st, body(e), err)
+			}
+		})
 	})
+}
+
+// getAllFailing has n callers, spread over the replicas in turn (caller i
+// on replica i%len(f.cs)), Get "k" with a fetch that fails with "upstream
+// 502" once every one of them is waiting, and hands each answer to check.
+// Exactly one fetch may run in the whole fleet.
+func (f *fleet) getAllFailing(t *testing.T, n int, check func(i int, e *Entry, st Status, err error)) {
+	t.Helper()
+	all := f.barrierAll(int64(n))
+	var fetches atomic.Int64
+	fetch := func(context.Context) ([]byte, Facts, error) {
+		fetches.Add(1)
+		f.holdUntilWaiting(all)
+		return nil, Facts{}, errors.New("upstream 502")
+	}
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			e, st, err := f.cs[i%len(f.cs)].Get(context.Background(), "k", fetch)
+			check(i, e, st, err)
+		})
+	}
+	wg.Wait()
+	if fetches.Load() != 1 {
+		t.Errorf("fetches %d, want 1", fetches.Load())
+	}
 }
 
 // TestL2HolderDies: a lease whose holder died (never released) expires by
