@@ -3,7 +3,8 @@ package main
 import (
 	"context"
 	"net"
-	"time"
+
+	"tradergate/bench/cmd/internal/serve"
 
 	"github.com/valyala/fasthttp"
 )
@@ -43,16 +44,5 @@ func serveFastHTTP(ctx context.Context, ln net.Listener, pages map[string]*page)
 		DisablePreParseMultipartForm: true,
 		CloseOnShutdown:              true,
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	// Serve has returned nil by now; Shutdown is what waits for the
-	// connections.
-	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	return srv.ShutdownWithContext(sctx)
+	return serve.Until(ctx, func() error { return srv.Serve(ln) }, srv.ShutdownWithContext)
 }

@@ -22,12 +22,11 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"slices"
 	"strconv"
-	"syscall"
 	"time"
 
+	"tradergate/bench/cmd/internal/serve"
 	"tradergate/bench/fixture"
 )
 
@@ -49,7 +48,7 @@ func run() error {
 	flag.IntVar(&limits.readBuffer, "read-buffer", 0, "fasthttp: read buffer size, the bound on a request's header (0: fasthttp's default)")
 	flag.Parse()
 
-	serve, ok := engines[*engine]
+	serveWith, ok := engines[*engine]
 	if !ok {
 		return fmt.Errorf("-engine %q: want nethttp or fasthttp", *engine)
 	}
@@ -65,9 +64,9 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := serve.Signalled()
 	defer stop()
-	return serve(ctx, ln, pages)
+	return serveWith(ctx, ln, pages)
 }
 
 // limits are the fasthttp server's, given by the harness as tradergate's

@@ -6,7 +6,8 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"time"
+
+	"tradergate/bench/cmd/internal/serve"
 )
 
 // serveNetHTTP serves pages with net/http.
@@ -32,15 +33,5 @@ func serveNetHTTP(ctx context.Context, ln net.Listener, pages map[string]*page) 
 		hd["Content-Length"] = []string{a.length}
 		_, _ = w.Write(a.body)
 	})
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute}
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}()
-	if err := srv.Serve(ln); err != http.ErrServerClosed {
-		return err
-	}
-	return nil
+	return serve.HTTP(ctx, ln, h)
 }
