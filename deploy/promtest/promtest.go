@@ -23,7 +23,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -80,9 +79,7 @@ type Server struct {
 	api     v1.API
 	tr      *http.Transport
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{} // closed when the process has exited
+	proc testkit.Process
 }
 
 // Start launches prometheus scraping targets (host:port each, over plain
@@ -156,54 +153,26 @@ func writeConfig(dir string, targets []string, o options) (string, error) {
 }
 
 func (s *Server) start(bin, cfg string, port int) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	logFile, err := os.Create(s.logPath)
+	tsdb := filepath.Join(s.dir, "data")
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	s.url = "http://" + addr
+	c, err := api.NewClient(api.Config{Address: s.url, Client: &http.Client{Transport: s.tr}})
 	if err != nil {
 		return err
 	}
-	defer logFile.Close() // the child holds its own descriptor
-	tsdb := filepath.Join(s.dir, "data")
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	s.api = v1.NewAPI(c)
 	cmd := exec.Command(bin,
 		"--config.file="+cfg,
 		"--storage.tsdb.path="+tsdb,
 		"--web.listen-address="+addr,
 		"--log.level=warn",
 	)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	kill := func() { _ = cmd.Process.Kill(); <-done }
-
-	s.url = "http://" + addr
-	c, err := api.NewClient(api.Config{Address: s.url, Client: &http.Client{Transport: s.tr}})
-	if err != nil {
-		kill()
-		return err
-	}
-	s.api = v1.NewAPI(c)
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	defer cancel()
-	for {
+	return s.proc.Start(cmd, s.logPath, startTimeout, func(ctx context.Context, _ int) bool {
 		// Ask for the storage path, not just /-/ready: if another process
 		// took the port, its server must not pass for ours.
-		if flags, err := s.api.Flags(ctx); err == nil && flags["storage.tsdb.path"] == tsdb && s.ready(ctx) {
-			s.cmd, s.done = cmd, done
-			return nil
-		}
-		select {
-		case <-done:
-			return fmt.Errorf("prometheus exited at start: %s", testkit.Tail(s.logPath))
-		case <-ctx.Done():
-			kill()
-			return fmt.Errorf("prometheus not ready within %v: %s", startTimeout, testkit.Tail(s.logPath))
-		case <-time.After(pollEvery):
-		}
-	}
+		flags, err := s.api.Flags(ctx)
+		return err == nil && flags["storage.tsdb.path"] == tsdb && s.ready(ctx)
+	})
 }
 
 // ready is whether /-/ready answers 200 (storage and rules loaded).
@@ -229,16 +198,7 @@ func (s *Server) API() v1.API { return s.api }
 
 // Stop kills the server and waits for it to exit. Stopping a stopped server
 // does nothing.
-func (s *Server) Stop() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd == nil {
-		return
-	}
-	_ = s.cmd.Process.Kill()
-	<-s.done
-	s.cmd, s.done = nil, nil
-}
+func (s *Server) Stop() { s.proc.Stop() }
 
 // Query evaluates expr at the current time through /api/v1/query.
 func (s *Server) Query(ctx context.Context, expr string) (model.Value, error) {

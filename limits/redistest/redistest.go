@@ -18,16 +18,15 @@ package redistest
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -49,10 +48,8 @@ type Server struct {
 	args     func(dir string, port int) ([]string, error)
 	password string
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{} // closed when the process has exited
-	runs int
+	proc testkit.Process
+	runs int // starts so far, which name the log files
 }
 
 // Start launches a redis-server and waits until it answers PING. t.Cleanup
@@ -116,16 +113,7 @@ func (s *Server) URL() string { return "redis://" + s.Addr() + "/0" }
 
 // Stop kills the server (SIGKILL: a crash, not a shutdown) and waits for it
 // to exit. Its data is lost. Stopping a stopped server does nothing.
-func (s *Server) Stop() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd == nil {
-		return
-	}
-	_ = s.cmd.Process.Kill()
-	<-s.done
-	s.cmd, s.done = nil, nil
-}
+func (s *Server) Stop() { s.proc.Stop() }
 
 // Restart stops the server if it runs and starts a fresh, empty one on the
 // same port, so clients holding the address reconnect to it.
@@ -147,19 +135,12 @@ func (s *Server) Restart() {
 	}
 }
 
-// start launches the process on s.port and waits for PING.
+// start launches the process on s.port and waits for it to answer.
 func (s *Server) start() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.runs++
-	logPath := filepath.Join(s.dir, fmt.Sprintf("redis-%d.log", s.runs))
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return err
-	}
-	defer logFile.Close() // the child holds its own descriptor
 	var argv []string
 	if s.args != nil {
+		var err error
 		if argv, err = s.args(s.dir, s.port); err != nil {
 			return err
 		}
@@ -172,34 +153,14 @@ func (s *Server) start() error {
 		"--dir", s.dir,
 		"--daemonize", "no",
 	)...)
-	// An *os.File, not a buffer: exec then needs no copying goroutine.
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-
+	logPath := filepath.Join(s.dir, fmt.Sprintf("redis-%d.log", s.runs))
 	addr := s.Addr()
-	deadline := time.Now().Add(startTimeout)
-	for {
-		// Ask for the pid, not just PING: if another process took the port,
-		// its server must not pass for ours.
-		if pid, err := serverPID(addr, s.password); err == nil && pid == cmd.Process.Pid {
-			s.cmd, s.done = cmd, done
-			return nil
-		}
-		select {
-		case <-done:
-			return fmt.Errorf("redis-server exited at start: %s", testkit.Tail(logPath))
-		case <-time.After(10 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			<-done
-			return fmt.Errorf("redis-server did not answer PING within %v: %s", startTimeout, testkit.Tail(logPath))
-		}
-	}
+	return s.proc.Start(cmd, logPath, startTimeout, func(_ context.Context, pid int) bool {
+		// Ask for the pid, not just PING: if another process took the
+		// port, its server must not pass for ours.
+		got, err := serverPID(addr, s.password)
+		return err == nil && got == pid
+	})
 }
 
 // serverPID asks INFO server; a server that answers is up, and process_id

@@ -16,8 +16,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func TestStartStopRestart(t *testing.T) {
 	s := Start(t)
 	pid, err := serverPID(s.Addr(), "")
-	if err != nil || pid != s.cmd.Process.Pid {
-		t.Fatalf("serverPID = %d, %v; want our process %d", pid, err, s.cmd.Process.Pid)
+	if err != nil || pid != s.proc.Pid() {
+		t.Fatalf("serverPID = %d, %v; want our process %d", pid, err, s.proc.Pid())
 	}
 	if s.URL() != "redis://"+s.Addr()+"/0" {
 		t.Fatalf("URL %q", s.URL())

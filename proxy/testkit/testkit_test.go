@@ -1,9 +1,11 @@
 package testkit
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -63,4 +65,39 @@ func TestSelfSigned(t *testing.T) {
 
 func x509Opts(p KeyPair) x509.VerifyOptions {
 	return x509.VerifyOptions{Roots: p.Pool(), DNSName: "edge.test"}
+}
+
+func TestProcess(t *testing.T) {
+	sh := Binary(t, "dash", "sh")
+	dir := t.TempDir()
+	var p Process
+	never := func(context.Context, int) bool { return false }
+
+	// A program that exits while starting: an error with its log.
+	err := p.Start(exec.Command(sh, "-c", "echo no config; exit 3"), filepath.Join(dir, "exit.log"), 5*time.Second, never)
+	if err == nil || !strings.Contains(err.Error(), "exited at start") || !strings.Contains(err.Error(), "no config") {
+		t.Fatalf("exit at start: %v", err)
+	}
+	// One never ready: killed at the timeout, an error.
+	err = p.Start(exec.Command(sh, "-c", "echo waiting; exec sleep 60"), filepath.Join(dir, "slow.log"), 200*time.Millisecond, never)
+	if err == nil || !strings.Contains(err.Error(), "not ready within") || p.Pid() != 0 {
+		t.Fatalf("never ready: %v, pid %d", err, p.Pid())
+	}
+	// Ready: running until Stop, whose second call does nothing.
+	var asked int
+	err = p.Start(exec.Command(sh, "-c", "exec sleep 60"), filepath.Join(dir, "ok.log"), 5*time.Second, func(_ context.Context, pid int) bool {
+		asked = pid
+		return true
+	})
+	if err != nil || p.Pid() == 0 || p.Pid() != asked {
+		t.Fatalf("start: %v, pid %d, ready asked about %d", err, p.Pid(), asked)
+	}
+	if err := p.Start(exec.Command(sh, "-c", "exit 0"), filepath.Join(dir, "twice.log"), time.Second, never); err == nil {
+		t.Error("a second start while running succeeded")
+	}
+	p.Stop()
+	p.Stop()
+	if p.Pid() != 0 {
+		t.Errorf("pid %d after Stop", p.Pid())
+	}
 }
