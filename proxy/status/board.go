@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -17,8 +15,12 @@ import (
 // Board is where the replicas of a fleet post their summaries, in the
 // shared Redis: each replica writes its own key, <prefix>:status:<replica
 // id>, with a short expiry and rewrites it every few seconds, so a replica
-// that stops (or loses Redis) drops off the board by itself. Any replica
-// reads them all to show the fleet.
+// that stops (or loses Redis) drops off the board by itself. Its id also
+// goes into a set, <prefix>:status-replicas, which is how any replica finds
+// the posts to show the fleet: reading the board costs one request per
+// replica, however many keys the cache and the limiter keep beside it (a
+// SCAN of the keyspace would cost a round trip per few hundred of those,
+// on every refresh of the status page).
 type Board struct {
 	client  redis.UniversalClient
 	prefix  string
@@ -51,6 +53,15 @@ func NewBoard(client redis.UniversalClient, o BoardOptions) *Board {
 
 func (b *Board) key(id string) string { return b.prefix + ":status:" + id }
 
+// index is the set of the ids that posted. Every post renews its expiry,
+// to indexTTL, so it outlives the fleet by at most that.
+func (b *Board) index() string { return b.prefix + ":status-replicas" }
+
+// indexTTL is the same for every replica, whatever its posts' TTL: a
+// replica must never shorten the index's life under the others' posts.
+// Ids of replicas that stopped are taken out by Collect.
+const indexTTL = 24 * time.Hour
+
 // Publish posts r under its ID, replacing the replica's previous post.
 func (b *Board) Publish(ctx context.Context, r Replica) error {
 	if r.ID == "" {
@@ -60,7 +71,16 @@ func (b *Board) Publish(ctx context.Context, r Replica) error {
 	if err != nil {
 		return fmt.Errorf("status: publish %s: %w", r.ID, err)
 	}
-	if err := b.client.Set(ctx, b.key(r.ID), v, b.ttl).Err(); err != nil {
+	// Pipelined, not a transaction: in a Cluster the post and the index
+	// live in different slots. A post without its id in the index (a
+	// failure between the two) is found again at the next publish.
+	_, err = b.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, b.key(r.ID), v, b.ttl)
+		p.SAdd(ctx, b.index(), r.ID)
+		p.Expire(ctx, b.index(), indexTTL)
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("status: publish %s: %w", r.ID, err)
 	}
 	return nil
@@ -86,89 +106,48 @@ func (b *Board) Run(ctx context.Context, every time.Duration, src func() Snapsho
 	}
 }
 
-// scanCount is the COUNT hint of each SCAN: a fleet has few replicas, but
-// the keyspace it is scanned in holds the rate limiter's and the cache's
-// keys too.
-const scanCount = 500
-
-// Collect reads every replica's post, sorted by id. In a Redis Cluster the
-// posts hash to different masters, so it scans each master.
+// Collect reads every replica's post, sorted by id. The ids come from the
+// index; a post gone (its replica stopped and the key expired) takes its id
+// out of the index too. A replica whose post expired only because it was
+// late puts its id back with its next post.
 func (b *Board) Collect(ctx context.Context) ([]Replica, error) {
-	match := escapeGlob(b.prefix) + ":status:*"
-	var (
-		mu  sync.Mutex
-		out []Replica
-	)
-	collect := func(ctx context.Context, c redis.Cmdable) error {
-		rs, err := collectNode(ctx, c, match)
-		mu.Lock()
-		out = append(out, rs...)
-		mu.Unlock()
-		return err
-	}
-	var err error
-	if cc, ok := b.client.(*redis.ClusterClient); ok {
-		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return collect(ctx, c) })
-	} else {
-		err = collect(ctx, b.client)
-	}
-	slices.SortFunc(out, func(a, b Replica) int { return cmp.Compare(a.ID, b.ID) })
+	ids, err := b.client.SMembers(ctx, b.index()).Result()
 	if err != nil {
-		return out, fmt.Errorf("status: read the fleet: %w", err)
+		return nil, fmt.Errorf("status: read the fleet: %w", err)
 	}
-	return out, nil
-}
-
-// collectNode reads the posts one server holds. Their keys may sit in
-// different Cluster slots, so they are read with pipelined GETs, not MGET.
-func collectNode(ctx context.Context, c redis.Cmdable, match string) ([]Replica, error) {
-	var keys []string
-	var cursor uint64
-	for {
-		batch, next, err := c.Scan(ctx, cursor, match, scanCount).Result()
-		if err != nil {
-			return nil, err
-		}
-		keys = append(keys, batch...)
-		if cursor = next; cursor == 0 {
-			break
-		}
-	}
-	if len(keys) == 0 {
+	if len(ids) == 0 {
 		return nil, nil
 	}
-	cmds := make([]*redis.StringCmd, len(keys))
-	_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, k := range keys {
-			cmds[i] = p.Get(ctx, k)
+	// Pipelined GETs, not MGET: in a Cluster the posts sit in different
+	// slots, and the pipeline sends each to its master.
+	cmds := make([]*redis.StringCmd, len(ids))
+	_, err = b.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			cmds[i] = p.Get(ctx, b.key(id))
 		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, err
+		return nil, fmt.Errorf("status: read the fleet: %w", err)
 	}
 	var out []Replica
-	for _, cmd := range cmds {
+	var gone []any
+	for i, cmd := range cmds {
 		v, err := cmd.Bytes()
-		if err != nil {
-			continue // expired between SCAN and GET
+		if errors.Is(err, redis.Nil) {
+			gone = append(gone, ids[i])
+			continue
 		}
 		var r Replica
-		if json.Unmarshal(v, &r) == nil && r.ID != "" {
+		if err == nil && json.Unmarshal(v, &r) == nil && r.ID != "" {
 			out = append(out, r)
 		}
 	}
-	return out, nil
-}
-
-// escapeGlob escapes the characters SCAN's MATCH treats as a pattern.
-func escapeGlob(s string) string {
-	var b strings.Builder
-	for _, c := range s {
-		if strings.ContainsRune(`*?[]\`, c) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(c)
+	if len(gone) > 0 {
+		// Best effort: an id left behind costs one GET per read until a
+		// later read removes it.
+		_ = b.client.SRem(ctx, b.index(), gone...).Err()
 	}
-	return b.String()
+	slices.SortFunc(out, func(a, b Replica) int { return cmp.Compare(a.ID, b.ID) })
+	return out, nil
 }

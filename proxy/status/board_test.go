@@ -106,6 +106,49 @@ func TestBoardReplicaExpires(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	// The read that found its post gone took its id out of the index.
+	if ids, err := client.SMembers(ctx, long.index()).Result(); err != nil || len(ids) != 1 || ids[0] != "stays" {
+		t.Errorf("index %v, %v; want [stays]", ids, err)
+	}
+}
+
+// Reading the board costs a request per replica, not a walk over the
+// keyspace that the cache and the limiter fill: no SCAN, whatever else
+// Redis holds.
+func TestBoardCollectDoesNotScan(t *testing.T) {
+	ctx := testCtx(t)
+	client := singleClient(t)
+	b := NewBoard(client, BoardOptions{Prefix: "tg"})
+	if _, err := client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i := range 5000 {
+			p.Set(ctx, fmt.Sprintf("tg:l2:page-%d", i), "x", time.Minute)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"edge-a", "edge-b"} {
+		if err := b.Publish(ctx, Replica{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := client.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.Collect(ctx)
+	if err != nil || len(got) != 2 || got[0].ID != "edge-a" || got[1].ID != "edge-b" {
+		t.Fatalf("collected %+v, %v", got, err)
+	}
+	stats, err := client.Info(ctx, "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(stats, "cmdstat_scan:") || strings.Contains(stats, "cmdstat_keys:") {
+		t.Errorf("Collect walked the keyspace:\n%s", stats)
+	}
+	if !strings.Contains(stats, "cmdstat_get:calls=2,") {
+		t.Errorf("Collect did not read exactly the two posts:\n%s", stats)
+	}
 }
 
 func TestBoardRun(t *testing.T) {
