@@ -39,7 +39,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.out, "out", "bench/results", "directory for the table (Markdown, JSON), logs and profiles; relative to the module root")
 	fs.StringVar(&o.only, "only", "", "run only scenarios whose name starts with one of these (comma-separated): hit, hit-tx, hit-activity20, hit-orderbook1000, miss, miss-full, stampede, first-gzip-hit, zipf, zipf100k")
 	cpus := fs.String("cpus", "1,0", "server CPU, load generator CPU")
-	fs.BoolVar(&o.pprof, "pprof", false, "after the table, profile tradergate's CPU on a hit (the first hit row chosen with -only, else hit-activity20), miss and miss-full (with -only, only those chosen) (admin pprof when served, else perf)")
+	fs.BoolVar(&o.pprof, "pprof", false, "after the table, profile tradergate's CPU on hit-activity20, miss and miss-full; with -only, on the first hit row and the miss rows chosen (admin pprof when served, else perf)")
 	fs.Float64Var(&o.zipfS, "zipf-s", 1, "Zipf exponent of the mix")
 	fs.IntVar(&o.zipfKeys, "zipf-keys", 10000, "keys in the Zipf mix")
 	fs.IntVar(&o.firstGzipPages, "first-gzip-pages", 10000, "distinct pages of first-gzip-hit, stored identity then each asked once for gzip (they must fit the default cache: 10,000 20-item pages take about 180 MB)")

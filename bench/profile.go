@@ -15,28 +15,31 @@ import (
 	"tradergate/bench/load"
 )
 
-// profiles profiles tradergate on the hit path and the miss path (on a
-// filling and on a full cache), printing the top of each. The hit path is
-// the first hit row chosen with -only (the 20-item page when none is), so
-// that one page's hit can be profiled alone.
+// profiles profiles tradergate on the hit path (the 20-item page) and the
+// miss path (on a filling and on a full cache), printing the top of each.
+// With -only it profiles what was chosen instead: the first hit row (so
+// that one page's hit can be profiled alone) and the miss rows. A row
+// with the limiter's Redis store is not profiled: the profile runs
+// tradergate without Redis.
 func (b *bench) profiles(ctx context.Context, w io.Writer, scs, chosen []*scenario) []profileResult {
-	hit, profiled := "hit-activity20", []string{"miss", "miss-full"}
-	for _, sc := range chosen {
-		if strings.HasPrefix(sc.name, "hit-") {
-			hit = sc.name
-			if len(chosen) < len(scs) {
-				profiled = nil // only hit rows were asked for
-				for _, c := range chosen {
-					if c.name == "miss" || c.name == "miss-full" {
-						profiled = append(profiled, c.name)
-					}
-				}
+	names := []string{"hit-activity20", "miss", "miss-full"}
+	if b.opt.only != "" {
+		names = nil
+		hit := false
+		for _, sc := range chosen {
+			switch {
+			case strings.HasPrefix(sc.name, "hit-") && !sc.redis && !hit:
+				names, hit = append(names, sc.name), true
+			case sc.name == "miss" || sc.name == "miss-full":
+				names = append(names, sc.name)
 			}
-			break
+		}
+		if len(names) == 0 {
+			fmt.Fprintln(w, "\n== profile: none of the rows chosen with -only is a hit or miss row ==")
 		}
 	}
 	var out []profileResult
-	for _, name := range append([]string{hit}, profiled...) {
+	for _, name := range names {
 		fmt.Fprintf(b.stderr, "profiling %s on tradergate…\n", name)
 		text, err := b.profile(ctx, scenarioByName(scs, name))
 		p := profileResult{Scenario: name, Report: text}
