@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"io"
 	"net"
+	"net/textproto"
 	"strings"
 	"testing"
 	"time"
@@ -74,6 +75,51 @@ func TestRawPathRouting(t *testing.T) {
 		resp, _ := e.get(tc.path)
 		if resp.StatusCode != tc.status {
 			t.Errorf("%s: %d, want %d", tc.path, resp.StatusCode, tc.status)
+		}
+	}
+}
+
+// The HTTP/1.1 front writes header names as the edge spelled them,
+// without fasthttp's rewriting of their case: every name the edge sends
+// must therefore already be in canonical form, the form net/http's
+// textproto gives. The answers below carry every field the edge writes:
+// a gzip hit (cache and encoding fields), a 401, a 405, a 429 and a
+// legacy path (deprecation fields).
+func TestHeaderNamesCanonical(t *testing.T) {
+	e := newEdge(t, withLegacy(), withLimitedKey(1, time.Hour))
+	tx := "/v1/tx/" + e.sim.TradeTxs()[0]
+	activity := "/v1/trader/" + e.sim.Wallets()[0] + "/activity"
+	for _, tc := range []struct{ name, req string }{
+		{"miss", "GET " + tx + " HTTP/1.1\r\nAuthorization: Bearer " + keyAll + "\r\nAccept-Encoding: gzip\r\n"},
+		{"gzip hit", "GET " + tx + " HTTP/1.1\r\nAuthorization: Bearer " + keyAll + "\r\nAccept-Encoding: gzip\r\n"},
+		{"no key", "GET " + tx + " HTTP/1.1\r\n"},
+		{"method", "DELETE " + tx + " HTTP/1.1\r\nAuthorization: Bearer " + keyAll + "\r\n"},
+		{"allowed", "GET " + tx + " HTTP/1.1\r\nAuthorization: Bearer " + keyLimited + "\r\n"},
+		{"limited", "GET " + tx + " HTTP/1.1\r\nAuthorization: Bearer " + keyLimited + "\r\n"},
+		{"legacy", "GET /open-api" + activity + "?limit=2 HTTP/1.1\r\nAuthorization: Bearer " + keyAll + "\r\n"},
+	} {
+		c, err := net.Dial("tcp", e.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		_, _ = io.WriteString(c, tc.req+"Host: edge.test\r\nX-Request-Id: canonical-names-1\r\nConnection: close\r\n\r\n")
+		b, _ := io.ReadAll(c)
+		c.Close()
+		head, _, ok := strings.Cut(string(b), "\r\n\r\n")
+		if !ok {
+			t.Fatalf("%s: no header block in %.200q", tc.name, b)
+		}
+		lines := strings.Split(head, "\r\n")
+		t.Logf("%s: %s", tc.name, lines[0])
+		if len(lines) < 4 {
+			t.Errorf("%s: only %q", tc.name, lines)
+		}
+		for _, l := range lines[1:] {
+			name, _, _ := strings.Cut(l, ":")
+			if want := textproto.CanonicalMIMEHeaderKey(name); name != want {
+				t.Errorf("%s: header %q, want %q", tc.name, name, want)
+			}
 		}
 	}
 }

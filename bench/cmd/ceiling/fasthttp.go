@@ -12,8 +12,10 @@ import (
 // serveFastHTTP serves pages with fasthttp, set up as tradergate's
 // HTTP/1.1 front sets it up (no Server header, no default Content-Type,
 // the front's timeouts and read buffer from the flags) and writing an
-// answer as that front does: Header.Set per field, the body handed over
-// without a copy.
+// answer as that front does: names left as given and each field added
+// once (Header.Add after DisableNormalizing, not Set, which rewrites the
+// name and looks for an earlier field), the body handed over without a
+// copy.
 func serveFastHTTP(ctx context.Context, ln net.Listener, pages map[string]*page) error {
 	h := func(c *fasthttp.RequestCtx) {
 		p := pages[string(c.Request.Header.RequestURI())]
@@ -23,13 +25,14 @@ func serveFastHTTP(ctx context.Context, ln net.Listener, pages map[string]*page)
 		}
 		a, gz := p.choose(c.Request.Header.HasAcceptEncoding("gzip"))
 		resp := &c.Response
-		resp.Header.Set("Content-Type", p.contentType)
-		resp.Header.Set("Vary", "Accept-Encoding")
+		resp.Header.DisableNormalizing()
+		resp.Header.Add("Content-Type", p.contentType)
+		resp.Header.Add("Vary", "Accept-Encoding")
 		if gz {
-			resp.Header.Set("Content-Encoding", "gzip")
+			resp.Header.Add("Content-Encoding", "gzip")
 		}
 		for _, f := range a.fields {
-			resp.Header.Set(f.name, f.value)
+			resp.Header.Add(f.name, f.value)
 		}
 		resp.SetBodyRaw(a.body)
 	}
