@@ -73,3 +73,18 @@ func TestRequestIDKeptOrMade(t *testing.T) {
 		}
 	}
 }
+
+// A key is looked up without an allocation whatever its length: the
+// bench's keys are longer than the 32 bytes a []byte conversion keeps on
+// the stack.
+func TestKeyLookupAllocatesNothing(t *testing.T) {
+	key := strings.Repeat("k", maxKeyLen)
+	ks := newKeySet([]KeyConfig{{ID: "long", SHA256: HashKey(key), Plan: "free"}}, nil, nil)
+	auth := "Bearer " + key
+	if ks.lookup(auth) == nil {
+		t.Fatal("the key is not found")
+	}
+	if n := testing.AllocsPerRun(100, func() { ks.lookup(auth) }); n != 0 {
+		t.Errorf("%v allocations per lookup", n)
+	}
+}
