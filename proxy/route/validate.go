@@ -211,15 +211,17 @@ func (rt *Route) validateInto(req *Request, pathParam, rawQuery string, legacy b
 	*req = Request{Route: rt, Legacy: legacy}
 	switch rt.path {
 	case pathAddress:
-		if !isHex(pathParam, 40) {
+		p, ok := lowerHex(pathParam, 40)
+		if !ok {
 			return invalid(msgInvalidAddress)
 		}
-		req.PathParam = strings.ToLower(pathParam)
+		req.PathParam = p
 	case pathTxHash:
-		if !isHex(pathParam, 64) {
+		p, ok := lowerHex(pathParam, 64)
+		if !ok {
 			return invalid(msgInvalidTxHash)
 		}
-		req.PathParam = strings.ToLower(pathParam)
+		req.PathParam = p
 	}
 
 	pairs, err := rt.splitQuery(rawQuery, make([]pair, 0, 16))
@@ -400,10 +402,11 @@ func (p *param) canonical(pairs []pair, i int, val *string, num *int64) error {
 		if v == "" {
 			return nil
 		}
-		if !isHex(v, 64) {
+		lv, ok := lowerHex(v, 64)
+		if !ok {
 			return invalid(msgInvalidTxHash)
 		}
-		*val = strings.ToLower(v)
+		*val = lv
 	case kindDecimal:
 		if v == "" {
 			return nil
@@ -574,18 +577,28 @@ func checkRange(q *query, lo, hi string) error {
 	return nil
 }
 
-// isHex reports whether s is "0x" followed by n hex digits (either case).
-func isHex(s string, n int) bool {
+// lowerHex reports whether s is "0x" followed by n hex digits (either
+// case), and returns it in lower case: s itself when it already is (the
+// usual case, which strings.ToLower would scan a second time).
+func lowerHex(s string, n int) (string, bool) {
 	if len(s) != n+2 || s[0] != '0' || s[1] != 'x' {
-		return false
+		return "", false
 	}
+	upper := false
 	for i := 2; i < len(s); i++ {
 		c := s[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-			return false
+		switch {
+		case '0' <= c && c <= '9' || 'a' <= c && c <= 'f':
+		case 'A' <= c && c <= 'F':
+			upper = true
+		default:
+			return "", false
 		}
 	}
-	return true
+	if upper {
+		return strings.ToLower(s), true
+	}
+	return s, true
 }
 
 // isDecimal accepts digits with at most one interior point: "10", "0.5".
