@@ -11,6 +11,18 @@ const maxURLBytes = 8 << 10
 // routes the key may not use, and validates the request into its canonical
 // form (docs/CONTRACT.md "Routes", "Errors").
 func (s *Server) route(x *exchange) bool {
+	// A target validated before is neither matched nor validated again
+	// (route/memo.go); the checks of the exchange itself still run, in
+	// the same order, so the answer is the one it would have been.
+	req, h := s.routes.Recall(x.target, x.legacy)
+	if req != nil {
+		x.route = req.Route
+		if !s.admit(x) {
+			return false
+		}
+		x.req = req
+		return true
+	}
 	match, validate := s.routes.Match, (*route.Route).ValidateInto
 	if x.legacy {
 		match, validate = s.routes.MatchLegacy, (*route.Route).ValidateLegacyInto
@@ -21,6 +33,22 @@ func (s *Server) route(x *exchange) bool {
 		return false
 	}
 	x.route = rt
+	if !s.admit(x) {
+		return false
+	}
+	if err := validate(rt, &x.request, param, x.rawQuery); err != nil {
+		x.fail(err)
+		return false
+	}
+	x.req = &x.request
+	s.routes.Remember(h, x.target, x.legacy, x.req)
+	return true
+}
+
+// admit checks what the route step refuses whatever the target: the
+// method, the target's length, a body, and the key's right to the route.
+func (s *Server) admit(x *exchange) bool {
+	rt := x.route
 	if x.method != methodGet && x.method != methodHead {
 		// Every endpoint uses GET (docs/CONTRACT.md "Routes"); HEAD is GET
 		// without a body (RFC 9110 section 9.3.2).
@@ -44,11 +72,6 @@ func (s *Server) route(x *exchange) bool {
 		x.fail(fail(failForbidden))
 		return false
 	}
-	if err := validate(rt, &x.request, param, x.rawQuery); err != nil {
-		x.fail(err)
-		return false
-	}
-	x.req = &x.request
 	return true
 }
 

@@ -108,6 +108,7 @@ const (
 // shared state.
 type Table struct {
 	routes []*Route
+	memo   *memo // the requests validated lately (memo.go)
 }
 
 // NewTable returns the route table.
@@ -264,7 +265,7 @@ func NewTable() *Table {
 			}
 		}
 	}
-	return &Table{routes: routes}
+	return &Table{routes: routes, memo: newMemo(memoSlots)}
 }
 
 // Routes lists the routes in table order; callers must not modify them.
