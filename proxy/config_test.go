@@ -80,6 +80,9 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{"bad price scale", func(s string) string {
 			return strings.Replace(s, "upstream:\n", "upstream:\n  price_scale: dollars\n", 1)
 		}, okEnv, "upstream.price_scale: must be"},
+		{"bad compression", func(s string) string {
+			return strings.Replace(s, "upstream:\n", "upstream:\n  compression: br\n", 1)
+		}, okEnv, `upstream.compression: must be "gzip" or "none", got "br"`},
 		{"no keys", func(s string) string {
 			return s[:strings.Index(s, "keys:")] + "plans:\n  free: {requests: 1, window: 1s}\n"
 		}, okEnv, "keys: at least one key is required"},

@@ -471,3 +471,34 @@ func TestAmbiguousCredentials(t *testing.T) {
 		t.Errorf("one Authorization: %d, nosniff %q", ok.StatusCode, ok.Header.Get("X-Content-Type-Options"))
 	}
 }
+
+// upstream.compression: none asks the legacy host for pages as they are,
+// and the answer is the same page as with gzip; a host that compresses
+// even when not asked is still read.
+func TestUpstreamCompressionNone(t *testing.T) {
+	plain := newEdge(t)
+	w := "/v1/trader/" + plain.sim.Wallets()[0] + "/activity?limit=7"
+	_, want := plain.get(w)
+	none := func(c *proxy.Config) { c.Upstream.Compression = "none" }
+
+	e := newEdge(t, withConfig(none))
+	resp, body := e.get(w)
+	if resp.StatusCode != 200 || !bytes.Equal(body, want) {
+		t.Fatalf("compression none: %d %.200s\nwant %.200s", resp.StatusCode, body, want)
+	}
+	recent := e.sim.Recent()
+	if got := recent[len(recent)-1].Header.Get("Accept-Encoding"); got != "" {
+		t.Errorf("upstream Accept-Encoding = %q, want none", got)
+	}
+
+	gzipsAnyway := withUpstream(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			r.Header.Set("Accept-Encoding", "gzip")
+			next.ServeHTTP(w, r)
+		})
+	})
+	resp, body = newEdge(t, withConfig(none), gzipsAnyway).get(w)
+	if resp.StatusCode != 200 || !bytes.Equal(body, want) {
+		t.Fatalf("gzip not asked for: %d %.200s", resp.StatusCode, body)
+	}
+}

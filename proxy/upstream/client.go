@@ -40,6 +40,7 @@ type legacyHost struct {
 	client  *http.Client
 	maxBody int64
 	shift   bool
+	gzip    bool      // ask for gzip (upstream.compression)
 	bufs    sync.Pool // *bytes.Buffer, upstream bodies
 	outs    sync.Pool // *[]byte, rewrite scratch
 	zrs     sync.Pool // *gzip.Reader
@@ -80,6 +81,7 @@ func newLegacyHost(c Config, wrap func(http.RoundTripper) http.RoundTripper) *le
 		client:  &http.Client{Transport: rt, CheckRedirect: noRedirects},
 		maxBody: c.MaxBodyBytes,
 		shift:   c.PriceScale == PriceScaleCents,
+		gzip:    c.Compression != CompressionNone,
 	}
 }
 
@@ -133,7 +135,9 @@ func (u *legacyHost) call(ctx context.Context, req *route.Request, requestID str
 	}
 	hr.Header.Set("Authorization", u.auth)
 	hr.Header.Set("Accept", "application/json")
-	hr.Header.Set("Accept-Encoding", "gzip") // pages travel compressed
+	if u.gzip {
+		hr.Header.Set("Accept-Encoding", "gzip") // pages travel compressed
+	}
 	hr.Header.Set("User-Agent", "tradergate")
 	hr.Header.Set("X-Request-Id", requestID)
 
@@ -149,6 +153,8 @@ func (u *legacyHost) call(ctx context.Context, req *route.Request, requestID str
 	switch enc := resp.Header.Get("Content-Encoding"); {
 	case enc == "" || strings.EqualFold(enc, "identity"):
 	case strings.EqualFold(enc, "gzip"):
+		// Inflated even when not asked for (upstream.compression: none):
+		// a host may send gzip regardless, and the page is still good.
 		zr, err := u.gunzip(resp.Body)
 		if err != nil {
 			err, f := transportError(ctx, err, Invalid)

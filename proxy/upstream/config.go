@@ -17,6 +17,16 @@ const (
 	PriceScaleUnit  = "unit"
 )
 
+// How pages travel from the legacy host: gzip (asked for with
+// Accept-Encoding, inflated by the edge) or as they are. gzip moves a
+// fifth of the bytes and costs the edge the inflating, about a fifth of a
+// miss's CPU (README "Benchmarks"): worth it across a WAN, not from a host
+// on the same network.
+const (
+	CompressionGzip = "gzip"
+	CompressionNone = "none"
+)
+
 // Config is the `upstream:` section: the legacy host, how it is called, and
 // how its failures are retried and broken.
 type Config struct {
@@ -44,6 +54,9 @@ type Config struct {
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
 	// MaxIdleConns is the keep-alive pool to the legacy host; zero: 256.
 	MaxIdleConns int `yaml:"max_idle_conns"`
+	// Compression is how pages are asked for: "gzip" or "none"; zero:
+	// "gzip".
+	Compression string `yaml:"compression"`
 	// ShieldConfig caps the calls in flight and per second (max_concurrent,
 	// per_second, queue_timeout, at this level of the section).
 	limits.ShieldConfig `yaml:",inline"`
@@ -66,6 +79,7 @@ func (c *Config) ApplyDefaults() {
 	c.PriceScale = cmp.Or(c.PriceScale, PriceScaleCents)
 	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, 32<<20)
 	c.MaxIdleConns = cmp.Or(c.MaxIdleConns, 256)
+	c.Compression = cmp.Or(c.Compression, CompressionGzip)
 	c.ShieldConfig.ApplyDefaults()
 	c.Retry.applyDefaults()
 	c.Breaker.applyDefaults()
@@ -100,6 +114,9 @@ func (c *Config) Validate(getenv func(string) string) []string {
 	}
 	if c.PriceScale != PriceScaleCents && c.PriceScale != PriceScaleUnit {
 		add("price_scale", "must be %q or %q, got %q", PriceScaleCents, PriceScaleUnit, c.PriceScale)
+	}
+	if c.Compression != CompressionGzip && c.Compression != CompressionNone {
+		add("compression", "must be %q or %q, got %q", CompressionGzip, CompressionNone, c.Compression)
 	}
 	if c.MaxBodyBytes < 1024 {
 		add("max_body_bytes", "must be at least 1024, got %d", c.MaxBodyBytes)
