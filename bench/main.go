@@ -111,7 +111,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := b.prepareDirs(); err != nil {
 		return err
 	}
-	defer os.RemoveAll(b.tmp)
+	defer func() {
+		// nginx's cache holds a file per page it stored: after a full run,
+		// hundreds of thousands, and removing them takes minutes on a slow
+		// disk. Say so, or the run looks hung after its last line.
+		fmt.Fprintf(stderr, "removing %s (builds, nginx's cache files)…\n", b.tmp)
+		_ = os.RemoveAll(b.tmp)
+	}()
 	defer b.procs.stopAll() // runs first: no child outlives the run
 
 	if err := b.setUp(ctx); err != nil {
