@@ -16,7 +16,7 @@ import (
 // and the routes never change while the process runs.
 //
 // Memory is bounded: a fixed number of slots, each holding at most one
-// request (about 700 bytes with its target), chosen by a hash of the
+// request (about 1 KB with its target, under 2.5 KB), chosen by a hash of the
 // target. A target whose slot holds another replaces it only on its
 // second miss there with no other target missing there in between, so
 // that a stream of targets asked once each (misses, a scan) neither pushes
@@ -43,8 +43,15 @@ type memoEntry struct {
 	req    Request
 }
 
-// memoSlots is the number of slots of the edge's memo: a few MB at most.
-const memoSlots = 4096
+// memoSlots is the number of slots of the edge's memo, and memoMaxTarget
+// the longest target it keeps: a client may pad a valid target with
+// parameters the routes drop, up to the 8 KiB the edge accepts, and 4,096
+// of those would hold 32 MiB. With the bound the memo holds 10 MiB at
+// most; a longer target is validated every time, as it was before.
+const (
+	memoSlots     = 4096
+	memoMaxTarget = 512
+)
 
 // newMemo returns a memo of n slots (rounded up to a power of two).
 func newMemo(n int) *memo {
@@ -71,6 +78,9 @@ func (t *Table) Remember(h uint64, target string, legacy bool, req *Request) {
 }
 
 func (m *memo) get(target string, legacy bool) (*Request, uint64) {
+	if len(target) > memoMaxTarget {
+		return nil, 0
+	}
 	h := maphash.String(m.seed, target)
 	if legacy {
 		h = ^h
@@ -83,6 +93,9 @@ func (m *memo) get(target string, legacy bool) (*Request, uint64) {
 }
 
 func (m *memo) put(h uint64, target string, legacy bool, req *Request) {
+	if len(target) > memoMaxTarget {
+		return
+	}
 	s := &m.slots[h&m.mask]
 	if s.entry.Load() != nil && s.missed.Swap(h) != h {
 		return // the slot's request stays until this target misses again

@@ -141,3 +141,31 @@ func TestMemoConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// A target padded with parameters the route drops is validated every
+// time, never kept: 4,096 of them at the edge's 8 KiB limit would make
+// the memo hold 32 MiB.
+func TestMemoKeepsNoLongTarget(t *testing.T) {
+	tb := NewTable()
+	long := "/v1/tx/" + hash + "?pad=" + strings.Repeat("p", memoMaxTarget)
+	for range 2 {
+		r, h := tb.Recall(long, false)
+		if r != nil {
+			t.Fatal("a long target was remembered")
+		}
+		rt, param := tb.Match("/v1/tx/" + hash)
+		var req Request
+		if err := rt.ValidateInto(&req, param, "pad="+strings.Repeat("p", memoMaxTarget)); err != nil {
+			t.Fatal(err)
+		}
+		tb.Remember(h, long, false, &req)
+	}
+	if r, _ := tb.Recall(long, false); r != nil {
+		t.Error("a long target was remembered")
+	}
+	for i := range tb.memo.slots {
+		if tb.memo.slots[i].entry.Load() != nil {
+			t.Fatal("a slot holds the long target")
+		}
+	}
+}
