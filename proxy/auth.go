@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
+	"sync/atomic"
 
 	"tradergate/limits"
 	"tradergate/proxy/route"
@@ -28,6 +29,9 @@ type principal struct {
 	routes uint64
 	// legacyRetired: keys[].legacy is retired; its legacy calls are 410.
 	legacyRetired bool
+	// use is the key's migration counts, remembered after the first
+	// request so that later ones skip the lookup (migration.record).
+	use atomic.Pointer[keyUse]
 }
 
 // Allowed reports whether the key may use the route.

@@ -59,6 +59,7 @@ type migration struct {
 // keyUse is one key's counts since start. Times are Unix milliseconds, 0
 // for none.
 type keyUse struct {
+	owner               *migration // the migration that counts it
 	v1, legacy          atomic.Int64
 	firstLegacy, lastLe atomic.Int64
 	routes              []routeUse // by route index
@@ -121,6 +122,7 @@ func (m *migration) use(id string) *keyUse {
 	defer m.mu.Unlock()
 	if u = m.keys[id]; u == nil {
 		u = &keyUse{
+			owner:     m,
 			routes:    make([]routeUse, len(m.routes)),
 			v1Series:  m.requests.WithLabelValues(id, apiV1),
 			legSeries: m.requests.WithLabelValues(id, apiLegacy),
@@ -131,9 +133,13 @@ func (m *migration) use(id string) *keyUse {
 	return u
 }
 
-// record counts one valid request of key id on rt at now.
-func (m *migration) record(id string, rt *route.Route, legacy bool, now time.Time) {
-	u := m.use(id)
+// record counts one valid request of key p on rt at now.
+func (m *migration) record(p *principal, rt *route.Route, legacy bool, now time.Time) {
+	u := p.use.Load()
+	if u == nil || u.owner != m {
+		u = m.use(p.KeyID)
+		p.use.Store(u)
+	}
 	if !legacy {
 		u.v1.Add(1)
 		u.v1Series.Inc()
@@ -164,7 +170,7 @@ func storeMin(a *atomic.Int64, v int64) {
 // links the /v1 successor and refuses it with 410 once retired there
 // (legacy.go). It runs once the request is valid.
 func (s *Server) migrate(x *exchange) bool {
-	s.migration.record(x.principal.KeyID, x.route, x.legacy, x.now)
+	s.migration.record(x.principal, x.route, x.legacy, x.now)
 	if !x.legacy {
 		return true
 	}
