@@ -20,8 +20,8 @@ type Config struct {
 	// at start: a reload does not resize the cache.
 	MaxBytes int64 `yaml:"max_bytes"`
 	// CompressMinBytes: a page larger than this is also kept gzip-compressed,
-	// made once at insert and served to clients that accept gzip. Zero: 1024
-	// (1 KiB). Negative: never compress.
+	// made on the first hit that accepts gzip (forms.go) and served to
+	// clients that accept it. Zero: 1024 (1 KiB). Negative: never compress.
 	CompressMinBytes int `yaml:"compress_min_bytes"`
 	// Policy holds the figures of every route (docs/ARCHITECTURE.md "Cache
 	// policy"). A zero field takes the default named on Policy.
