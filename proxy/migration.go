@@ -59,7 +59,6 @@ type migration struct {
 // keyUse is one key's counts since start. Times are Unix milliseconds, 0
 // for none.
 type keyUse struct {
-	owner               *migration // the migration that counts it
 	v1, legacy          atomic.Int64
 	firstLegacy, lastLe atomic.Int64
 	routes              []routeUse // by route index
@@ -122,7 +121,6 @@ func (m *migration) use(id string) *keyUse {
 	defer m.mu.Unlock()
 	if u = m.keys[id]; u == nil {
 		u = &keyUse{
-			owner:     m,
 			routes:    make([]routeUse, len(m.routes)),
 			v1Series:  m.requests.WithLabelValues(id, apiV1),
 			legSeries: m.requests.WithLabelValues(id, apiLegacy),
@@ -135,8 +133,10 @@ func (m *migration) use(id string) *keyUse {
 
 // record counts one valid request of key p on rt at now.
 func (m *migration) record(p *principal, rt *route.Route, legacy bool, now time.Time) {
+	// A principal belongs to one Server's key set, and the Server's
+	// migration lives as long as it: the pointer never goes stale.
 	u := p.use.Load()
-	if u == nil || u.owner != m {
+	if u == nil {
 		u = m.use(p.KeyID)
 		p.use.Store(u)
 	}
