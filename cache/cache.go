@@ -96,8 +96,13 @@ type Cache struct {
 	cancel context.CancelFunc
 
 	stats counters
-	wants wants // callers waiting per key, for Abandoned
-	l2    *l2   // nil: no shared tier
+	// fileErrLogged: a page file failed to be made and was logged at
+	// warning level; later failures are logged at debug (files.go).
+	fileErrLogged atomic.Bool
+	// maxFiles bounds the page files open at once (files.go).
+	maxFiles int64
+	wants    wants // callers waiting per key, for Abandoned
+	l2       *l2   // nil: no shared tier
 
 	// testHookWaiting, when set by a test, runs once a miss waits on its
 	// flight: a barrier that needs no sleeping.
@@ -134,6 +139,8 @@ func New(cfg Config, opt Options) (*Cache, error) {
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
+	c.maxFiles = maxPageFiles()
+	c.fileSettings(s)
 	c.cfg.Store(s)
 	c.stop, c.cancel = context.WithCancel(context.Background())
 	if opt.L2 != nil {
@@ -160,6 +167,7 @@ func (c *Cache) SetConfig(cfg Config) error {
 		// Not an error: the rest of the reload applies.
 		c.log.Warn("cache: max_bytes changes on restart only", slog.Int64("running", c.store.max), slog.Int64("configured", cfg.MaxBytes))
 	}
+	c.fileSettings(s)
 	c.cfg.Store(s)
 	return nil
 }

@@ -23,6 +23,18 @@ type Config struct {
 	// made on the first hit that accepts gzip (forms.go) and served to
 	// clients that accept it. Zero: 1024 (1 KiB). Negative: never compress.
 	CompressMinBytes int `yaml:"compress_min_bytes"`
+	// SendfileMinBytes: a form of a page (identity or gzip) at least this
+	// long is also kept in a page file in SendfileDir, made on its first
+	// plain HTTP/1.1 answer and sent from then on with sendfile(2), which
+	// spares the kernel a copy of the page (files.go). Zero:
+	// DefaultSendfileMinBytes. Negative: never. Linux only; elsewhere
+	// pages are always sent from memory.
+	SendfileMinBytes int `yaml:"sendfile_min_bytes"`
+	// SendfileDir is where page files are made, unnamed (O_TMPFILE): a
+	// directory on a disk filesystem. Zero: DefaultSendfileDir. One that
+	// cannot hold them (missing, not writable, tmpfs) turns page files
+	// off, with a log line.
+	SendfileDir string `yaml:"sendfile_dir"`
 	// Policy holds the figures of every route (docs/ARCHITECTURE.md "Cache
 	// policy"). A zero field takes the default named on Policy.
 	Policy Policy `yaml:"policy"`
@@ -77,6 +89,8 @@ type Policy struct {
 const (
 	DefaultMaxBytes         = 256 << 20
 	DefaultCompressMinBytes = 1024
+	DefaultSendfileMinBytes = 64 << 10
+	DefaultSendfileDir      = "/var/tmp"
 
 	DefaultFreshTTL             = time.Second
 	DefaultImmutableTTL         = 24 * time.Hour
@@ -103,6 +117,12 @@ func (c *Config) ApplyDefaults() {
 	}
 	if c.CompressMinBytes == 0 {
 		c.CompressMinBytes = DefaultCompressMinBytes
+	}
+	if c.SendfileMinBytes == 0 {
+		c.SendfileMinBytes = DefaultSendfileMinBytes
+	}
+	if c.SendfileDir == "" {
+		c.SendfileDir = DefaultSendfileDir
 	}
 	if c.L2.Enabled == nil {
 		on := true
@@ -200,6 +220,8 @@ func (p Policy) validate(prefix string, add func(field, format string, args ...a
 // Get reads through an atomic pointer, so a reload never races a request.
 type settings struct {
 	compressMin int // < 0: never compress
+	fileMin     int // < 0: no page files
+	fileDir     string
 	l2          bool
 	l2Max       int
 	global      Policy
@@ -217,6 +239,8 @@ func resolve(cfg Config) (*settings, error) {
 	cfg.ApplyDefaults()
 	return &settings{
 		compressMin: cfg.CompressMinBytes,
+		fileMin:     cfg.SendfileMinBytes,
+		fileDir:     cfg.SendfileDir,
 		l2:          *cfg.L2.Enabled,
 		l2Max:       cfg.L2.MaxEntryBytes,
 		global:      cfg.Policy,

@@ -34,8 +34,11 @@ type forms struct {
 	key     string
 	expires time.Time
 	// cost is the bytes charged to the store (store.go); it grows when a
-	// form is made.
+	// form or a page file is made.
 	cost atomic.Int64
+
+	// The page files of the two forms (files.go).
+	idFile, gzFile pageFile
 }
 
 // Body returns the identity body. For a page from the shared tier it is

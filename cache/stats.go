@@ -24,6 +24,9 @@ type Stats struct {
 	Entries, Bytes uint64
 	// Waiting is the number of calls waiting on a flight now.
 	Waiting uint64
+	// Files and FileBytes are the page files open now (files.go) and the
+	// bytes they hold, a part of Bytes.
+	Files, FileBytes uint64
 
 	// The shared tier (l2.go), one lookup per flight that asks it: a fresh
 	// value (L2Hits), a stale one served or held for stale-if-error
@@ -44,6 +47,7 @@ type counters struct {
 	misses, stale, bypass, coalesced, fetches atomic.Uint64
 	refreshes                                 atomic.Uint64
 	waiting                                   atomic.Int64
+	files, fileBytes                          atomic.Int64
 
 	l2Hits, l2Misses, l2Stale, l2Errors, l2Corrupt atomic.Uint64
 	l2Stores, l2LockWaits, l2LockWaitTimeouts      atomic.Uint64
@@ -80,6 +84,8 @@ func (c *Cache) Stats() Stats {
 		Entries:   c.store.entries(),
 		Bytes:     uint64(max(c.store.bytes(), 0)),
 		Waiting:   uint64(max(k.waiting.Load(), 0)),
+		Files:     uint64(max(k.files.Load(), 0)),
+		FileBytes: uint64(max(k.fileBytes.Load(), 0)),
 
 		L2Hits:             k.l2Hits.Load(),
 		L2Misses:           k.l2Misses.Load(),

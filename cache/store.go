@@ -91,6 +91,7 @@ func newStore(maxBytes int64) (*store, error) {
 		IgnoreInternalCost: true,
 		OnEvict:            s.onEvict,
 		OnReject:           func(*ristretto.Item[*Entry]) { s.rejected.Add(1) },
+		OnExit:             s.onExit,
 	})
 	if err != nil {
 		return nil, err
@@ -116,6 +117,28 @@ func (s *store) onEvict(it *ristretto.Item[*Entry]) {
 	}
 }
 
+// onExit runs whenever ristretto lets go of a value: evicted, expired,
+// refused, deleted (put, drop), cleared by close, and also replaced by an
+// update, which grow makes with the entry itself: an entry the store still
+// holds has not left. One that has left gets its page files closed
+// (files.go). While closing, ristretto calls this under its own shard lock,
+// where a Get would deadlock; every entry is leaving then anyway.
+//
+// A grow that re-adds an entry its eviction just took out (grow checks,
+// then sets) leaves it stored with its files closed: its answers are then
+// written from the heap, which is correct, only not as cheap.
+func (s *store) onExit(e *Entry) {
+	if e == nil {
+		return
+	}
+	if !s.closing.Load() {
+		if cur, ok := s.rc.Get(e.key); ok && cur == e {
+			return
+		}
+	}
+	e.closeFiles()
+}
+
 func (s *store) get(key string) *Entry {
 	e, _ := s.rc.Get(key)
 	return e
@@ -132,12 +155,15 @@ func (s *store) put(key string, e *Entry, ttl time.Duration) {
 	if ttl <= 0 {
 		return
 	}
-	e.home, e.key, e.expires = s, key, time.Now().Add(ttl)
 	cost := e.cost.Add(int64(cap(e.id)+cap(e.gz)+len(key)) + entryOverhead)
 	if cost > s.max {
 		s.rejected.Add(1)
 		return
 	}
+	// Only an entry handed to the store has a home: what has none is
+	// never charged, and gets no page files, which the store's OnExit
+	// would never close.
+	e.home, e.key, e.expires = s, key, time.Now().Add(ttl)
 	mu := s.lock(key)
 	mu.Lock()
 	defer mu.Unlock()

@@ -1,0 +1,314 @@
+//go:build linux
+
+package cache
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// fileBytes reads a page file at explicit offsets, as an answer does,
+// without moving its offset.
+func fileBytes(t *testing.T, f *os.File, n int) []byte {
+	t.Helper()
+	b := make([]byte, n+1)
+	got, err := f.ReadAt(b, 0)
+	if got != n || err == nil {
+		t.Fatalf("file holds %d bytes (%v), want %d", got, err, n)
+	}
+	return b[:got]
+}
+
+// fileDir is a directory that can hold page files: the test's own, or
+// one in DefaultSendfileDir where the test's is on tmpfs.
+func fileDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if checkFileDir(dir) == nil {
+		return dir
+	}
+	dir, err := os.MkdirTemp(DefaultSendfileDir, "tradergate-test-")
+	if err != nil {
+		t.Fatalf("no directory for page files: %v", err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	if err := checkFileDir(dir); err != nil {
+		t.Fatalf("no directory for page files: %v", err)
+	}
+	return dir
+}
+
+// isOpen tells whether the file can still be sent (Control holds it).
+func isOpen(f *os.File) bool {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return false
+	}
+	return rc.Control(func(uintptr) {}) == nil
+}
+
+// TestFileHoldsThePage: a form at least sendfile_min_bytes long gets one
+// unnamed file per form holding exactly its bytes, made on the first call
+// and charged to the store once.
+func TestFileHoldsThePage(t *testing.T) {
+	c := newTestCache(t, Config{SendfileDir: fileDir(t)}, newClock(), Options{})
+	body := page(400<<10, 1)
+	e := mustGet(t, c, "big", func(context.Context) ([]byte, Facts, error) { return body, liveFacts, nil }, Miss)
+	before := ledger(c)
+	f := e.File(false)
+	if f == nil {
+		t.Fatal("no file for a 400 KiB page")
+	}
+	if !bytes.Equal(fileBytes(t, f, len(body)), body) {
+		t.Fatal("the file differs from the page")
+	}
+	if got, want := ledger(c)-before, pageRound(int64(len(body))); got != want {
+		t.Errorf("the ledger grew by %d, want the file's %d", got, want)
+	}
+	if e.File(false) != f || ledger(c)-before != pageRound(int64(len(body))) {
+		t.Error("a second call made or charged another file")
+	}
+	if fi, err := f.Stat(); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("file mode %v (%v), want 0600", fi.Mode(), err)
+	}
+
+	gz := e.GzipBody()
+	if len(gz) < DefaultSendfileMinBytes {
+		t.Fatalf("gzip form of %d bytes: too short for this test", len(gz))
+	}
+	zf := e.File(true)
+	if zf == nil || zf == f || !bytes.Equal(fileBytes(t, zf, len(gz)), gz) {
+		t.Fatal("the gzip file does not hold the gzip form")
+	}
+	st := c.Stats()
+	if want := uint64(pageRound(int64(len(body))) + pageRound(int64(len(gz)))); st.Files != 2 || st.FileBytes != want {
+		t.Errorf("Stats: %d files, %d bytes; want 2, %d", st.Files, st.FileBytes, want)
+	}
+}
+
+// TestFileNone: short forms, files turned off, and pages the store did not
+// take get no file, and nothing is charged for asking.
+func TestFileNone(t *testing.T) {
+	c := newTestCache(t, Config{SendfileDir: fileDir(t)}, newClock(), Options{})
+	short := bytes.Clone(page(DefaultSendfileMinBytes, 2)[:DefaultSendfileMinBytes-1])
+	e := mustGet(t, c, "short", func(context.Context) ([]byte, Facts, error) { return short, liveFacts, nil }, Miss)
+	e.GzipBody() // made and charged here, not by File
+	before := ledger(c)
+	if e.File(false) != nil || e.File(true) != nil || ledger(c) != before {
+		t.Error("a page under sendfile_min_bytes got a file or a charge")
+	}
+
+	off := newTestCache(t, Config{SendfileMinBytes: -1, SendfileDir: fileDir(t)}, newClock(), Options{})
+	e = mustGet(t, off, "big", func(context.Context) ([]byte, Facts, error) { return page(400<<10, 3), liveFacts, nil }, Miss)
+	if e.File(false) != nil {
+		t.Error("sendfile_min_bytes -1 made a file")
+	}
+
+	// A page larger than the whole store is served, never stored.
+	small := newTestCache(t, Config{MaxBytes: 1 << 20, SendfileDir: fileDir(t)}, newClock(), Options{})
+	e = mustGet(t, small, "huge", func(context.Context) ([]byte, Facts, error) { return page(2<<20, 4), liveFacts, nil }, Miss)
+	if e.File(false) != nil || small.Stats().Files != 0 {
+		t.Error("a page the store refused got a file")
+	}
+}
+
+// TestFileDir: a directory that cannot hold page files (missing, or on
+// tmpfs, where sending measured dearer than writing from memory) turns
+// them off with a log line saying why, at start and on SetConfig.
+func TestFileDir(t *testing.T) {
+	var logs strings.Builder
+	var mu sync.Mutex
+	log := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return logs.Write(p)
+	}), nil))
+	missing := t.TempDir() + "/none"
+	c := newTestCache(t, Config{SendfileDir: missing}, newClock(), Options{Logger: log})
+	e := mustGet(t, c, "big", func(context.Context) ([]byte, Facts, error) { return page(400<<10, 5), liveFacts, nil }, Miss)
+	if e.File(false) != nil {
+		t.Error("a file made in a missing directory")
+	}
+	if !strings.Contains(logs.String(), "page files off") || !strings.Contains(logs.String(), missing) {
+		t.Errorf("log %q: want the reason, naming the directory", logs.String())
+	}
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		logs.Reset()
+		if err := c.SetConfig(Config{SendfileDir: "/dev/shm"}); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(logs.String(), "tmpfs") {
+			t.Errorf("log %q: want tmpfs named", logs.String())
+		}
+	}
+	if err := c.SetConfig(Config{SendfileDir: fileDir(t)}); err != nil {
+		t.Fatal(err)
+	}
+	e = mustGet(t, c, "big2", func(context.Context) ([]byte, Facts, error) { return page(400<<10, 6), liveFacts, nil }, Miss)
+	if e.File(false) == nil {
+		t.Error("no file once a usable directory is configured")
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// TestFileClosedWhenPageLeaves: replaced, dropped, evicted or closed with
+// the cache, a page's file is closed (an answer holding it then falls back
+// to the heap) and no new one is made for it.
+func TestFileClosedWhenPageLeaves(t *testing.T) {
+	clk := newClock()
+	c := newTestCache(t, Config{MaxBytes: 4 << 20, SendfileDir: fileDir(t)}, clk, Options{})
+	fetch := func(seed uint64) Fetch {
+		return func(context.Context) ([]byte, Facts, error) { return page(200<<10, seed), liveFacts, nil }
+	}
+	old := mustGet(t, c, "k", fetch(1), Miss)
+	f := old.File(false)
+	if f == nil || !isOpen(f) {
+		t.Fatal("no open file")
+	}
+	clk.Add(time.Hour) // past every window: the next Get replaces it
+	cur := mustGet(t, c, "k", fetch(2), Miss)
+	c.store.rc.Wait()
+	if isOpen(f) {
+		t.Error("the replaced page's file is open")
+	}
+	if old.File(false) != nil || old.File(true) != nil {
+		t.Error("a page out of the store made a file")
+	}
+	if cur.File(false) == nil {
+		t.Fatal("the new page has no file")
+	}
+	if st := c.Stats(); st.Files != 1 {
+		t.Errorf("%d files open, want 1", st.Files)
+	}
+
+	// Evictions: ten times the store in pages, each with its file.
+	for i := range 200 {
+		e := mustGet(t, c, fmt.Sprint("e", i), fetch(uint64(10+i)), Miss)
+		e.File(false)
+	}
+	c.store.rc.Wait()
+	var held uint64
+	c.store.rc.IterValues(func(e *Entry) bool {
+		if e.idFile.h != nil && !e.idFile.h.closed.Load() {
+			held++
+		}
+		return false
+	})
+	if st := c.Stats(); st.Files != held || st.Evictions == 0 {
+		t.Errorf("%d files open, %d held by stored pages (evictions %d)", st.Files, held, st.Evictions)
+	}
+
+	// Dropped, as a shared-tier page whose identity would not inflate is
+	// (forms.go).
+	e := mustGet(t, c, "d", fetch(3), Miss)
+	df := e.File(false)
+	c.store.drop(e)
+	c.store.rc.Wait()
+	if df == nil || isOpen(df) {
+		t.Error("a dropped page's file is open")
+	}
+
+	c.Close()
+	if st := c.Stats(); st.Files != 0 || st.FileBytes != 0 {
+		t.Errorf("after Close: %d files, %d bytes", st.Files, st.FileBytes)
+	}
+}
+
+// TestFileRace runs answers that take and read a page's file while the
+// page is replaced, under -race: every read sees the whole page or finds
+// the file closed, never a short or foreign one.
+func TestFileRace(t *testing.T) {
+	clk := newClock()
+	c := newTestCache(t, Config{SendfileDir: fileDir(t)}, clk, Options{})
+	bodies := [][]byte{page(100<<10, 5), page(100<<10, 6)}
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for range 4 {
+		wg.Go(func() {
+			buf := make([]byte, 200<<10)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				e, _, err := c.Get(context.Background(), "k", func(context.Context) ([]byte, Facts, error) { return bodies[0], liveFacts, nil })
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				f := e.File(false)
+				if f == nil {
+					continue // asked after the page left: none
+				}
+				rc, _ := f.SyscallConn()
+				var n int
+				var rerr error
+				err = rc.Control(func(fd uintptr) {
+					// Raw, as sendfile reads it: the File's own methods
+					// refuse once Close has begun, even under Control.
+					n, rerr = syscall.Pread(int(fd), buf[:len(e.Body())], 0)
+				})
+				if err != nil {
+					continue // closed under us: an answer sends the heap
+				}
+				if rerr != nil || n != len(e.Body()) || !bytes.Equal(buf[:n], e.Body()) {
+					t.Errorf("read %d bytes (%v) that are not the page", n, rerr)
+					return
+				}
+			}
+		})
+	}
+	for i := range 50 {
+		clk.Add(time.Hour)
+		body := bodies[i%2]
+		// A reader may fetch first: whichever does, the page is replaced.
+		if _, _, err := c.Get(context.Background(), "k", func(context.Context) ([]byte, Facts, error) { return body, liveFacts, nil }); err != nil {
+			t.Error(err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	c.Close()
+	if st := c.Stats(); st.Files != 0 {
+		t.Errorf("%d files open after Close", st.Files)
+	}
+}
+
+// TestFileLimit: page files keep to their share of the descriptor limit;
+// a page refused a file gets one once others have closed.
+func TestFileLimit(t *testing.T) {
+	if max := maxPageFiles(); max < 16 {
+		t.Errorf("maxPageFiles %d: the descriptor limit was not read", max)
+	}
+	clk := newClock()
+	c := newTestCache(t, Config{SendfileDir: fileDir(t)}, clk, Options{})
+	c.maxFiles = 1
+	fetch := func(seed uint64) Fetch {
+		return func(context.Context) ([]byte, Facts, error) { return page(100<<10, seed), liveFacts, nil }
+	}
+	a := mustGet(t, c, "a", fetch(1), Miss)
+	b := mustGet(t, c, "b", fetch(2), Miss)
+	if a.File(false) == nil {
+		t.Fatal("no file under the limit")
+	}
+	if b.File(false) != nil {
+		t.Fatal("a file past the limit")
+	}
+	c.store.drop(a)
+	c.store.rc.Wait()
+	if b.File(false) == nil {
+		t.Error("no file once the other closed")
+	}
+}
