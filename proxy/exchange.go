@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"net/netip"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -77,6 +78,11 @@ type exchange struct {
 	vals      []byte // backing of the header values made for this answer
 	body      []byte
 	closeConn bool
+	// sendfile: the front can send a file straight to the client's socket
+	// (plain HTTP/1.1); file: the cache's file holding body, to send so
+	// (cache/files.go), or nil.
+	sendfile bool
+	file     *os.File
 
 	// kept: something may hold the exchange's memory after the request
 	// (see Reuse above); it is never given back to the pool.
@@ -240,7 +246,9 @@ func (x *exchange) setInt(name string, n int64) {
 // must never read the body as anything but JSON, whatever text a legacy
 // message put into it.
 func (x *exchange) reply(status int, body []byte) {
-	x.status, x.body = status, body
+	// A page file goes with the body it holds: a new body drops it
+	// (writeEntry sets it after its reply).
+	x.status, x.body, x.file = status, body, nil
 	x.setHeader("Content-Type", "application/json")
 	x.setHeader("X-Content-Type-Options", "nosniff")
 }

@@ -52,6 +52,8 @@ func (s *Server) readFast(x *exchange, ctx *fasthttp.RequestCtx) {
 	x.hasBody = h.ContentLength() > 0 || h.ContentLength() == -1 || len(ctx.Request.Body()) > 0
 	x.peer = peerAddr(ctx.RemoteAddr())
 	x.malformed = readHeaders(x, h.RawHeaders(), s.trace != nil)
+	// A plain TCP connection (not TLS) can be sent a page file.
+	_, x.sendfile = ctx.Conn().(*net.TCPConn)
 }
 
 // readHeaders reads the fields the steps use from the header block as it
@@ -186,7 +188,13 @@ func (s *Server) writeFast(x *exchange, ctx *fasthttp.RequestCtx) {
 			resp.Header.Add("Strict-Transport-Security", hsts)
 		}
 	}
-	resp.SetBodyRaw(x.body)
+	if x.file != nil {
+		// The header block goes out first, then the file (fileBody).
+		resp.ImmediateHeaderFlush = true
+		resp.SetBodyStream(&fileBody{f: x.file, conn: ctx.Conn(), body: x.body}, len(x.body))
+	} else {
+		resp.SetBodyRaw(x.body)
+	}
 	if x.closeConn || x.status == statusClientClosed {
 		ctx.SetConnectionClose()
 	}

@@ -205,6 +205,10 @@ var (
 		"Entries held.", nil, nil)
 	descCacheBytes = prometheus.NewDesc("tradergate_cache_bytes",
 		"Bytes held, against cache.max_bytes.", nil, nil)
+	descCacheFiles = prometheus.NewDesc("tradergate_cache_files",
+		"Page files open: large pages kept in memory files, sent with sendfile (cache.sendfile_min_bytes).", nil, nil)
+	descCacheFileBytes = prometheus.NewDesc("tradergate_cache_file_bytes",
+		"Bytes held in page files, a part of tradergate_cache_bytes.", nil, nil)
 	descL2Requests = prometheus.NewDesc("tradergate_l2_requests_total",
 		"Lookups of the shared page cache (Redis) by result: hit, stale, miss, error (Redis failed: the replica worked alone), corrupt (a value that did not decode).", []string{"result"}, nil)
 	descL2Stores = prometheus.NewDesc("tradergate_l2_stores_total",
@@ -217,7 +221,7 @@ var (
 
 func (c *cacheCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descCacheRequests, descCacheCoalesced, descCacheFetches,
-		descCacheEvictions, descCacheRejected, descCacheEntries, descCacheBytes} {
+		descCacheEvictions, descCacheRejected, descCacheEntries, descCacheBytes, descCacheFiles, descCacheFileBytes} {
 		ch <- d
 	}
 	if c.s.fleet != nil {
@@ -241,6 +245,8 @@ func (c *cacheCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descCacheRejected, prometheus.CounterValue, float64(st.Rejected))
 	ch <- prometheus.MustNewConstMetric(descCacheEntries, prometheus.GaugeValue, float64(st.Entries))
 	ch <- prometheus.MustNewConstMetric(descCacheBytes, prometheus.GaugeValue, float64(st.Bytes))
+	ch <- prometheus.MustNewConstMetric(descCacheFiles, prometheus.GaugeValue, float64(st.Files))
+	ch <- prometheus.MustNewConstMetric(descCacheFileBytes, prometheus.GaugeValue, float64(st.FileBytes))
 	if c.s.fleet == nil {
 		return // the shared tier's series exist only where there is one
 	}

@@ -140,6 +140,9 @@ func (s *Server) writeEntry(x *exchange, e *cache.Entry, status cache.Status) {
 		x.setHeader("Content-Encoding", "gzip")
 	}
 	x.reply(http.StatusOK, body)
+	if x.sendfile && x.method == methodGet {
+		x.file = e.File(gz) // nil for a page too short to gain by it
+	}
 }
 
 // cacheStatus is the RFC 9211 Cache-Status of an answer from the cache,
