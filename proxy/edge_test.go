@@ -476,12 +476,15 @@ func TestAmbiguousCredentials(t *testing.T) {
 // and the answer is the same page as with gzip; a host that compresses
 // even when not asked is still read.
 func TestUpstreamCompressionNone(t *testing.T) {
-	plain := newEdge(t)
+	// Each edge has a legacy host of its own: one End for all, or two made
+	// either side of a second would date their data a second apart.
+	sim := withSim(legacysim.Config{Seed: 7, End: time.Now().Truncate(time.Second)})
+	plain := newEdge(t, sim)
 	w := "/v1/trader/" + plain.sim.Wallets()[0] + "/activity?limit=7"
 	_, want := plain.get(w)
 	none := func(c *proxy.Config) { c.Upstream.Compression = "none" }
 
-	e := newEdge(t, withConfig(none))
+	e := newEdge(t, sim, withConfig(none))
 	resp, body := e.get(w)
 	if resp.StatusCode != 200 || !bytes.Equal(body, want) {
 		t.Fatalf("compression none: %d %.200s\nwant %.200s", resp.StatusCode, body, want)
@@ -497,7 +500,7 @@ func TestUpstreamCompressionNone(t *testing.T) {
 			next.ServeHTTP(w, r)
 		})
 	})
-	resp, body = newEdge(t, withConfig(none), gzipsAnyway).get(w)
+	resp, body = newEdge(t, sim, withConfig(none), gzipsAnyway).get(w)
 	if resp.StatusCode != 200 || !bytes.Equal(body, want) {
 		t.Fatalf("gzip not asked for: %d %.200s", resp.StatusCode, body)
 	}
