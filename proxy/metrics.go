@@ -206,7 +206,7 @@ var (
 	descCacheBytes = prometheus.NewDesc("tradergate_cache_bytes",
 		"Bytes held, against cache.max_bytes.", nil, nil)
 	descCacheFiles = prometheus.NewDesc("tradergate_cache_files",
-		"Page files open: large pages kept in memory files, sent with sendfile (cache.sendfile_min_bytes).", nil, nil)
+		"Page files open: large pages kept in unnamed files in cache.sendfile_dir, sent with sendfile (cache.sendfile_min_bytes).", nil, nil)
 	descCacheFileBytes = prometheus.NewDesc("tradergate_cache_file_bytes",
 		"Bytes held in page files, a part of tradergate_cache_bytes.", nil, nil)
 	descL2Requests = prometheus.NewDesc("tradergate_l2_requests_total",
