@@ -191,7 +191,7 @@ func (s *Server) writeFast(x *exchange, ctx *fasthttp.RequestCtx) {
 	if x.file != nil {
 		// The header block goes out first, then the file (fileBody).
 		resp.ImmediateHeaderFlush = true
-		resp.SetBodyStream(&fileBody{f: x.file, conn: ctx.Conn(), body: x.body}, len(x.body))
+		resp.SetBodyStream(newFileBody(x.file, ctx.Conn(), x.body), len(x.body))
 	} else {
 		resp.SetBodyRaw(x.body)
 	}

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"io"
 	"net"
 	"os"
@@ -18,29 +19,26 @@ import (
 // so any number of answers send one file at once. Control holds the file
 // open while it is sent: the cache closes a page's file when the page
 // leaves it, and that close waits for the answers sending it. An answer
-// that finds it closed already writes the same bytes from body.
+// that finds it closed already writes the same bytes from memory.
 type fileBody struct {
 	f    *os.File
 	conn net.Conn
-	body []byte // the page's bytes, which the file holds
-	read int    // what Read handed out
+	// page holds the page's bytes, which the file holds: its Read serves
+	// a caller of fasthttp that reads a body stream rather than writing
+	// it (none in the edge today), its WriteTo the heap fallback.
+	page bytes.Reader
+}
+
+func newFileBody(f *os.File, conn net.Conn, body []byte) *fileBody {
+	b := &fileBody{f: f, conn: conn}
+	b.page.Reset(body)
+	return b
 }
 
 // SupportsBodyWriteTo tells fasthttp to send the body with WriteTo.
 func (b *fileBody) SupportsBodyWriteTo() bool { return true }
 
-func (b *fileBody) writeHeap(w io.Writer) (int64, error) {
-	n, err := w.Write(b.body)
-	return int64(n), err
-}
+func (b *fileBody) Read(p []byte) (int, error) { return b.page.Read(p) }
 
-// Read hands out the page's bytes, for a caller of fasthttp that reads a
-// body stream rather than writing it (none in the edge today).
-func (b *fileBody) Read(p []byte) (int, error) {
-	if b.read >= len(b.body) {
-		return 0, io.EOF
-	}
-	n := copy(p, b.body[b.read:])
-	b.read += n
-	return n, nil
-}
+// writeHeap writes the page's bytes through w.
+func (b *fileBody) writeHeap(w io.Writer) (int64, error) { return b.page.WriteTo(w) }

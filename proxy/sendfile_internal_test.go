@@ -64,7 +64,7 @@ func TestFileBodySends(t *testing.T) {
 	}()
 	var w bytes.Buffer
 	for i := range 2 {
-		n, err := (&fileBody{f: f, conn: server, body: body}).WriteTo(&w)
+		n, err := newFileBody(f, server, body).WriteTo(&w)
 		if err != nil || n != int64(len(body)) || w.Len() != 0 {
 			t.Fatalf("answer %d: sent %d (%v), %d bytes through the writer", i, n, err, w.Len())
 		}
@@ -77,7 +77,7 @@ func TestFileBodySends(t *testing.T) {
 	}
 
 	_ = f.Close()
-	n, err := (&fileBody{f: f, conn: server, body: body}).WriteTo(&w)
+	n, err := newFileBody(f, server, body).WriteTo(&w)
 	if err != nil || n != int64(len(body)) || !bytes.Equal(w.Bytes(), body) {
 		t.Errorf("closed file: %d bytes (%v), %d through the writer; want the heap's", n, err, w.Len())
 	}
@@ -90,7 +90,7 @@ func TestFileBodyDeadline(t *testing.T) {
 	f := pageFileOf(t, body)
 	server, _ := tcpPair(t)
 	_ = server.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
-	n, err := (&fileBody{f: f, conn: server, body: body}).WriteTo(io.Discard)
+	n, err := newFileBody(f, server, body).WriteTo(io.Discard)
 	if !errors.Is(err, os.ErrDeadlineExceeded) || n >= int64(len(body)) {
 		t.Fatalf("sent %d of %d: %v, want the deadline", n, len(body), err)
 	}

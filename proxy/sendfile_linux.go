@@ -27,7 +27,7 @@ func (b *fileBody) WriteTo(w io.Writer) (int64, error) {
 	}
 	var sent int64
 	var sendErr error
-	size := int64(len(b.body))
+	size := b.page.Size()
 	ctlErr := in.Control(func(infd uintptr) {
 		// Write waits for the socket to take more (EAGAIN), within the
 		// connection's write deadline, and returns its error.
