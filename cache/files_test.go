@@ -6,13 +6,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"tradergate/proxy/testkit"
 )
 
 // fileBytes reads a page file at explicit offsets, as an answer does,
@@ -124,15 +125,9 @@ func TestFileNone(t *testing.T) {
 // tmpfs, where sending measured dearer than writing from memory) turns
 // them off with a log line saying why, at start and on SetConfig.
 func TestFileDir(t *testing.T) {
-	var logs strings.Builder
-	var mu sync.Mutex
-	log := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		return logs.Write(p)
-	}), nil))
+	var logs testkit.LogBuffer
 	missing := t.TempDir() + "/none"
-	c := newTestCache(t, Config{SendfileDir: missing}, newClock(), Options{Logger: log})
+	c := newTestCache(t, Config{SendfileDir: missing}, newClock(), Options{Logger: logs.Logger()})
 	e := mustGet(t, c, "big", func(context.Context) ([]byte, Facts, error) { return page(400<<10, 5), liveFacts, nil }, Miss)
 	if e.File(false) != nil {
 		t.Error("a file made in a missing directory")
@@ -141,11 +136,11 @@ func TestFileDir(t *testing.T) {
 		t.Errorf("log %q: want the reason, naming the directory", logs.String())
 	}
 	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
-		logs.Reset()
+		before := logs.Count("tmpfs")
 		if err := c.SetConfig(Config{SendfileDir: "/dev/shm"}); err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(logs.String(), "tmpfs") {
+		if logs.Count("tmpfs") == before {
 			t.Errorf("log %q: want tmpfs named", logs.String())
 		}
 	}
@@ -157,10 +152,6 @@ func TestFileDir(t *testing.T) {
 		t.Error("no file once a usable directory is configured")
 	}
 }
-
-type writerFunc func([]byte) (int, error)
-
-func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 // TestFileClosedWhenPageLeaves: replaced, dropped, evicted or closed with
 // the cache, a page's file is closed (an answer holding it then falls back
