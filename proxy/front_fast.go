@@ -189,7 +189,8 @@ func (s *Server) writeFast(x *exchange, ctx *fasthttp.RequestCtx) {
 		}
 	}
 	if x.file != nil {
-		// The header block goes out first, then the file (fileBody).
+		// The header block goes out first, then the file (fileBody),
+		// both into the socket newFileBody corks.
 		resp.ImmediateHeaderFlush = true
 		resp.SetBodyStream(newFileBody(x.file, ctx.Conn(), x.body), len(x.body))
 	} else {

@@ -4,25 +4,22 @@ import (
 	"errors"
 	"io"
 	"os"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 )
 
 // WriteTo sends the page to the connection, bypassing w (fasthttp's
-// buffered writer, empty after the header flush), except when the file
-// cannot be sent, when the bytes go through w.
+// buffered writer, empty after the header flush), and uncorks it after the
+// last byte; when the file cannot be sent, it uncorks first and the bytes
+// go through w.
 func (b *fileBody) WriteTo(w io.Writer) (int64, error) {
-	sc, ok := b.conn.(syscall.Conn)
-	if !ok {
-		return b.writeHeap(w)
-	}
-	out, err := sc.SyscallConn()
-	if err != nil {
+	out := b.raw
+	if out == nil {
 		return b.writeHeap(w)
 	}
 	in, err := b.f.SyscallConn()
 	if err != nil {
+		b.uncork()
 		return b.writeHeap(w)
 	}
 	var sent int64
@@ -50,6 +47,12 @@ func (b *fileBody) WriteTo(w io.Writer) (int64, error) {
 					return true
 				}
 			}
+			if b.corked {
+				// On a failed send the cork stays for Close: the
+				// connection is closed after it anyway.
+				b.corked = false
+				_ = setCork(outfd, 0)
+			}
 			return true
 		})
 		if sendErr == nil {
@@ -59,9 +62,33 @@ func (b *fileBody) WriteTo(w io.Writer) (int64, error) {
 	if ctlErr != nil {
 		// Closed: the page left the cache after this answer took its
 		// file. Nothing has been sent yet.
+		b.uncork()
 		return b.writeHeap(w)
 	}
 	return sent, sendErr
 }
 
 var errShortFile = errors.New("page file shorter than its page")
+
+func (b *fileBody) cork() {
+	if b.raw == nil {
+		return
+	}
+	_ = b.raw.Control(func(fd uintptr) {
+		// A socket that cannot be corked sends the header block alone.
+		b.corked = setCork(fd, 1) == nil
+	})
+}
+
+func (b *fileBody) uncork() {
+	if !b.corked {
+		return
+	}
+	b.corked = false
+	// An error here is a closed connection: nothing is left to push.
+	_ = b.raw.Control(func(fd uintptr) { _ = setCork(fd, 0) })
+}
+
+func setCork(fd uintptr, on int) error {
+	return unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_CORK, on)
+}
