@@ -113,7 +113,7 @@ func (ps *procs) start(name string, cpu int, o startOpts, bin string, args ...st
 	cmd.Env = append(append(os.Environ(), "GOMAXPROCS=1"), o.env...)
 	cmd.Stdout = stdout
 	cmd.Stderr = stderrFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = groupAttr()
 	if err := cmd.Start(); err != nil {
 		p.closeFiles()
 		return nil, fmt.Errorf("start %s: %w", name, err)
@@ -174,15 +174,15 @@ func (p *proc) stop(grace time.Duration) {
 	if p.exited() {
 		return
 	}
-	_ = syscall.Kill(-p.pid(), syscall.SIGTERM)
+	p.signalGroup(syscall.SIGTERM)
 	select {
 	case <-p.done:
 	case <-time.After(grace):
-		_ = syscall.Kill(-p.pid(), syscall.SIGKILL)
+		p.signalGroup(syscall.SIGKILL)
 		<-p.done
 	}
 	// Leftovers of the group (a worker that outlived its master).
-	_ = syscall.Kill(-p.pid(), syscall.SIGKILL)
+	p.signalGroup(syscall.SIGKILL)
 }
 
 // stopAll stops every live child.
