@@ -47,12 +47,10 @@ func (b *fileBody) WriteTo(w io.Writer) (int64, error) {
 					return true
 				}
 			}
-			if b.corked {
-				// On a failed send the cork stays for Close: the
-				// connection is closed after it anyway.
-				b.corked = false
-				_ = setCork(outfd, 0)
-			}
+			// Here, with the socket's descriptor at hand, not through
+			// another Control. On a failed send the cork stays for
+			// Close: the connection is closed after it anyway.
+			b.uncorkFD(outfd)
 			return true
 		})
 		if sendErr == nil {
@@ -81,12 +79,18 @@ func (b *fileBody) cork() {
 }
 
 func (b *fileBody) uncork() {
-	if !b.corked {
-		return
+	if b.corked {
+		// An error here is a closed connection: nothing is left to push.
+		_ = b.raw.Control(b.uncorkFD)
 	}
-	b.corked = false
-	// An error here is a closed connection: nothing is left to push.
-	_ = b.raw.Control(func(fd uintptr) { _ = setCork(fd, 0) })
+}
+
+// uncorkFD pulls the cork, if set, off the socket fd.
+func (b *fileBody) uncorkFD(fd uintptr) {
+	if b.corked {
+		b.corked = false
+		_ = setCork(fd, 0)
+	}
 }
 
 func setCork(fd uintptr, on int) error {
