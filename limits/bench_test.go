@@ -34,6 +34,23 @@ func BenchmarkTake(b *testing.B) {
 					}
 				}
 			})
+			// A key's request as the edge makes it: the bucket kept, the
+			// decision written out as header fields.
+			b.Run("kept-bucket-with-fields", func(b *testing.B) {
+				bucket := NewBucket("key:kept")
+				buf := make([]byte, 0, 192)
+				var n int
+				b.ReportAllocs()
+				for b.Loop() {
+					now := time.Now()
+					d := l.TakeAt(bg, now, bucket, plan, "free")
+					buf = buf[:0]
+					d.AppendHeaders(&buf, now, func(_, v string) { n += len(v) })
+				}
+				if n == 0 {
+					b.Fatal("no fields written")
+				}
+			})
 			// Many keys at once: one bucket per goroutine.
 			b.Run("parallel", func(b *testing.B) {
 				b.ReportAllocs()

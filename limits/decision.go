@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+	"unsafe"
 )
 
 // Decision is the outcome of charging one request to a bucket.
@@ -29,13 +30,12 @@ type Decision struct {
 	// StoreErr is non-nil when the store failed and on_store_error decided
 	// (Allowed says which way). It wraps ErrStoreUnavailable.
 	StoreErr error
-}
 
-// storeErrorRetryAfter is the Retry-After of a refusal caused by a store
-// failure (on_store_error: deny). How long Redis stays away is unknown; one
-// second is the shortest hint, and clients double their waits from there
-// (docs/CONTRACT.md "Limits" rule 3).
-const storeErrorRetryAfter = 1
+	// window is the window charged (nil for a Decision made by hand),
+	// which keeps the fields that do not change with every request
+	// formatted (fixedFields).
+	window *windowKey
+}
 
 // SetHeaders writes the rate limit fields of d for a response sent at now
 // (docs/CONTRACT.md "Limits": every response carries them):
@@ -61,82 +61,109 @@ const storeErrorRetryAfter = 1
 // Header names are set in Go's canonical form (X-Ratelimit-Limit); field
 // names are case-insensitive (RFC 9110 section 5.1).
 //
-// It runs on every response: the values are appended to one buffer, and
-// the fields are assigned under their canonical names without
-// http.Header.Set's canonicalization.
+// It runs on every response (AppendHeaders).
 func (d Decision) SetHeaders(h http.Header, now time.Time) {
-	buf := make([]byte, 0, 192)
-	d.AppendHeaders(&buf, now, func(name string, value []byte) {
-		if value == nil {
+	buf := make([]byte, 0, 64)
+	d.AppendHeaders(&buf, now, func(name, value string) {
+		if value == "" {
 			delete(h, name)
 			return
 		}
-		h[name] = []string{string(value)}
+		h[name] = []string{value}
 	})
 }
 
-// AppendHeaders is SetHeaders for a front that is not net/http: it
-// appends the fields' values to *buf, then hands each field to field with
-// its value as a slice of *buf (nil: the field must not be sent). The
-// caller owns the buffer, so a front that keeps one per request writes the
-// fields without allocating.
-func (d Decision) AppendHeaders(buf *[]byte, now time.Time, field func(name string, value []byte)) {
-	b := *buf
-	base := len(b)
-	var cut [6]int // ends of the values in b, in the order below
-	b = strconv.AppendInt(b, d.Limit, 10)
-	cut[0] = len(b) // X-RateLimit-Limit
-	policy := len(b)
-	b = appendSFString(b, d.Policy)
-	name := len(b)
-	b = append(b, ";q="...)
-	b = strconv.AppendInt(b, d.Limit, 10)
-	b = append(b, ";w="...)
-	b = strconv.AppendInt(b, int64(d.Window/time.Second), 10)
-	cut[1] = len(b) // RateLimit-Policy
-	if !d.Reset.IsZero() {
-		b = strconv.AppendInt(b, ceilUnix(d.Reset), 10)
-	}
-	cut[2] = len(b) // X-RateLimit-Reset
+// AppendHeaders is SetHeaders for a front that is not net/http: it hands
+// each field to field ("" for a field that must not be sent). It runs on
+// every response, so it does as little as it can there: of the fields'
+// values, only the remaining count changes with each request, and the
+// rest is formatted once a second per window (fixedFields). The values
+// that hold the count are appended to *buf and handed over as strings
+// over its bytes: the caller must not write those bytes again while it
+// uses them (appending is fine). A front that keeps one buffer per request
+// writes the fields without allocating.
+func (d Decision) AppendHeaders(buf *[]byte, now time.Time, field func(name, value string)) {
 	toReset := ceilSeconds(d.Reset.Sub(now))
-	ok := d.StoreErr == nil
-	if ok {
+	f := d.fixed(toReset)
+	field("X-Ratelimit-Limit", f.limit)
+	field("Ratelimit-Policy", f.policy)
+	if f.reset != "" {
+		field("X-Ratelimit-Reset", f.reset)
+	}
+	if d.StoreErr == nil {
+		b := *buf
+		start := len(b)
 		b = strconv.AppendInt(b, max(d.Remaining, 0), 10)
+		mid := len(b)
+		b = append(b, f.rateLimitHead...)
+		b = append(b, b[start:mid]...)
+		b = append(b, f.rateLimitTail...)
+		*buf = b
+		field("X-Ratelimit-Remaining", unsafe.String(&b[start], mid-start))
+		field("Ratelimit", unsafe.String(&b[mid], len(b)-mid))
+	} else {
+		field("X-Ratelimit-Remaining", "")
+		field("Ratelimit", "")
 	}
-	cut[3] = len(b) // X-RateLimit-Remaining
-	if ok {
-		b = append(b, b[policy:name]...)
-		b = append(b, ";r="...)
-		b = append(b, b[cut[2]:cut[3]]...)
-		b = append(b, ";t="...)
-		b = strconv.AppendInt(b, toReset, 10)
-	}
-	cut[4] = len(b) // RateLimit
 	switch {
 	case d.Allowed:
-	case !ok:
-		b = strconv.AppendInt(b, storeErrorRetryAfter, 10)
+	case d.StoreErr != nil:
+		field("Retry-After", storeErrorRetryAfter)
 	default:
-		b = strconv.AppendInt(b, max(toReset, 1), 10)
+		field("Retry-After", f.retryAfter)
 	}
-	cut[5] = len(b) // Retry-After
-	*buf = b
+}
 
-	field("X-Ratelimit-Limit", b[base:cut[0]])
-	field("Ratelimit-Policy", b[policy:cut[1]])
+// storeErrorRetryAfter is the Retry-After of a refusal caused by a store
+// failure (on_store_error: deny). How long Redis stays away is unknown; one
+// second is the shortest hint, and clients double their waits from there
+// (docs/CONTRACT.md "Limits" rule 3).
+const storeErrorRetryAfter = "1"
+
+// fixedFields are the values of a window's rate limit fields that do not
+// change with every request: they depend on the plan, the window's end and
+// the whole seconds left until it, so they change once a second.
+type fixedFields struct {
+	// What they were made from.
+	plan    string
+	limitN  int64
+	length  time.Duration
+	toReset int64
+
+	limit, policy, reset, retryAfter string
+	// The RateLimit value around the remaining count:
+	// "<plan>";r=<remaining>;t=<seconds until reset>.
+	rateLimitHead, rateLimitTail string
+}
+
+// fixed returns the fixed fields of d toReset seconds before its window
+// ends: its window's, when they were made for the same plan and second,
+// else new ones, which the window keeps for the requests after this one.
+func (d Decision) fixed(toReset int64) *fixedFields {
+	var w *windowKey
+	if d.window != nil {
+		w = d.window
+		if f := w.fields.Load(); f != nil && f.toReset == toReset && f.limitN == d.Limit && f.length == d.Window && f.plan == d.Policy {
+			return f
+		}
+	}
+	f := &fixedFields{plan: d.Policy, limitN: d.Limit, length: d.Window, toReset: toReset}
+	f.limit = strconv.FormatInt(d.Limit, 10)
+	policy := appendSFString(nil, d.Policy)
+	f.rateLimitHead = string(append(policy, ";r="...))
+	policy = append(policy, ";q="...)
+	policy = strconv.AppendInt(policy, d.Limit, 10)
+	policy = append(policy, ";w="...)
+	f.policy = string(strconv.AppendInt(policy, int64(d.Window/time.Second), 10))
 	if !d.Reset.IsZero() {
-		field("X-Ratelimit-Reset", b[cut[1]:cut[2]])
+		f.reset = strconv.FormatInt(ceilUnix(d.Reset), 10)
 	}
-	if ok {
-		field("X-Ratelimit-Remaining", b[cut[2]:cut[3]])
-		field("Ratelimit", b[cut[3]:cut[4]])
-	} else {
-		field("X-Ratelimit-Remaining", nil)
-		field("Ratelimit", nil)
+	f.rateLimitTail = ";t=" + strconv.FormatInt(toReset, 10)
+	f.retryAfter = strconv.FormatInt(max(toReset, 1), 10)
+	if w != nil {
+		w.fields.Store(f)
 	}
-	if !d.Allowed {
-		field("Retry-After", b[cut[4]:cut[5]])
-	}
+	return f
 }
 
 // ceilSeconds rounds d up to whole seconds, never below 0: a client told

@@ -2,9 +2,14 @@ package limits
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"tradergate/proxy/testkit"
 )
 
 func TestSetHeaders(t *testing.T) {
@@ -106,5 +111,53 @@ func TestSetHeadersReplacesStaleValues(t *testing.T) {
 	Decision{Policy: "free", Limit: 60, Remaining: -1, Reset: now.Add(time.Minute), Window: time.Minute, Allowed: true, StoreErr: ErrStoreUnavailable}.SetHeaders(h, now)
 	if h.Get("X-RateLimit-Remaining") != "" || h.Get("RateLimit") != "" {
 		t.Fatalf("stale remaining kept: %v", h)
+	}
+}
+
+// A kept bucket's window formats its fixed fields once a second and keeps
+// them: every answer must still read as if formatted afresh, across
+// seconds, a plan whose allowance changes on reload, a refusal and another
+// policy name.
+func TestKeptWindowFieldsFollowClockAndPlan(t *testing.T) {
+	clk := testkit.NewClock(t0.Add(250 * time.Millisecond))
+	l := newLimiter(t, Config{}, Options{Now: clk.Now})
+	b := NewBucket("key:fields")
+	fields := func(d Decision, now time.Time) map[string]string {
+		got := map[string]string{}
+		buf := make([]byte, 0, 8) // grows while values point into it
+		d.AppendHeaders(&buf, now, func(name, value string) { got[name] = value })
+		return got
+	}
+	steps := []struct {
+		plan   Plan
+		policy string
+		after  time.Duration
+	}{
+		{Plan{Requests: 3, Window: time.Minute}, "free", 0},
+		{Plan{Requests: 3, Window: time.Minute}, "free", 300 * time.Millisecond}, // same second
+		{Plan{Requests: 3, Window: time.Minute}, "free", time.Second},
+		{Plan{Requests: 5, Window: time.Minute}, "free", 0}, // reloaded allowance
+		{Plan{Requests: 5, Window: time.Minute}, "pro", 0},  // another name
+		{Plan{Requests: 5, Window: time.Minute}, "pro", 2 * time.Second},
+		{Plan{Requests: 5, Window: time.Minute}, "pro", 0}, // refused from here
+		{Plan{Requests: 5, Window: time.Minute}, "pro", 3 * time.Second},
+	}
+	for i, st := range steps {
+		clk.Advance(st.after)
+		now := clk.Now()
+		d := l.TakeAt(bg, now, b, st.plan, st.policy)
+		fresh := d
+		fresh.window = nil // formatted from nothing
+		got, want := fields(d, now), fields(fresh, now)
+		if !maps.Equal(got, want) {
+			t.Fatalf("step %d: kept window's fields\n%v\nwant\n%v", i, got, want)
+		}
+		toReset := strconv.FormatInt(ceilSeconds(d.Reset.Sub(now)), 10)
+		if got["X-Ratelimit-Limit"] != strconv.FormatInt(st.plan.Requests, 10) ||
+			!strings.HasPrefix(got["Ratelimit"], `"`+st.policy+`";r=`) ||
+			!strings.HasSuffix(got["Ratelimit"], ";t="+toReset) ||
+			(!d.Allowed && got["Retry-After"] != toReset) {
+			t.Fatalf("step %d: %v (allowed %v, %s s to reset)", i, got, d.Allowed, toReset)
+		}
 	}
 }

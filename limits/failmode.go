@@ -30,13 +30,13 @@ const (
 var errCallerGone = errors.New("caller gone")
 
 // incr is one store call, under RedisTimeout for Redis.
-func (l *Limiter) incr(ctx context.Context, key string, limit int64, ttl time.Duration) (limiter.Context, error) {
+func (l *Limiter) incr(ctx context.Context, w *windowKey, limit int64, ttl time.Duration) (limiter.Context, error) {
 	if !l.remote { // memory: cannot fail or block
-		return l.store.incr(ctx, key, limit, ttl)
+		return l.store.incr(ctx, w, limit, ttl)
 	}
 	sctx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
-	res, err := l.store.incr(sctx, key, limit, ttl)
+	res, err := l.store.incr(sctx, w, limit, ttl)
 	if err != nil && ctx.Err() != nil {
 		return res, fmt.Errorf("%w: %w", errCallerGone, err)
 	}

@@ -150,12 +150,13 @@ func (l *Limiter) TakeAt(ctx context.Context, now time.Time, b *Bucket, plan Pla
 	}
 	start, end := b.window(plan.Window, now)
 	d.Reset = end
-	key := b.counterKey(plan.Window, start)
+	w := b.windowAt(plan.Window, start)
+	d.window = w
 	// The counter outlives its window by keyGrace plus the longest a store
 	// call may take, so no call still in flight can find it gone.
 	ttl := end.Sub(now) + keyGrace + l.timeout
 
-	res, err := l.incr(ctx, key, plan.Requests, ttl)
+	res, err := l.incr(ctx, w, plan.Requests, ttl)
 	if err != nil {
 		d.StoreErr = fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
 		d.Allowed = !l.deny

@@ -120,6 +120,30 @@ func TestKeptBucketAcrossWindows(t *testing.T) {
 	}
 }
 
+// A bucket's window remembers its memory counter, but only for the store
+// that made it: a bucket charged on two limiters (a test's, or a key kept
+// across a rebuilt limiter) is counted by each store on its own.
+func TestKeptBucketOnTwoMemoryStores(t *testing.T) {
+	clk := testkit.NewClock(t0.Add(250 * time.Millisecond))
+	a := newLimiter(t, Config{}, Options{Now: clk.Now})
+	c := newLimiter(t, Config{}, Options{Now: clk.Now})
+	plan := Plan{Requests: 10, Window: time.Minute}
+	b := NewBucket("key:two")
+	for range 3 {
+		a.TakeAt(bg, clk.Now(), b, plan, "free")
+	}
+	if d := c.TakeAt(bg, clk.Now(), b, plan, "free"); d.Remaining != 9 {
+		t.Fatalf("second store: remaining %d, want 9 (its own count)", d.Remaining)
+	}
+	if d := a.TakeAt(bg, clk.Now(), b, plan, "free"); d.Remaining != 6 {
+		t.Fatalf("first store: remaining %d, want 6", d.Remaining)
+	}
+	// A new bucket of the same name finds the same counters.
+	if d := a.TakeAt(bg, clk.Now(), NewBucket("key:two"), plan, "free"); d.Remaining != 5 {
+		t.Fatalf("new bucket, first store: remaining %d, want 5", d.Remaining)
+	}
+}
+
 func TestTwoLimitersShareRedis(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -277,18 +301,18 @@ func TestRedisCountersExpire(t *testing.T) {
 func TestMemoryStoreCleans(t *testing.T) {
 	s := newMemoryStore(new(testkit.LogBuffer).Logger())
 	defer s.close()
-	if _, err := s.incr(bg, "old", 1, 10*time.Millisecond); err != nil {
+	if _, err := s.incr(bg, &windowKey{name: "old"}, 1, 10*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.incr(bg, "live", 1, time.Hour); err != nil {
+	if _, err := s.incr(bg, &windowKey{name: "live"}, 1, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(30 * time.Millisecond) // only has to outlast the 10ms TTL
 	s.clean(new(testkit.LogBuffer).Logger())
-	if _, ok := s.cache.Load("old"); ok {
+	if _, ok := s.counters.Load("old"); ok {
 		t.Error("expired counter kept")
 	}
-	if _, ok := s.cache.Load("live"); !ok {
+	if _, ok := s.counters.Load("live"); !ok {
 		t.Error("live counter dropped")
 	}
 }

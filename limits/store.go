@@ -5,17 +5,17 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ulule/limiter/v3"
-	"github.com/ulule/limiter/v3/drivers/store/memory"
 )
 
-// counterStore charges one request to the counter named key and reports the
+// counterStore charges one request to the counter of window w and reports the
 // outcome against limit. ttl is how long the counter must outlive this call.
 // Implementations: memoryStore (one node) and redisStore (every replica).
 type counterStore interface {
-	incr(ctx context.Context, key string, limit int64, ttl time.Duration) (limiter.Context, error)
+	incr(ctx context.Context, w *windowKey, limit int64, ttl time.Duration) (limiter.Context, error)
 	close() error
 }
 
@@ -59,40 +59,63 @@ func (tl *tickLoop) close() error {
 	return nil
 }
 
-// memoryStore is ulule/limiter's in-memory counter cache
-// (drivers/store/memory/cache.go) with a cleaner this package owns.
+// memoryStore keeps the counters of one node in memory.
+//
+// It is not ulule/limiter's memory store (drivers/store/memory), and that
+// is a measured choice. ulule's counters open their window at the first
+// request, so every increment takes the counter's lock and reads the
+// clock twice to check whether the window has expired. Here a window is
+// named by its start (window.go): a counter is only ever incremented
+// within its window, so an increment is one atomic add, and a bucket's
+// window remembers its counter (windowKey.local), so that a key's request
+// does not look it up again. On a cache hit the lock and the two clock
+// reads were a tenth of the edge's own time. ulule's memory store also
+// keeps a cleaner goroutine that only a GC finalizer stops, which would
+// outlive a closed Limiter.
 //
 // Counting is exact under concurrency: a counter is created once by
-// sync.Map.LoadOrStore and incremented under its own mutex
-// (Cache.Increment, Counter.Increment), so every request sees a distinct
-// count and exactly limit of them see count <= limit.
-//
-// ulule's memory.Store is not used as is, for two reasons. Its cleaner
-// goroutine (cache.go startCleaner) is stopped only by a GC finalizer on the
-// store, so a closed Limiter would leave it running (and goleak fail the
-// tests: every goroutine needs a stop path); and it hides its cache, so
-// with CleanUpInterval 0 nothing could ever remove old counters. Its Clean
-// checks expiry and deletes in two steps, which could drop a counter
-// revived in between; with per-window keys (window.go) no request names a
-// counter after its TTL, so that race cannot lose a count here.
+// sync.Map.LoadOrStore and incremented atomically, so every request sees
+// a distinct count and exactly limit of them see count <= limit.
 type memoryStore struct {
-	cache *memory.CacheWrapper
-	loop  tickLoop
+	counters sync.Map // counter name -> *memCounter
+	loop     tickLoop
 }
 
-// memoryCleanInterval is how often expired counters are dropped; ulule's own
-// default.
+// memCounter is one window's count. expires is when the cleaner may drop
+// it: the window's end plus the grace of every store (TakeAt's ttl).
+type memCounter struct {
+	n       atomic.Int64
+	expires int64 // unix nanoseconds
+	store   *memoryStore
+}
+
+// memoryCleanInterval is how often expired counters are dropped; ulule's
+// default for its own stores.
 const memoryCleanInterval = limiter.DefaultCleanUpInterval
 
 func newMemoryStore(log *slog.Logger) *memoryStore {
-	s := &memoryStore{cache: memory.NewCache(0)} // 0: no cleaner goroutine of ulule's
+	s := &memoryStore{}
 	s.loop.start(memoryCleanInterval, func() bool { s.clean(log); return false })
 	return s
 }
 
-func (s *memoryStore) incr(_ context.Context, key string, limit int64, ttl time.Duration) (limiter.Context, error) {
-	count, expiration := s.cache.Increment(key, 1, ttl)
-	return counted(count, limit, expiration), nil
+func (s *memoryStore) incr(_ context.Context, w *windowKey, limit int64, ttl time.Duration) (limiter.Context, error) {
+	c := w.local.Load()
+	if c == nil || c.store != s {
+		c = s.counter(w.name, ttl)
+		w.local.Store(c)
+	}
+	return counted(c.n.Add(1), limit, time.Unix(0, c.expires)), nil
+}
+
+// counter finds or makes the counter named key, which must outlive now by
+// ttl.
+func (s *memoryStore) counter(key string, ttl time.Duration) *memCounter {
+	if c, ok := s.counters.Load(key); ok {
+		return c.(*memCounter)
+	}
+	c, _ := s.counters.LoadOrStore(key, &memCounter{expires: time.Now().Add(ttl).UnixNano(), store: s})
+	return c.(*memCounter)
 }
 
 // counted is what ulule's common.GetContextFromState makes of a count,
@@ -107,15 +130,26 @@ func counted(count, limit int64, expiration time.Time) limiter.Context {
 	return c
 }
 
-// clean drops expired counters. A panic is reported, not fatal: the next
-// sweep retries, and counting does not depend on sweeping.
+// clean drops expired counters. No request names a counter once it has
+// expired (its window ended keyGrace and a store timeout ago), so dropping
+// one loses no count. A bucket's window may still point at a dropped
+// counter; it is only read again if the wall clock steps back into that
+// window, which would at worst split that window's count in two. A panic
+// is reported, not fatal: the next sweep retries, and counting does not
+// depend on sweeping.
 func (s *memoryStore) clean(log *slog.Logger) {
 	defer func() {
 		if r := recover(); r != nil {
 			log.Error("rate limit memory store: cleaner panicked", "panic", fmt.Sprint(r))
 		}
 	}()
-	s.cache.Clean()
+	now := time.Now().UnixNano()
+	s.counters.Range(func(k, v any) bool {
+		if v.(*memCounter).expires < now {
+			s.counters.Delete(k)
+		}
+		return true
+	})
 }
 
 func (s *memoryStore) close() error { return s.loop.close() }

@@ -44,11 +44,17 @@ type Bucket struct {
 	count atomic.Pointer[windowKey] // the counter of the window last charged
 }
 
-// windowKey is the counter name of one window of a bucket.
+// windowKey is one window of a bucket: its counter's name, and what is
+// worked out once per window rather than on every request.
 type windowKey struct {
 	length time.Duration
 	start  int64
 	name   string
+	// local is the memory store's counter of this window, once found.
+	local atomic.Pointer[memCounter]
+	// fields are the rate limit fields that change at most once a second
+	// (decision.go), as last formatted.
+	fields atomic.Pointer[fixedFields]
 }
 
 // NewBucket returns the bucket named name.
@@ -62,16 +68,16 @@ func (b *Bucket) window(length time.Duration, now time.Time) (start, end time.Ti
 	return windowOf(b.hash, length, now)
 }
 
-// counterKey is counterKey of b's window starting at start, made once per
-// window: two requests racing over a new window both make it, and both get
-// the same name.
-func (b *Bucket) counterKey(length time.Duration, start time.Time) string {
+// windowAt is b's window starting at start, made once per window: two
+// requests racing over a new window both make one, with the same name,
+// and the store counts both under that name.
+func (b *Bucket) windowAt(length time.Duration, start time.Time) *windowKey {
 	if k := b.count.Load(); k != nil && k.length == length && k.start == start.Unix() {
-		return k.name
+		return k
 	}
 	k := &windowKey{length: length, start: start.Unix(), name: counterKey(b.name, length, start)}
 	b.count.Store(k)
-	return k.name
+	return k
 }
 
 // windowOf is window for a bucket whose name hashes to hash.

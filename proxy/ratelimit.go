@@ -16,12 +16,12 @@ func (s *Server) rateLimit(x *exchange) bool {
 		ip := s.limiter.ClientIPFrom(x.peer, x.forwardedFor)
 		d = s.limiter.TakeAt(x.ctx, x.now, limits.NewBucket(limits.IPBucket(ip)), s.limiter.Anonymous(), limits.AnonymousPolicy)
 	}
-	d.AppendHeaders(&x.vals, x.now, func(name string, value []byte) {
-		if value == nil {
+	d.AppendHeaders(&x.vals, x.now, func(name, value string) {
+		if value == "" {
 			x.delHeader(name)
 			return
 		}
-		x.setHeader(name, valueOf(value))
+		x.setHeader(name, value)
 	})
 	x.always = x.nh
 	if d.Allowed {
