@@ -86,9 +86,28 @@ type Entry struct {
 	// background refresh of this entry runs, so a burst of stale hits starts
 	// one refresh.
 	refreshing atomic.Bool
+	// note is the edge's, not the cache's (Note).
+	note atomic.Value
 
 	forms
 }
+
+// Note returns what SetNote last kept with the entry, or nil. The cache
+// never reads it: it lets the edge keep what it works out from an entry
+// and reuses across answers (proxy/pages.go keeps the header values that
+// change with the page's age, at most once a second) for as long as the
+// entry lives, without a table of its own to look entries up in.
+func (e *Entry) Note() any { return e.note.Load() }
+
+// SetNote replaces the entry's note. Every note of an entry must have the
+// same type (sync/atomic.Value), and hold at most NoteBytes: the store
+// charges that much for it in every entry's cost, so that max_bytes still
+// bounds what the cache holds.
+func (e *Entry) SetNote(v any) { e.note.Store(v) }
+
+// NoteBytes is the most memory an entry's note may hold, its own struct
+// and what it points to.
+const NoteBytes = 160
 
 // Age is how long ago the page was fetched (Age header); never negative.
 func (e *Entry) Age(now time.Time) time.Duration {

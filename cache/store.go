@@ -52,10 +52,11 @@ import (
 // entry.
 
 // entryOverhead is the fixed per-entry charge beyond the forms and the key,
-// rounded up: the Entry struct (~250 B), its two ETag strings (~60 B),
-// ristretto's storeItem (48 B) and its slots in three maps (store, policy
-// costs, expiry buckets, ~150 B together). TestEntryOverhead checks it.
-const entryOverhead = 640
+// rounded up: the Entry struct (~270 B), its two ETag strings (~60 B),
+// the edge's note (NoteBytes), ristretto's storeItem (48 B) and its slots
+// in three maps (store, policy costs, expiry buckets, ~150 B together).
+// TestEntryOverhead checks it.
+const entryOverhead = 832
 
 // avgEntryBytes sizes ristretto's frequency counters: most pages are small
 // (lookups ~1 KiB, 20-item pages ~8 KiB), so 2 KiB is a conservative mean.

@@ -136,10 +136,11 @@ func TestBodyTrimmed(t *testing.T) {
 }
 
 // TestEntryOverhead keeps the fixed per-entry charge honest if Entry grows:
-// the struct and its two ETag strings, plus ~300 B for ristretto's records.
+// the struct, its two ETag strings and its note, plus ~300 B for
+// ristretto's records.
 func TestEntryOverhead(t *testing.T) {
 	e, eg := etags([]byte("x"))
-	if got := int(unsafe.Sizeof(Entry{})) + len(e) + len(eg) + 300; got > entryOverhead {
+	if got := int(unsafe.Sizeof(Entry{})) + len(e) + len(eg) + NoteBytes + 300; got > entryOverhead {
 		t.Errorf("an entry takes about %d B beyond its bodies, entryOverhead is %d", got, entryOverhead)
 	}
 }

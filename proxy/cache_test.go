@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -387,6 +388,40 @@ func TestCacheStatusHeader(t *testing.T) {
 		resp, _ := e.get(path)
 		if got := resp.Header.Get("Cache-Status"); resp.Header.Get("X-Cache") != want.xcache || got != want.status {
 			t.Errorf("X-Cache %q Cache-Status %q, want %q %q", resp.Header.Get("X-Cache"), got, want.xcache, want.status)
+		}
+	}
+}
+
+// The fields that follow a page's age (Age, Cache-Control's max-age,
+// Cache-Status's ttl) are formatted once per second of age and kept with
+// the entry: every hit must still read its own second, however many
+// hits share it.
+func TestHitFieldsFollowAge(t *testing.T) {
+	clk := testkit.NewClock(time.Now())
+	e := newEdge(t, withClock(clk.Now))
+	settled := clk.Now().Add(-time.Hour).Unix() // an immutable page, long TTL
+	path := "/v1/trader/" + e.sim.Wallets()[0] + "/activity?toTimestamp=" + strconv.FormatInt(settled, 10)
+	resp, _ := e.get(path)
+	var ttl int64
+	if _, err := fmt.Sscanf(resp.Header.Get("Cache-Control"), "private, max-age=%d, immutable", &ttl); err != nil || ttl < 10 {
+		t.Fatalf("first answer: Cache-Control %q (%v), want an immutable page fresh for 10s or more", resp.Header.Get("Cache-Control"), err)
+	}
+	var elapsed time.Duration
+	for _, step := range []time.Duration{0, 300 * time.Millisecond, 300 * time.Millisecond, 600 * time.Millisecond, 500 * time.Millisecond, 400 * time.Millisecond, 3300 * time.Millisecond} {
+		clk.Advance(step)
+		elapsed += step
+		resp, _ := e.get(path)
+		left := time.Duration(ttl)*time.Second - elapsed
+		want := map[string]string{
+			"X-Cache":       "HIT",
+			"Age":           strconv.FormatInt(int64(elapsed/time.Second), 10),
+			"Cache-Control": "private, max-age=" + strconv.FormatInt(int64(left/time.Second), 10) + ", immutable",
+			"Cache-Status":  "tradergate; hit; ttl=" + strconv.FormatInt(int64(left.Round(time.Second)/time.Second), 10),
+		}
+		for name, v := range want {
+			if got := resp.Header.Get(name); got != v {
+				t.Errorf("%v after the miss: %s %q, want %q", elapsed, name, got, v)
+			}
 		}
 	}
 }

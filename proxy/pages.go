@@ -96,20 +96,22 @@ func factsOf(req *route.Request, page *upstream.Page) cache.Facts {
 func (s *Server) writeEntry(x *exchange, e *cache.Entry, status cache.Status) {
 	now := x.now
 	x.setHeader("X-Cache", status.String())
-	x.setHeader("Cache-Status", cacheStatus(x, e, status, now))
-	x.setInt("Age", int64(e.Age(now)/time.Second))
+	if status == cache.Hit || status == cache.Stale {
+		f := hitFieldsOf(e, status, now)
+		x.setHeader("Cache-Status", f.cacheStatus())
+		x.setHeader("Age", f.ageValue())
+		x.setHeader("Cache-Control", f.cacheControl())
+	} else {
+		// Misses, and the first answer of a page from the shared tier, are
+		// answered once per page: formatted into the exchange.
+		var b [128]byte
+		x.setHeader("Cache-Status", x.own(appendCacheStatus(b[:0], e, status, now)))
+		x.setHeader("Age", x.own(strconv.AppendInt(b[:0], ageOf(e, now), 10)))
+		x.setHeader("Cache-Control", x.own(appendCacheControl(b[:0], e, now)))
+	}
 	// The answer depends on Accept-Encoding whenever a gzip copy exists;
 	// saying so always keeps downstream caches simple.
 	x.setHeader("Vary", "Accept-Encoding")
-	var cc [64]byte
-	b := append(cc[:0], "private, max-age="...)
-	b = strconv.AppendInt(b, int64(e.FreshFor(now)/time.Second), 10)
-	if e.Immutable {
-		b = append(b, ", immutable"...)
-	}
-	// private: the page was served to an authenticated key; a shared cache
-	// downstream must not hand it to requests the edge never saw.
-	x.setHeader("Cache-Control", x.own(b))
 
 	// Each form of the page is made once, on the first answer that wants
 	// it (cache: a page is stored as it arrived).
@@ -145,14 +147,73 @@ func (s *Server) writeEntry(x *exchange, e *cache.Entry, status cache.Status) {
 	}
 }
 
-// cacheStatus is the RFC 9211 Cache-Status of an answer from the cache,
-// kept beside X-Cache for clients that read that, naming the tier that
-// answered: a hit with the freshness left (negative: served stale), or a
-// forward to the legacy host and whether the page was stored; for the
-// shared tier, "collapsed" when another replica's fetch answered.
-func cacheStatus(x *exchange, e *cache.Entry, status cache.Status, now time.Time) string {
-	var b [128]byte
-	v := b[:0]
+// hitFields are the values of the fields of a cached answer that change
+// with the page's age: Age, Cache-Control's max-age and Cache-Status's
+// ttl, in whole seconds. A page is hit many times a second, and they
+// change at most once a second, so an entry keeps the last ones made (its
+// note, which holds at most cache.NoteBytes) and a burst of hits formats
+// them once.
+type hitFields struct {
+	// What they were made from.
+	status          cache.Status
+	age, fresh, ttl int64
+	// values holds Age, Cache-Control and Cache-Status, one after the
+	// other: one allocation, ending at cc, cs and len(values).
+	values string
+	cc, cs int32
+}
+
+func (f *hitFields) ageValue() string     { return f.values[:f.cc] }
+func (f *hitFields) cacheControl() string { return f.values[f.cc:f.cs] }
+func (f *hitFields) cacheStatus() string  { return f.values[f.cs:] }
+
+// hitFieldsOf returns the fields of a hit (or stale hit) on e at now: the
+// entry's note when it was made for the same second of age, else new
+// fields, which become the note.
+func hitFieldsOf(e *cache.Entry, status cache.Status, now time.Time) *hitFields {
+	age, fresh, ttl := ageOf(e, now), int64(e.FreshFor(now)/time.Second), ttlLeft(e, now)
+	if f, _ := e.Note().(*hitFields); f != nil && f.age == age && f.fresh == fresh && f.ttl == ttl && f.status == status {
+		return f
+	}
+	var buf [128]byte
+	b := strconv.AppendInt(buf[:0], age, 10)
+	cc := len(b)
+	b = appendCacheControl(b, e, now)
+	cs := len(b)
+	b = appendCacheStatus(b, e, status, now)
+	f := &hitFields{status: status, age: age, fresh: fresh, ttl: ttl, values: string(b), cc: int32(cc), cs: int32(cs)}
+	e.SetNote(f)
+	return f
+}
+
+// ageOf is the Age field of an answer from e at now: whole seconds.
+func ageOf(e *cache.Entry, now time.Time) int64 { return int64(e.Age(now) / time.Second) }
+
+// ttlLeft is the freshness left in Cache-Status, rounded to the second;
+// negative once stale.
+func ttlLeft(e *cache.Entry, now time.Time) int64 {
+	return int64((e.TTL - e.Age(now)).Round(time.Second) / time.Second)
+}
+
+// appendCacheControl appends Cache-Control of an answer from e at now.
+// private: the page was served to an authenticated key; a shared cache
+// downstream must not hand it to requests the edge never saw.
+func appendCacheControl(b []byte, e *cache.Entry, now time.Time) []byte {
+	b = append(b, "private, max-age="...)
+	b = strconv.AppendInt(b, int64(e.FreshFor(now)/time.Second), 10)
+	if e.Immutable {
+		b = append(b, ", immutable"...)
+	}
+	return b
+}
+
+// appendCacheStatus appends the RFC 9211 Cache-Status of an answer from
+// the cache, kept beside X-Cache for clients that read that, naming the
+// tier that answered: a hit with the freshness left (negative: served
+// stale), or a forward to the legacy host and whether the page was
+// stored; for the shared tier, "collapsed" when another replica's fetch
+// answered.
+func appendCacheStatus(v []byte, e *cache.Entry, status cache.Status, now time.Time) []byte {
 	if status.L2() {
 		// The shared tier (Redis) answered first, the replica's memory
 		// after it: RFC 9211 lists the cache nearest the origin first.
@@ -162,25 +223,23 @@ func cacheStatus(x *exchange, e *cache.Entry, status cache.Status, now time.Time
 		} else {
 			v = appendHit(v, e, now)
 		}
-		v = append(v, ", tradergate; fwd=miss; stored"...)
-		return x.own(v)
+		return append(v, ", tradergate; fwd=miss; stored"...)
 	}
 	v = append(v, "tradergate; "...)
 	switch status {
 	case cache.Hit, cache.Stale:
-		v = appendHit(v, e, now)
+		return appendHit(v, e, now)
 	case cache.Miss:
-		v = append(v, "fwd=miss; stored"...)
+		return append(v, "fwd=miss; stored"...)
 	default: // Bypass: fetched and not stored
-		v = append(v, "fwd=miss"...)
+		return append(v, "fwd=miss"...)
 	}
-	return x.own(v)
 }
 
 // appendHit is a hit with the freshness left, negative when stale.
 func appendHit(v []byte, e *cache.Entry, now time.Time) []byte {
 	v = append(v, "hit; ttl="...)
-	return strconv.AppendInt(v, int64((e.TTL-e.Age(now)).Round(time.Second)/time.Second), 10)
+	return strconv.AppendInt(v, ttlLeft(e, now), 10)
 }
 
 // etagMatches implements If-None-Match's weak comparison (RFC 9110 section
