@@ -38,6 +38,7 @@ type meta struct {
 
 type profileResult struct {
 	Scenario string `json:"scenario"`
+	Server   string `json:"server"`
 	Report   string `json:"report,omitempty"`
 	Error    string `json:"error,omitempty"`
 }
@@ -162,7 +163,7 @@ func writeMarkdown(w *bytes.Buffer, m meta, rows []row, verdicts []verdict, prof
 		}
 	}
 	for _, p := range profiles {
-		fmt.Fprintf(w, "\n## Profile: tradergate, %s\n\n", p.Scenario)
+		fmt.Fprintf(w, "\n## Profile: %s, %s\n\n", p.Server, p.Scenario)
 		if p.Error != "" {
 			fmt.Fprintf(w, "No profile: %s\n", p.Error)
 			continue

@@ -169,7 +169,8 @@ func ceilingArgs(k serverKind, fl proxy.ServerConfig) []string {
 	return []string{"-engine", "nethttp"}
 }
 
-func (b *bench) startCeiling(ctx context.Context, kind serverKind) (*server, error) {
+// startCeiling starts a ceiling kind with extra flags besides its own.
+func (b *bench) startCeiling(ctx context.Context, kind serverKind, extra ...string) (*server, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -180,7 +181,25 @@ func (b *bench) startCeiling(ctx context.Context, kind serverKind) (*server, err
 		return nil, err
 	}
 	args := append([]string{"-listen", addr, "-pages", b.pagesPath}, ceilingArgs(kind, fl)...)
+	args = append(args, extra...)
 	return b.serve(ctx, string(kind), b.opt.serverCPU, addr, 10*time.Second, b.bins.ceiling, args...)
+}
+
+// startCeilingProfiled is startCeiling with the ceiling's CPU profile
+// served (-pprof) on the server's admin address, as tradergate serves its
+// own, for the profile rows.
+func (b *bench) startCeilingProfiled(ctx context.Context, kind serverKind) (*server, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	admin := "127.0.0.1:" + strconv.Itoa(port)
+	srv, err := b.startCeiling(ctx, kind, "-pprof", admin)
+	if err != nil {
+		return nil, err
+	}
+	srv.admin = admin
+	return srv, nil
 }
 
 func (b *bench) startPassthrough(ctx context.Context) (*server, error) {

@@ -11,7 +11,10 @@
 // -engine picks the HTTP/1.1 server: net/http, or fasthttp (tradergate's
 // own HTTP/1.1 front, configured as tradergate configures it).
 //
-//	ceiling -listen 127.0.0.1:9002 -pages pages.json [-headers] [-engine fasthttp]
+// -pprof serves Go's CPU profile on a second address, so that the
+// benchmark's -pprof can set the ceiling's profile beside tradergate's.
+//
+//	ceiling -listen 127.0.0.1:9002 -pages pages.json [-headers] [-engine fasthttp] [-pprof 127.0.0.1:9003]
 package main
 
 import (
@@ -21,6 +24,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"slices"
 	"strconv"
@@ -46,6 +50,7 @@ func run() error {
 	flag.DurationVar(&limits.write, "write-timeout", 0, "fasthttp: time to write an answer (0: none)")
 	flag.DurationVar(&limits.idle, "idle-timeout", 2*time.Minute, "fasthttp: keep-alive wait for the next request")
 	flag.IntVar(&limits.readBuffer, "read-buffer", 0, "fasthttp: read buffer size, the bound on a request's header (0: fasthttp's default)")
+	pprofAddr := flag.String("pprof", "", "also serve /debug/pprof/profile on this address")
 	flag.Parse()
 
 	serveWith, ok := engines[*engine]
@@ -66,7 +71,25 @@ func run() error {
 	}
 	ctx, stop := serve.Signalled()
 	defer stop()
+	if *pprofAddr != "" {
+		pln, err := net.Listen("tcp", *pprofAddr)
+		if err != nil {
+			return fmt.Errorf("-pprof: %w", err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- serve.HTTP(ctx, pln, profileHandler()) }()
+		defer func() { <-done }() // it stops with ctx, after the pages' server
+		defer stop()
+	}
 	return serveWith(ctx, ln, pages)
+}
+
+// profileHandler serves the CPU profile, as tradergate's admin listener
+// does.
+func profileHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	return mux
 }
 
 // limits are the fasthttp server's, given by the harness as tradergate's

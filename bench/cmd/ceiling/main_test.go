@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -111,5 +112,29 @@ func TestHeadersOff(t *testing.T) {
 	a, gz := p.choose(true)
 	if gz || a.extra != nil || a.fields != nil || a.length != "1" {
 		t.Fatalf("without -headers: %+v gzip %v", a, gz)
+	}
+}
+
+// TestProfileHandler: -pprof serves a CPU profile the benchmark can read
+// with go tool pprof (gzipped protobuf), and nothing else.
+func TestProfileHandler(t *testing.T) {
+	srv := httptest.NewServer(profileHandler())
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/debug/pprof/profile?seconds=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || len(body) < 2 || body[0] != 0x1f || body[1] != 0x8b {
+		t.Fatalf("profile: %d, %d bytes starting %q", resp.StatusCode, len(body), body[:min(len(body), 8)])
+	}
+	resp, err = http.Get(srv.URL + "/debug/pprof/heap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("/debug/pprof/heap: %d, want 404", resp.StatusCode)
 	}
 }
