@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -39,7 +38,7 @@ func nginxVersion() (path, version string) {
 // startNginx starts nginx in a new prefix directory (an empty cache each
 // time), master and one worker, both pinned to the server CPU.
 func (b *bench) startNginx(ctx context.Context) (*server, error) {
-	port, err := freePort()
+	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +55,6 @@ func (b *bench) startNginx(ctx context.Context) (*server, error) {
 		_ = os.Chmod(filepath.Join(prefix, d), 0o777)
 	}
 	_ = os.Chmod(prefix, 0o755)
-	addr := "127.0.0.1:" + strconv.Itoa(port)
 	conf, err := renderNginxConf(nginxConf{Prefix: prefix, Listen: addr, Upstream: b.upstream.addr, UpstreamKey: b.simKey})
 	if err != nil {
 		return nil, err

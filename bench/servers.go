@@ -63,11 +63,10 @@ func (k serverKind) pathPrefix() string {
 // gets the same seed and End, so the direct baseline serves what the edges
 // get from the shared upstream.
 func (b *bench) startSim(ctx context.Context, name string, cpu int, fixtures string) (*server, error) {
-	port, err := freePort()
+	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
-	addr := "127.0.0.1:" + strconv.Itoa(port)
 	args := []string{"-listen", addr, "-seed", "1", "-key", b.simKey, "-end", strconv.FormatInt(b.end, 10)}
 	if fixtures != "" {
 		args = append(args, "-fixtures", fixtures)
@@ -171,11 +170,10 @@ func ceilingArgs(k serverKind, fl proxy.ServerConfig) []string {
 
 // startCeiling starts a ceiling kind with extra flags besides its own.
 func (b *bench) startCeiling(ctx context.Context, kind serverKind, extra ...string) (*server, error) {
-	port, err := freePort()
+	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
-	addr := "127.0.0.1:" + strconv.Itoa(port)
 	fl, err := frontLimits()
 	if err != nil {
 		return nil, err
@@ -189,11 +187,10 @@ func (b *bench) startCeiling(ctx context.Context, kind serverKind, extra ...stri
 // served (-pprof) on the server's admin address, as tradergate serves its
 // own, for the profile rows.
 func (b *bench) startCeilingProfiled(ctx context.Context, kind serverKind) (*server, error) {
-	port, err := freePort()
+	admin, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
-	admin := "127.0.0.1:" + strconv.Itoa(port)
 	srv, err := b.startCeiling(ctx, kind, "-pprof", admin)
 	if err != nil {
 		return nil, err
@@ -203,11 +200,10 @@ func (b *bench) startCeilingProfiled(ctx context.Context, kind serverKind) (*ser
 }
 
 func (b *bench) startPassthrough(ctx context.Context) (*server, error) {
-	port, err := freePort()
+	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
-	addr := "127.0.0.1:" + strconv.Itoa(port)
 	return b.serve(ctx, "passthrough", b.opt.serverCPU, addr, 10*time.Second, b.bins.passthrough,
 		"-listen", addr, "-upstream", b.upstreamBase(), "-key", b.simKey)
 }
