@@ -94,21 +94,24 @@ func factsOf(req *route.Request, page *upstream.Page) cache.Facts {
 // "Cache headers"), gzip-compressed to clients that accept it, and answers
 // If-None-Match.
 func (s *Server) writeEntry(x *exchange, e *cache.Entry, status cache.Status) {
-	now := x.now
 	x.setHeader("X-Cache", status.String())
+	n := ageNumbersOf(e, x.now)
+	var values string
+	var cc, cs int
 	if status == cache.Hit || status == cache.Stale {
-		f := hitFieldsOf(e, status, now)
-		x.setHeader("Cache-Status", f.cacheStatus())
-		x.setHeader("Age", f.ageValue())
-		x.setHeader("Cache-Control", f.cacheControl())
+		f := hitFieldsOf(e, status, n)
+		values, cc, cs = f.values, int(f.cc), int(f.cs)
 	} else {
-		// Misses, and the first answer of a page from the shared tier, are
-		// answered once per page: formatted into the exchange.
-		var b [128]byte
-		x.setHeader("Cache-Status", x.own(appendCacheStatus(b[:0], e, status, now)))
-		x.setHeader("Age", x.own(strconv.AppendInt(b[:0], ageOf(e, now), 10)))
-		x.setHeader("Cache-Control", x.own(appendCacheControl(b[:0], e, now)))
+		// Misses, and the first answer of a page from the shared tier, come
+		// once per page: formatted into the exchange.
+		var buf [128]byte
+		var b []byte
+		b, cc, cs = appendAgeFields(buf[:0], e, status, n)
+		values = x.own(b)
 	}
+	x.setHeader("Cache-Status", values[cs:])
+	x.setHeader("Age", values[:cc])
+	x.setHeader("Cache-Control", values[cc:cs])
 	// The answer depends on Accept-Encoding whenever a gzip copy exists;
 	// saying so always keeps downstream caches simple.
 	x.setHeader("Vary", "Accept-Encoding")
@@ -147,73 +150,73 @@ func (s *Server) writeEntry(x *exchange, e *cache.Entry, status cache.Status) {
 	}
 }
 
-// hitFields are the values of the fields of a cached answer that change
-// with the page's age: Age, Cache-Control's max-age and Cache-Status's
-// ttl, in whole seconds. A page is hit many times a second, and they
-// change at most once a second, so an entry keeps the last ones made (its
-// note, which holds at most cache.NoteBytes) and a burst of hits formats
-// them once.
+// ageNumbers are what the fields of an answer from the cache that change
+// with the page's age are made of, in whole seconds: Age, Cache-Control's
+// max-age, and Cache-Status's ttl (the freshness left, rounded; negative
+// once stale).
+type ageNumbers struct{ age, fresh, ttl int64 }
+
+func ageNumbersOf(e *cache.Entry, now time.Time) ageNumbers {
+	age := e.Age(now)
+	return ageNumbers{
+		age:   int64(age / time.Second),
+		fresh: int64(e.FreshFor(now) / time.Second),
+		ttl:   int64((e.TTL - age).Round(time.Second) / time.Second),
+	}
+}
+
+// hitFields are the values of those fields for a hit. A page is hit many
+// times a second, and they change at most once a second, so an entry keeps
+// the last ones made (its note, which holds at most cache.NoteBytes) and a
+// burst of hits formats them once.
 type hitFields struct {
 	// What they were made from.
-	status          cache.Status
-	age, fresh, ttl int64
+	status cache.Status
+	n      ageNumbers
 	// values holds Age, Cache-Control and Cache-Status, one after the
-	// other: one allocation, ending at cc, cs and len(values).
+	// other (appendAgeFields): one allocation.
 	values string
 	cc, cs int32
 }
 
-func (f *hitFields) ageValue() string     { return f.values[:f.cc] }
-func (f *hitFields) cacheControl() string { return f.values[f.cc:f.cs] }
-func (f *hitFields) cacheStatus() string  { return f.values[f.cs:] }
-
-// hitFieldsOf returns the fields of a hit (or stale hit) on e at now: the
-// entry's note when it was made for the same second of age, else new
+// hitFieldsOf returns the fields of a hit (or stale hit) on e at the age
+// n: the entry's note when it was made for the same numbers, else new
 // fields, which become the note.
-func hitFieldsOf(e *cache.Entry, status cache.Status, now time.Time) *hitFields {
-	age, fresh, ttl := ageOf(e, now), int64(e.FreshFor(now)/time.Second), ttlLeft(e, now)
-	if f, _ := e.Note().(*hitFields); f != nil && f.age == age && f.fresh == fresh && f.ttl == ttl && f.status == status {
+func hitFieldsOf(e *cache.Entry, status cache.Status, n ageNumbers) *hitFields {
+	if f, _ := e.Note().(*hitFields); f != nil && f.n == n && f.status == status {
 		return f
 	}
 	var buf [128]byte
-	b := strconv.AppendInt(buf[:0], age, 10)
-	cc := len(b)
-	b = appendCacheControl(b, e, now)
-	cs := len(b)
-	b = appendCacheStatus(b, e, status, now)
-	f := &hitFields{status: status, age: age, fresh: fresh, ttl: ttl, values: string(b), cc: int32(cc), cs: int32(cs)}
+	b, cc, cs := appendAgeFields(buf[:0], e, status, n)
+	f := &hitFields{status: status, n: n, values: string(b), cc: int32(cc), cs: int32(cs)}
 	e.SetNote(f)
 	return f
 }
 
-// ageOf is the Age field of an answer from e at now: whole seconds.
-func ageOf(e *cache.Entry, now time.Time) int64 { return int64(e.Age(now) / time.Second) }
-
-// ttlLeft is the freshness left in Cache-Status, rounded to the second;
-// negative once stale.
-func ttlLeft(e *cache.Entry, now time.Time) int64 {
-	return int64((e.TTL - e.Age(now)).Round(time.Second) / time.Second)
-}
-
-// appendCacheControl appends Cache-Control of an answer from e at now.
-// private: the page was served to an authenticated key; a shared cache
-// downstream must not hand it to requests the edge never saw.
-func appendCacheControl(b []byte, e *cache.Entry, now time.Time) []byte {
+// appendAgeFields appends the values of Age, Cache-Control and
+// Cache-Status of an answer from e at the age n, one after the other, and
+// returns where the second and the third begin.
+func appendAgeFields(b []byte, e *cache.Entry, status cache.Status, n ageNumbers) (_ []byte, cc, cs int) {
+	b = strconv.AppendInt(b, n.age, 10)
+	cc = len(b)
+	// private: the page was served to an authenticated key; a shared
+	// cache downstream must not hand it to requests the edge never saw.
 	b = append(b, "private, max-age="...)
-	b = strconv.AppendInt(b, int64(e.FreshFor(now)/time.Second), 10)
+	b = strconv.AppendInt(b, n.fresh, 10)
 	if e.Immutable {
 		b = append(b, ", immutable"...)
 	}
-	return b
+	cs = len(b)
+	return appendCacheStatus(b, status, n.ttl), cc, cs
 }
 
 // appendCacheStatus appends the RFC 9211 Cache-Status of an answer from
 // the cache, kept beside X-Cache for clients that read that, naming the
-// tier that answered: a hit with the freshness left (negative: served
+// tier that answered: a hit with the freshness left (ttl, negative: served
 // stale), or a forward to the legacy host and whether the page was
 // stored; for the shared tier, "collapsed" when another replica's fetch
 // answered.
-func appendCacheStatus(v []byte, e *cache.Entry, status cache.Status, now time.Time) []byte {
+func appendCacheStatus(v []byte, status cache.Status, ttl int64) []byte {
 	if status.L2() {
 		// The shared tier (Redis) answered first, the replica's memory
 		// after it: RFC 9211 lists the cache nearest the origin first.
@@ -221,14 +224,14 @@ func appendCacheStatus(v []byte, e *cache.Entry, status cache.Status, now time.T
 		if status == cache.MissL2 {
 			v = append(v, "fwd=miss; stored; collapsed"...)
 		} else {
-			v = appendHit(v, e, now)
+			v = appendHit(v, ttl)
 		}
 		return append(v, ", tradergate; fwd=miss; stored"...)
 	}
 	v = append(v, "tradergate; "...)
 	switch status {
 	case cache.Hit, cache.Stale:
-		return appendHit(v, e, now)
+		return appendHit(v, ttl)
 	case cache.Miss:
 		return append(v, "fwd=miss; stored"...)
 	default: // Bypass: fetched and not stored
@@ -237,9 +240,9 @@ func appendCacheStatus(v []byte, e *cache.Entry, status cache.Status, now time.T
 }
 
 // appendHit is a hit with the freshness left, negative when stale.
-func appendHit(v []byte, e *cache.Entry, now time.Time) []byte {
+func appendHit(v []byte, ttl int64) []byte {
 	v = append(v, "hit; ttl="...)
-	return strconv.AppendInt(v, ttlLeft(e, now), 10)
+	return strconv.AppendInt(v, ttl, 10)
 }
 
 // etagMatches implements If-None-Match's weak comparison (RFC 9110 section

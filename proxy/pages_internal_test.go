@@ -21,7 +21,7 @@ func TestHitFieldsFitNote(t *testing.T) {
 		{cache.Hit, stored.Add(e.TTL - 1500*time.Millisecond)},
 		{cache.Stale, stored.Add(2 * e.TTL)},
 	} {
-		f := hitFieldsOf(e, at.status, at.now)
+		f := hitFieldsOf(e, at.status, ageNumbersOf(e, at.now))
 		// The string's bytes in their size class, at most 16 B over.
 		if n := int(unsafe.Sizeof(*f)) + len(f.values) + 16; n > cache.NoteBytes {
 			t.Errorf("%v: a note takes about %d B (%q), cache.NoteBytes is %d", at.status, n, f.values, cache.NoteBytes)
