@@ -140,9 +140,8 @@ type fixedFields struct {
 // ends: its window's, when they were made for the same plan and second,
 // else new ones, which the window keeps for the requests after this one.
 func (d Decision) fixed(toReset int64) *fixedFields {
-	var w *windowKey
-	if d.window != nil {
-		w = d.window
+	w := d.window
+	if w != nil {
 		if f := w.fields.Load(); f != nil && f.toReset == toReset && f.limitN == d.Limit && f.length == d.Window && f.plan == d.Policy {
 			return f
 		}
