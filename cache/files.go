@@ -69,8 +69,9 @@ func (h *fileHandle) close() {
 
 // File returns a file holding the identity form of the page (gzip false)
 // or its gzip form, made on the first call, or nil: the form is shorter
-// than sendfile_min_bytes, page files are off, the entry is not stored, or
-// the file could not be made (logged).
+// than sendfile_min_bytes or longer than sendfile_max_bytes, page files
+// are off, the entry is not stored, or the file could not be made
+// (logged).
 //
 // Send it under its SyscallConn's Control, which keeps it open while the
 // answer lasts; Control fails once the entry has left the store, and the
@@ -85,7 +86,7 @@ func (e *Entry) File(gzip bool) *os.File {
 		body, pf = e.GzipBody(), &e.gzFile
 	}
 	s := e.c.cfg.Load()
-	if s.fileMin < 0 || len(body) < s.fileMin {
+	if s.fileMin < 0 || len(body) < s.fileMin || (s.fileMax >= 0 && len(body) > s.fileMax) {
 		return nil
 	}
 	if e.c.stats.files.Load() >= e.c.maxFiles {

@@ -58,9 +58,10 @@ func isOpen(f *os.File) bool {
 
 // TestFileHoldsThePage: a form at least sendfile_min_bytes long gets one
 // unnamed file per form holding exactly its bytes, made on the first call
-// and charged to the store once.
+// and charged to the store once. (No upper bound here: the page is longer
+// than the default sendfile_max_bytes; TestFileMaxBytes checks that.)
 func TestFileHoldsThePage(t *testing.T) {
-	c := newTestCache(t, Config{SendfileDir: fileDir(t)}, newClock(), Options{})
+	c := newTestCache(t, Config{SendfileDir: fileDir(t), SendfileMaxBytes: -1}, newClock(), Options{})
 	body := page(400<<10, 1)
 	e := mustGet(t, c, "big", func(context.Context) ([]byte, Facts, error) { return body, liveFacts, nil }, Miss)
 	before := ledger(c)
@@ -121,6 +122,59 @@ func TestFileNone(t *testing.T) {
 	}
 }
 
+// TestFileMaxBytes: a form longer than sendfile_max_bytes is sent from
+// memory (no file, no charge) while a shorter form of the same page gets
+// its file; a reload that lifts the bound gives the long form its file;
+// and a bound under sendfile_min_bytes is refused.
+func TestFileMaxBytes(t *testing.T) {
+	c := newTestCache(t, Config{SendfileDir: fileDir(t)}, newClock(), Options{})
+	body := page(600<<10, 7)
+	e := mustGet(t, c, "big", func(context.Context) ([]byte, Facts, error) { return body, liveFacts, nil }, Miss)
+	gz := e.GzipBody()
+	if len(body) <= DefaultSendfileMaxBytes || len(gz) > DefaultSendfileMaxBytes || len(gz) < DefaultSendfileMinBytes {
+		t.Fatalf("forms of %d and %d bytes: not astride the default bounds", len(body), len(gz))
+	}
+	before := ledger(c)
+	if e.File(false) != nil || ledger(c) != before {
+		t.Error("a form longer than sendfile_max_bytes got a file or a charge")
+	}
+	if e.File(true) == nil {
+		t.Error("the gzip form, within both bounds, got no file")
+	}
+	if err := c.SetConfig(Config{SendfileDir: fileDir(t), SendfileMaxBytes: -1}); err != nil {
+		t.Fatal(err)
+	}
+	if f := e.File(false); f == nil || !bytes.Equal(fileBytes(t, f, len(body)), body) {
+		t.Error("sendfile_max_bytes -1: the long form has no file holding it")
+	}
+	if err := c.SetConfig(Config{SendfileDir: fileDir(t), SendfileMaxBytes: len(gz) - 1}); err != nil {
+		t.Fatal(err)
+	}
+	if e.File(true) != nil {
+		t.Error("a bound lowered under the gzip form still sends its file")
+	}
+
+	for _, cfg := range []Config{
+		{SendfileMaxBytes: DefaultSendfileMinBytes - 1},
+		{SendfileMinBytes: 1 << 20},
+		{SendfileMinBytes: 4096, SendfileMaxBytes: 4095},
+	} {
+		err := cfg.Validate(nil)
+		if err == nil || !strings.Contains(err.Error(), "cache.sendfile_max_bytes: must be at least cache.sendfile_min_bytes") {
+			t.Errorf("%+v: %v, want sendfile_max_bytes refused", cfg, err)
+		}
+	}
+	for _, cfg := range []Config{
+		{SendfileMinBytes: 1 << 20, SendfileMaxBytes: -1},
+		{SendfileMinBytes: -1, SendfileMaxBytes: 1},
+		{SendfileMinBytes: 4096, SendfileMaxBytes: 4096},
+	} {
+		if err := cfg.Validate(nil); err != nil {
+			t.Errorf("%+v: %v", cfg, err)
+		}
+	}
+}
+
 // TestFileDir: a directory that cannot hold page files (missing, or on
 // tmpfs, where sending measured dearer than writing from memory) turns
 // them off with a log line saying why, at start and on SetConfig.
@@ -128,7 +182,7 @@ func TestFileDir(t *testing.T) {
 	var logs testkit.LogBuffer
 	missing := t.TempDir() + "/none"
 	c := newTestCache(t, Config{SendfileDir: missing}, newClock(), Options{Logger: logs.Logger()})
-	e := mustGet(t, c, "big", func(context.Context) ([]byte, Facts, error) { return page(400<<10, 5), liveFacts, nil }, Miss)
+	e := mustGet(t, c, "big", func(context.Context) ([]byte, Facts, error) { return page(200<<10, 5), liveFacts, nil }, Miss)
 	if e.File(false) != nil {
 		t.Error("a file made in a missing directory")
 	}
@@ -147,7 +201,7 @@ func TestFileDir(t *testing.T) {
 	if err := c.SetConfig(Config{SendfileDir: fileDir(t)}); err != nil {
 		t.Fatal(err)
 	}
-	e = mustGet(t, c, "big2", func(context.Context) ([]byte, Facts, error) { return page(400<<10, 6), liveFacts, nil }, Miss)
+	e = mustGet(t, c, "big2", func(context.Context) ([]byte, Facts, error) { return page(200<<10, 6), liveFacts, nil }, Miss)
 	if e.File(false) == nil {
 		t.Error("no file once a usable directory is configured")
 	}
