@@ -32,10 +32,12 @@ type Config struct {
 	SendfileMinBytes int `yaml:"sendfile_min_bytes"`
 	// SendfileMaxBytes: a form longer than this is sent from memory even
 	// with page files on. Past the socket's buffer a page takes several
-	// sendfile calls, and on the machines measured (README, Benchmarks) a
-	// ~500 KB page cost more CPU and latency sent from its file than
-	// copied from the heap, while a ~90 KB one cost less. Zero:
-	// DefaultSendfileMaxBytes. Negative: no upper bound.
+	// sendfile calls, and on the last two machines measured (README,
+	// Benchmarks) a ~500 KB page cost more CPU and latency sent from its
+	// file than copied from the heap, while a ~90 KB one cost less; on
+	// the two before them the file was cheaper (docs/BENCHMARKS.md), so
+	// it is a setting. Zero: DefaultSendfileMaxBytes. Negative: no upper
+	// bound.
 	SendfileMaxBytes int `yaml:"sendfile_max_bytes"`
 	// SendfileDir is where page files are made, unnamed (O_TMPFILE): a
 	// directory on a disk filesystem. Zero: DefaultSendfileDir. One that

@@ -14,7 +14,7 @@ import (
 // sends the file's pages from its page cache as they are, where a write
 // first copies the page into socket buffers. On a large page that copy is
 // much of the answer's CPU; on a small one the extra system call costs
-// more than the copy saves (README "Benchmarks"). So a form of a page of
+// more than the copy saves (docs/BENCHMARKS.md). So a form of a page of
 // at least sendfile_min_bytes gets, on the first answer that asks for it,
 // a copy in an unnamed file (O_TMPFILE) in sendfile_dir, charged to the
 // store like a form (forms.go). This is how nginx sends its cache files.

@@ -21,7 +21,7 @@ import (
 // first bytes, and header and page leave in full segments, where without
 // it the header block would go alone, one more segment through the stack
 // for every answer. On a ~90 KB gzip order book page that cost up to a
-// quarter of the edge's CPU per answer (README, Benchmarks). The cork is pulled
+// quarter of the edge's CPU per answer (docs/BENCHMARKS.md). The cork is pulled
 // as soon as the last byte is queued, so nothing waits for the client's
 // ACK; the kernel's own 200 ms ceiling on a cork is the worst a lost
 // Close could cost.

@@ -68,7 +68,7 @@ func newLegacyHost(c Config, wrap func(http.RoundTripper) http.RoundTripper) *le
 		ForceAttemptHTTP2:     true,
 		// The edge asks for gzip itself and inflates with klauspost's
 		// reader, twice as fast as the transport's compress/gzip on the
-		// miss path (the bench harness's profile, README "Benchmarks").
+		// miss path (a profile of a miss: go run ./bench -only miss -pprof).
 		DisableCompression: true,
 	}
 	var rt http.RoundTripper = tr

@@ -20,7 +20,7 @@ const (
 // How pages travel from the legacy host: gzip (asked for with
 // Accept-Encoding, inflated by the edge) or as they are. gzip moves a
 // fifth of the bytes and costs the edge the inflating, about a fifth of a
-// miss's CPU (README "Benchmarks"): worth it across a WAN, not from a host
+// miss's CPU (docs/BENCHMARKS.md): worth it across a WAN, not from a host
 // on the same network.
 const (
 	CompressionGzip = "gzip"
