@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -165,19 +166,13 @@ func (p Policy) withDefaults() Policy {
 
 // inherit fills the zero fields of p from base.
 func (p Policy) inherit(base Policy) Policy {
-	or := func(v, def time.Duration) time.Duration {
-		if v == 0 {
-			return def
-		}
-		return v
-	}
 	return Policy{
-		FreshTTL:             or(p.FreshTTL, base.FreshTTL),
-		ImmutableTTL:         or(p.ImmutableTTL, base.ImmutableTTL),
-		NegativeTTL:          or(p.NegativeTTL, base.NegativeTTL),
-		SettleWindow:         or(p.SettleWindow, base.SettleWindow),
-		StaleWhileRevalidate: or(p.StaleWhileRevalidate, base.StaleWhileRevalidate),
-		StaleIfError:         or(p.StaleIfError, base.StaleIfError),
+		FreshTTL:             cmp.Or(p.FreshTTL, base.FreshTTL),
+		ImmutableTTL:         cmp.Or(p.ImmutableTTL, base.ImmutableTTL),
+		NegativeTTL:          cmp.Or(p.NegativeTTL, base.NegativeTTL),
+		SettleWindow:         cmp.Or(p.SettleWindow, base.SettleWindow),
+		StaleWhileRevalidate: cmp.Or(p.StaleWhileRevalidate, base.StaleWhileRevalidate),
+		StaleIfError:         cmp.Or(p.StaleIfError, base.StaleIfError),
 	}
 }
 
@@ -196,7 +191,7 @@ func (c Config) Validate(routes []string) error {
 	case c.MaxBytes > 0 && c.MaxBytes < minMaxBytes:
 		add("cache.max_bytes", "must be at least %d (1 MiB; the unit is bytes), got %d", minMaxBytes, c.MaxBytes)
 	}
-	if fileMin, fileMax := intOr(c.SendfileMinBytes, DefaultSendfileMinBytes), intOr(c.SendfileMaxBytes, DefaultSendfileMaxBytes); fileMin > 0 && fileMax > 0 && fileMax < fileMin {
+	if fileMin, fileMax := cmp.Or(c.SendfileMinBytes, DefaultSendfileMinBytes), cmp.Or(c.SendfileMaxBytes, DefaultSendfileMaxBytes); fileMin > 0 && fileMax > 0 && fileMax < fileMin {
 		add("cache.sendfile_max_bytes", "must be at least cache.sendfile_min_bytes (%d), or negative for no bound, got %d", fileMin, fileMax)
 	}
 	if c.L2.MaxEntryBytes < 0 || c.L2.MaxEntryBytes > maxIdentity {
@@ -273,12 +268,4 @@ func (s *settings) policy(route string) Policy {
 		return p
 	}
 	return s.global
-}
-
-// intOr is v, or def when v is zero (a field left to its default).
-func intOr(v, def int) int {
-	if v == 0 {
-		return def
-	}
-	return v
 }
