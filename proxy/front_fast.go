@@ -16,8 +16,8 @@ import (
 // The HTTP/1.1 front: fasthttp (plain, and TLS connections that did not
 // negotiate h2). On a cache hit net/http alone costs more CPU than nginx's
 // whole answer; fasthttp's server costs about half of it
-// (docs/BENCHMARKS.md). This file only moves a request into an exchange and the
-// answer back out; every decision is in the steps.
+// (docs/BENCHMARKS.md). This file only moves a request into an exchange
+// and the answer back out; every decision is in the steps.
 
 // serveFast is the fasthttp handler.
 func (s *Server) serveFast(ctx *fasthttp.RequestCtx) {

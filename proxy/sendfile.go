@@ -21,10 +21,10 @@ import (
 // first bytes, and header and page leave in full segments, where without
 // it the header block would go alone, one more segment through the stack
 // for every answer. On a ~90 KB gzip order book page that cost up to a
-// quarter of the edge's CPU per answer (docs/BENCHMARKS.md). The cork is pulled
-// as soon as the last byte is queued, so nothing waits for the client's
-// ACK; the kernel's own 200 ms ceiling on a cork is the worst a lost
-// Close could cost.
+// quarter of the edge's CPU per answer (docs/BENCHMARKS.md). The cork is
+// pulled as soon as the last byte is queued, so nothing waits for the
+// client's ACK; the kernel's own 200 ms ceiling on a cork is the worst a
+// lost Close could cost.
 //
 // The file is read at explicit offsets and never through its own offset,
 // so any number of answers send one file at once. Control holds the file
