@@ -70,8 +70,12 @@ type row struct {
 	// RoundsWanted is the stampede rounds run, to tell a round whose
 	// counter could not be read from one that was not run.
 	RoundsWanted int `json:"-"`
-	// Runs is how many repetitions the row combines (-repeat).
+	// Runs is how many repetitions the row combines (-repeat), and
+	// RunCPUus each repetition's CPUus in the order they ran (0 for a run
+	// that failed): the targets compare servers run by run
+	// (pairedRatios).
 	Runs      int          `json:"runs,omitempty"`
+	RunCPUus  []float64    `json:"cpu_us_per_req_runs,omitempty"`
 	VsCeiling float64      `json:"vs_ceiling,omitempty"`
 	VsNginx   float64      `json:"vs_nginx,omitempty"`
 	Notes     []string     `json:"notes,omitempty"`
@@ -350,6 +354,12 @@ func combine(reps []row) row {
 	slices.SortFunc(ok, func(a, b row) int { return cmp.Compare(key(a), key(b)) })
 	out := ok[(len(ok)-1)/2]
 	out.Runs = len(reps)
+	out.RunCPUus = make([]float64, len(reps))
+	for i, r := range reps {
+		if r.Failed == "" && r.Skipped == "" {
+			out.RunCPUus[i] = r.CPUus
+		}
+	}
 	if len(ok) > 1 {
 		spread := fmt.Sprintf("median of %d runs (req/s %.0f–%.0f)", len(ok), ok[0].RPS, ok[len(ok)-1].RPS)
 		if out.Stampede {

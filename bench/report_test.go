@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -162,6 +163,40 @@ func TestCheckTargets(t *testing.T) {
 	}
 }
 
+func TestPairedVerdict(t *testing.T) {
+	// The median rows say ×1.05 (20 vs 19), but run by run tradergate
+	// was below nginx in two of three repetitions (×0.91, ×1.05, ×0.91);
+	// the second repetition of the ceiling failed, so two pairs remain.
+	rows := []row{
+		{Scenario: "hit-tx", Server: kindTradergate, CPUus: 20, Requests: 1, RunCPUus: []float64{10, 20, 30}},
+		{Scenario: "hit-tx", Server: kindNginx, CPUus: 19, Requests: 1, RunCPUus: []float64{11, 19, 33}},
+		{Scenario: "hit-tx", Server: kindCeilingFast, CPUus: 15, Requests: 1, RunCPUus: []float64{5, 0, 15}},
+	}
+	for _, gz := range []string{"hit-tx-gzip"} {
+		for _, r := range rows[:3] {
+			r.Scenario = gz
+			rows = append(rows, r)
+		}
+	}
+	vs := checkTargets(rows)
+	if vs[0].Status != "PASS" || !strings.Contains(vs[0].Detail, "hit-tx: 20.0 vs 19.0 CPU µs (×1.05), run by run ×0.91 ×1.05 ×0.91: median ×0.91") {
+		t.Errorf("nginx verdict %+v", vs[0])
+	}
+	// Against the ceiling: ×2.00 and ×2.00, median ×2.00, where the
+	// median rows say ×1.33; both fail.
+	if vs[1].Status != "FAIL" || !strings.Contains(vs[1].Detail, "run by run ×2.00 ×2.00: median ×2.00") {
+		t.Errorf("ceiling verdict %+v", vs[1])
+	}
+	// Rows of different repetition counts are not paired.
+	rows[1].RunCPUus = []float64{19}
+	if v := checkTargets(rows)[0]; v.Status != "FAIL" || strings.Contains(v.Detail, "hit-tx: 20.0 vs 19.0 CPU µs (×1.05), run by run") {
+		t.Errorf("unpaired verdict %+v", v)
+	}
+	if got := median([]float64{3, 1, 2, 4}); got != 2.5 {
+		t.Errorf("median %v", got)
+	}
+}
+
 func TestMemoryFigures(t *testing.T) {
 	res := &load.Result{
 		Window:        10 * time.Second,
@@ -219,13 +254,16 @@ func TestForeignShare(t *testing.T) {
 
 func TestCombine(t *testing.T) {
 	reps := []row{
-		{Scenario: "hit-tx", Server: kindNginx, RPS: 30000},
+		{Scenario: "hit-tx", Server: kindNginx, RPS: 30000, CPUus: 10},
 		{Scenario: "hit-tx", Server: kindNginx, Failed: "start: boom"},
-		{Scenario: "hit-tx", Server: kindNginx, RPS: 10000},
-		{Scenario: "hit-tx", Server: kindNginx, RPS: 20000},
+		{Scenario: "hit-tx", Server: kindNginx, RPS: 10000, CPUus: 30},
+		{Scenario: "hit-tx", Server: kindNginx, RPS: 20000, CPUus: 20},
 	}
 	got := combine(reps)
 	notes := strings.Join(got.allNotes(), "; ")
+	if !slices.Equal(got.RunCPUus, []float64{10, 0, 30, 20}) {
+		t.Errorf("run CPU %v", got.RunCPUus)
+	}
 	if got.RPS != 20000 || got.Runs != 4 || !strings.Contains(notes, "median of 3 runs (req/s 10000–30000)") || !strings.Contains(notes, "1 of 4 runs failed") {
 		t.Fatalf("combined %v req/s, %d runs, notes %q", got.RPS, got.Runs, notes)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -93,7 +94,8 @@ func passIf(ok bool) string {
 }
 
 // cpuVerdict compares tradergate's CPU per request with another server's
-// on each of the scenarios: tradergate < limit × other's (strict) or <=.
+// on each of the scenarios: tradergate < limit × other's (strict) or <=,
+// run by run when the rows combine repetitions (pairedRatios).
 // It fails when any measured scenario fails, passes when all were
 // measured and pass, and is n/a otherwise. refs are servers shown for
 // reference, not judged.
@@ -108,12 +110,20 @@ func cpuVerdict(find rowFinder, target string, scenarios []string, other serverK
 			continue
 		}
 		measured++
-		ok := t.CPUus <= limit*o.CPUus
+		// The verdict reads the ratio, not the figures: with -repeat,
+		// the median of each run's own ratio, whose two rows ran one
+		// after the other; else the ratio of the two rows' figures.
+		ratio := t.CPUus / o.CPUus
+		p := fmt.Sprintf("%s: %.1f vs %.1f CPU µs (×%.2f)", sc, t.CPUus, o.CPUus, ratio)
+		if runs := pairedRatios(t, o); len(runs) > 1 {
+			ratio = median(runs)
+			p += fmt.Sprintf(", run by run %s: median ×%.2f", fmtRatios(runs), ratio)
+		}
+		ok := ratio <= limit
 		if strict {
-			ok = t.CPUus < limit*o.CPUus
+			ok = ratio < limit
 		}
 		failed = failed || !ok
-		p := fmt.Sprintf("%s: %.1f vs %.1f CPU µs (×%.2f)", sc, t.CPUus, o.CPUus, t.CPUus/o.CPUus)
 		// The CPU figure is the target's; on a shared machine other
 		// processes inflate it, so the processes' own time is shown too.
 		if t.ProcCPUus > 0 && o.ProcCPUus > 0 {
@@ -139,6 +149,42 @@ func cpuVerdict(find rowFinder, target string, scenarios []string, other serverK
 	}
 	v.Detail = strings.Join(parts, "; ")
 	return v
+}
+
+// pairedRatios returns, for each repetition both rows measured, t's CPU
+// per request over o's in that repetition. The rows of one scenario run
+// back to back within a repetition (runMatrix), so each ratio compares
+// two servers under the same neighbours, where the median runs of two
+// rows may come from repetitions minutes apart.
+func pairedRatios(t, o *row) []float64 {
+	if len(t.RunCPUus) != len(o.RunCPUus) {
+		return nil
+	}
+	var out []float64
+	for i, tc := range t.RunCPUus {
+		if oc := o.RunCPUus[i]; tc > 0 && oc > 0 {
+			out = append(out, tc/oc)
+		}
+	}
+	return out
+}
+
+// median returns the median of xs (not empty); xs is left as it is.
+func median(xs []float64) float64 {
+	s := slices.Sorted(slices.Values(xs))
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+func fmtRatios(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprintf("×%.2f", x)
+	}
+	return strings.Join(parts, " ")
 }
 
 // firstGzipVerdict reports what the first gzip hit of a page stored
