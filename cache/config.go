@@ -28,17 +28,18 @@ type Config struct {
 	// long is also kept in a page file in SendfileDir, made on its first
 	// plain HTTP/1.1 answer and sent from then on with sendfile(2), which
 	// spares the kernel a copy of the page (files.go). Zero:
-	// DefaultSendfileMinBytes. Negative: never. Linux only; elsewhere
-	// pages are always sent from memory.
+	// DefaultSendfileMinBytes. Negative: never, which is cheaper on a
+	// host where system calls are dear: a page file answer makes four
+	// where a heap answer makes one (README.md, Caching). Linux only;
+	// elsewhere pages are always sent from memory.
 	SendfileMinBytes int `yaml:"sendfile_min_bytes"`
 	// SendfileMaxBytes: a form longer than this is sent from memory even
 	// with page files on. Past the socket's buffer a page takes several
-	// sendfile calls, and on the last two machines measured (README,
-	// Benchmarks) a ~500 KB page cost more CPU and latency sent from its
-	// file than copied from the heap, while a ~90 KB one cost less; on
-	// the two before them the file was cheaper (docs/BENCHMARKS.md), so
-	// it is a setting. Zero: DefaultSendfileMaxBytes. Negative: no upper
-	// bound.
+	// sendfile calls, and on most machines measured a ~500 KB page cost
+	// more CPU and latency sent from its file than copied from the heap,
+	// while on some a ~90 KB one cost less; on others the file was
+	// cheaper (docs/BENCHMARKS.md), so it is a setting. Zero:
+	// DefaultSendfileMaxBytes. Negative: no upper bound.
 	SendfileMaxBytes int `yaml:"sendfile_max_bytes"`
 	// SendfileDir is where page files are made, unnamed (O_TMPFILE): a
 	// directory on a disk filesystem. Zero: DefaultSendfileDir. One that
