@@ -30,7 +30,7 @@ func (b *bench) capturePages(ctx context.Context, scs []*scenario) error {
 	}
 	b.procs.setTag("capture")
 	defer b.procs.setTag("")
-	srv, err := b.startTradergate(ctx, "", 0)
+	srv, err := b.startTradergate(ctx, tgVariant{})
 	if err != nil {
 		return err
 	}

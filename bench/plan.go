@@ -13,9 +13,7 @@ func (b *bench) plan(scs []*scenario) []row {
 	for _, sc := range scs {
 		for _, k := range sc.servers {
 			r := row{Scenario: sc.name, Base: sc.base, Server: k, Upstream: -1, Stampede: sc.mode == "stampede"}
-			if sc.redis {
-				r.Label = "tradergate+redis"
-			}
+			r.Label = sc.label()
 			switch {
 			case k == kindNginx && b.nginx == "":
 				r.Skipped = "nginx is not installed (apt-get install nginx-light)"

@@ -30,7 +30,7 @@ func (b *bench) profiles(ctx context.Context, w io.Writer, scs, chosen []*scenar
 		hit := false
 		for _, sc := range chosen {
 			switch {
-			case strings.HasPrefix(sc.name, "hit-") && !sc.redis && !hit:
+			case strings.HasPrefix(sc.name, "hit-") && sc.label() == "" && !hit:
 				names, hit = append(names, sc.name), true
 			case sc.name == "miss" || sc.name == "miss-full":
 				names = append(names, sc.name)
@@ -79,7 +79,7 @@ func (b *bench) profile(ctx context.Context, sc *scenario, kind serverKind) (str
 	var srv *server
 	var err error
 	if kind == kindTradergate {
-		srv, err = b.startTradergate(ctx, "", sc.cacheBytes)
+		srv, err = b.startTradergate(ctx, sc.variant(""))
 	} else {
 		srv, err = b.startCeilingProfiled(ctx, kind)
 	}

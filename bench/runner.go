@@ -18,10 +18,7 @@ import (
 
 // runRow runs one scenario against a fresh instance of one server.
 func (b *bench) runRow(ctx context.Context, sc *scenario, kind serverKind) row {
-	r := row{Scenario: sc.name, Base: sc.base, Server: kind, Upstream: -1}
-	if sc.redis {
-		r.Label = "tradergate+redis"
-	}
+	r := row{Scenario: sc.name, Base: sc.base, Server: kind, Upstream: -1, Label: sc.label()}
 	b.procs.setTag(sc.name)
 	defer b.procs.setTag("")
 	srv, err := b.startTarget(ctx, kind, sc)

@@ -31,6 +31,9 @@ type scenario struct {
 	hit bool
 	// redis runs tradergate with the limiter's Redis store.
 	redis bool
+	// heap runs tradergate with page files off (cache.sendfile_min_bytes:
+	// -1): every answer written from the heap, as the ceiling writes it.
+	heap bool
 	// conns overrides -connections (the stampede's 256 clients).
 	conns  int
 	rounds int
@@ -48,6 +51,23 @@ type scenario struct {
 	count int
 	// cacheBytes is tradergate's cache.max_bytes (0: the default).
 	cacheBytes int64
+}
+
+// label names the variant of tradergate the scenario runs, shown instead
+// of the server's name; "" for the default configuration.
+func (sc *scenario) label() string {
+	switch {
+	case sc.redis:
+		return "tradergate+redis"
+	case sc.heap:
+		return "tradergate-heap"
+	}
+	return ""
+}
+
+// variant is how the scenario's tradergate differs from the default.
+func (sc *scenario) variant(redisAddr string) tgVariant {
+	return tgVariant{redisAddr: redisAddr, cacheBytes: sc.cacheBytes, noPageFiles: sc.heap}
 }
 
 // bigCacheBytes is the zipf100k rows' cache: four times the default.
@@ -106,6 +126,16 @@ func buildScenarios(f fixture.Fixtures, o scenarioOptions) []*scenario {
 			out = append(out, sc)
 		}
 	}
+	// The order book's gzip answer again on tradergate alone, with page
+	// files off: which of the two ways is cheaper depends on the host
+	// (README.md, Caching), and this row says which it is here
+	// (pageFileVerdict). Its identity answer, ~500 KB, is over
+	// cache.sendfile_max_bytes and sent from the heap either way.
+	heap := *scenarioByName(out, "hit-orderbook1000-gzip")
+	heap.name, heap.base, heap.heap = heap.name+"-heap", heap.name, true
+	heap.about += ", page files off"
+	heap.servers = []serverKind{kindTradergate}
+	out = append(out, &heap)
 	out = append(out, &scenario{
 		name: "hit-activity20-redis", base: "hit-activity20",
 		about: "cache hit on the 20-item page, limiter counters in Redis (redis-server on the load CPU)",

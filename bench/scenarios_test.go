@@ -85,7 +85,7 @@ func TestBuildScenarios(t *testing.T) {
 	for _, sc := range scs {
 		names = append(names, sc.name)
 	}
-	want := "hit-tx hit-tx-gzip hit-activity20 hit-activity20-gzip hit-orderbook1000 hit-orderbook1000-gzip hit-activity20-redis miss miss-full stampede first-gzip-hit zipf zipf100k zipf100k-one"
+	want := "hit-tx hit-tx-gzip hit-activity20 hit-activity20-gzip hit-orderbook1000 hit-orderbook1000-gzip hit-orderbook1000-gzip-heap hit-activity20-redis miss miss-full stampede first-gzip-hit zipf zipf100k zipf100k-one"
 	if got := strings.Join(names, " "); got != want {
 		t.Fatalf("scenarios %q", got)
 	}
@@ -100,6 +100,20 @@ func TestBuildScenarios(t *testing.T) {
 				}
 			}
 		}
+	}
+
+	// The order book's gzip answer again, on tradergate alone with page
+	// files off.
+	for _, base := range []string{"hit-orderbook1000-gzip"} {
+		b, h := scenarioByName(scs, base), scenarioByName(scs, base+"-heap")
+		if !h.heap || b.heap || h.base != base || h.gzip != b.gzip || !slices.Equal(h.urls, b.urls) || !h.hit ||
+			!slices.Equal(h.servers, []serverKind{kindTradergate}) || h.label() != "tradergate-heap" || b.label() != "" ||
+			h.variant("").noPageFiles != true || b.variant("").noPageFiles {
+			t.Errorf("%s: %+v", h.name, h)
+		}
+	}
+	if r := scenarioByName(scs, "hit-activity20-redis"); r.label() != "tradergate+redis" || r.variant("x").redisAddr != "x" {
+		t.Errorf("redis row label %q", r.label())
 	}
 
 	// first-gzip-hit: the pages are stored, then each asked once for gzip.

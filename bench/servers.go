@@ -217,7 +217,7 @@ func (b *bench) startTarget(ctx context.Context, kind serverKind, sc *scenario) 
 		if sc.redis {
 			redis = b.redisSrv.addr
 		}
-		return b.startTradergate(ctx, redis, sc.cacheBytes)
+		return b.startTradergate(ctx, sc.variant(redis))
 	case kindCeilingFast, kindCeiling, kindCeilingHeaders:
 		return b.startCeiling(ctx, kind)
 	case kindNginx:

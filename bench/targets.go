@@ -56,7 +56,7 @@ func checkTargets(rows []row) []verdict {
 			cpuVerdict(find, fmt.Sprintf("cache hit %s: tradergate CPU/response <= %g × the fasthttp ceiling's, identity and gzip", sc, hitVsCeiling),
 				pair, kindCeilingFast, hitVsCeiling, false, kindCeilingHeaders))
 	}
-	out = append(out, firstGzipVerdict(find), bigZipfVerdict(find))
+	out = append(out, firstGzipVerdict(find), bigZipfVerdict(find), pageFileVerdict(rows))
 
 	// The miss target, twice: on a fresh process filling its cache (miss)
 	// and once the cache is full (miss-full, the steady state).
@@ -220,6 +220,43 @@ func bigZipfVerdict(find rowFinder) verdict {
 		v.Detail += fmt.Sprintf("; RSS with the pages stored %s", fmtMiB(float64(z.RSSBytes)))
 	}
 	return v
+}
+
+// pageFileVerdict reports what the order book's 92 KB gzip answer costs
+// from its page file (the default) against the heap (its -heap row):
+// which is cheaper depends on the host (README.md, Caching).
+func pageFileVerdict(rows []row) verdict {
+	const sc = "hit-orderbook1000-gzip"
+	v := verdict{Target: "order book gzip answer from its page file (default) against the heap (cache.sendfile_min_bytes: -1): CPU/response, reported", Status: "n/a",
+		Detail: "needs the tradergate row of " + sc + " and the tradergate-heap row of " + sc + "-heap"}
+	f, h := finder(rows)(sc, kindTradergate), labelled(rows, sc+"-heap", "tradergate-heap")
+	if f == nil || h == nil || f.CPUus <= 0 || h.CPUus <= 0 {
+		return v
+	}
+	v.Status = "info"
+	ratio := f.CPUus / h.CPUus
+	v.Detail = fmt.Sprintf("%.1f vs %.1f CPU µs (×%.2f)", f.CPUus, h.CPUus, ratio)
+	if runs := pairedRatios(f, h); len(runs) > 1 {
+		ratio = median(runs)
+		v.Detail += fmt.Sprintf(", run by run %s: median ×%.2f", fmtRatios(runs), ratio)
+	}
+	cheaper := "the page file"
+	if ratio > 1 {
+		cheaper = "the heap"
+	}
+	v.Detail += "; the cheaper way in this run: " + cheaper
+	return v
+}
+
+// labelled finds the row of a scenario on a variant of tradergate.
+func labelled(rows []row, scenario, label string) *row {
+	for i := range rows {
+		r := &rows[i]
+		if r.Scenario == scenario && r.Label == label && r.Failed == "" && r.Skipped == "" && r.Requests > 0 {
+			return r
+		}
+	}
+	return nil
 }
 
 // memoryVerdict is the memory target, on miss-full: the cache full and

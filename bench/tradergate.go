@@ -30,7 +30,20 @@ type tgConfig struct {
 	KeySHA256       string
 	RedisAddr       string
 	CacheMaxBytes   int64
+	NoPageFiles     bool
 	Admin, Log      bool
+}
+
+// tgVariant is how a row's tradergate differs from the default
+// configuration.
+type tgVariant struct {
+	// redisAddr is the replicas' shared Redis ("": none, the limiter
+	// counts in memory).
+	redisAddr string
+	// cacheBytes is cache.max_bytes (0: the default).
+	cacheBytes int64
+	// noPageFiles turns page files off (cache.sendfile_min_bytes: -1).
+	noPageFiles bool
 }
 
 // defaultCacheBytes is config.yaml's cache.max_bytes. The harness writes
@@ -86,11 +99,10 @@ func (s *server) stop() {
 }
 
 // startTradergate starts the edge on the server CPU against the shared
-// upstream. redisAddr is the replicas' shared Redis ("": none, the
-// limiter counts in memory); cacheBytes its cache.max_bytes (0: the
-// default). A section the binary refuses is dropped for the rest of the
-// run.
-func (b *bench) startTradergate(ctx context.Context, redisAddr string, cacheBytes int64) (*server, error) {
+// upstream, configured as v says. A section the binary refuses is dropped
+// for the rest of the run.
+func (b *bench) startTradergate(ctx context.Context, v tgVariant) (*server, error) {
+	redisAddr, cacheBytes := v.redisAddr, v.cacheBytes
 	if cacheBytes <= 0 {
 		cacheBytes = defaultCacheBytes
 	}
@@ -105,7 +117,8 @@ func (b *bench) startTradergate(ctx context.Context, redisAddr string, cacheByte
 		}
 		c := tgConfig{
 			Port: port, AdminPort: adminPort, UpstreamURL: b.upstreamBase(), KeySHA256: hashKey(b.clientKey),
-			RedisAddr: redisAddr, CacheMaxBytes: cacheBytes, Admin: b.tgSections["admin"], Log: b.tgSections["log"],
+			RedisAddr: redisAddr, CacheMaxBytes: cacheBytes, NoPageFiles: v.noPageFiles,
+			Admin: b.tgSections["admin"], Log: b.tgSections["log"],
 		}
 		data, err := renderTGConfig(c)
 		if err != nil {
@@ -121,6 +134,8 @@ func (b *bench) startTradergate(ctx context.Context, redisAddr string, cacheByte
 		switch {
 		case redisAddr != "":
 			keep = "tradergate-redis.yaml"
+		case v.noPageFiles:
+			keep = "tradergate-heap.yaml"
 		case cacheBytes != defaultCacheBytes:
 			keep = fmt.Sprintf("tradergate-cache-%dMiB.yaml", cacheBytes>>20)
 		}

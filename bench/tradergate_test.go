@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,15 +36,24 @@ func TestRenderTGConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	c.CacheMaxBytes, c.NoPageFiles = defaultCacheBytes, true
+	heap, err := renderTGConfig(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.NoPageFiles = false
 	for _, tc := range []struct {
 		cfg      []byte
 		maxBytes int64
-	}{{full, defaultCacheBytes}, {withRedis, defaultCacheBytes}, {big, 1 << 30}} {
+		fileMin  int // cache.sendfile_min_bytes as written
+	}{{full, defaultCacheBytes, 0}, {withRedis, defaultCacheBytes, 0}, {big, 1 << 30, 0}, {heap, defaultCacheBytes, -1}} {
 		pc, err := proxy.ParseConfig(tc.cfg)
 		if err != nil {
 			t.Errorf("tradergate refuses the config: %v\n%s", err, tc.cfg)
 		} else if pc.Cache.MaxBytes != tc.maxBytes {
 			t.Errorf("cache.max_bytes %d, want %d", pc.Cache.MaxBytes, tc.maxBytes)
+		} else if pc.Cache.SendfileMinBytes != tc.fileMin && pc.Cache.SendfileMinBytes != cmp.Or(tc.fileMin, cache.DefaultSendfileMinBytes) {
+			t.Errorf("cache.sendfile_min_bytes %d, want %d", pc.Cache.SendfileMinBytes, tc.fileMin)
 		} else if got := pc.MemoryLimit(); float64(got) != memoryBound(tc.maxBytes)-32<<20 {
 			// server.memory_limit is left to its default: 32 MiB under
 			// the memory target's bound, for the binary and the memory
