@@ -28,8 +28,8 @@ type Config struct {
 	// long is also kept in a page file in SendfileDir, made on its first
 	// plain HTTP/1.1 answer and sent from then on with sendfile(2), which
 	// spares the kernel a copy of the page (files.go). Zero:
-	// DefaultSendfileMinBytes. Negative: never, which is cheaper on a
-	// host where system calls are dear: a page file answer makes four
+	// DefaultSendfileMinBytes. Negative: never, which can be cheaper on
+	// a host where system calls are dear: a page file answer makes four
 	// where a heap answer makes one (README.md, Caching). Linux only;
 	// elsewhere pages are always sent from memory.
 	SendfileMinBytes int `yaml:"sendfile_min_bytes"`
