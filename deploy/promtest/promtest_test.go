@@ -2,6 +2,7 @@ package promtest
 
 import (
 	"context"
+	"net"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -123,17 +124,24 @@ func TestScrapeQueryAndMissingSeries(t *testing.T) {
 
 func TestWaitScrapedTimesOutOnADeadTarget(t *testing.T) {
 	t.Parallel()
-	// A port nothing listens on: the server closed at once.
-	srv := httptest.NewServer(nil)
-	dead := strings.TrimPrefix(srv.URL, "http://")
-	srv.Close()
+	// A listener that never accepts: the kernel takes the connection and
+	// nothing ever answers, so every scrape times out. The port stays
+	// ours for the whole test: a port freed at once could be handed to
+	// another server, this Prometheus's own included, whose /metrics
+	// would then answer the scrape.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	dead := ln.Addr().String()
 
 	p := Start(t, []string{dead})
 	// Prometheus hands new targets to its scrapers every 5s; give it time
 	// to try this one.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err := p.WaitScraped(ctx, dead)
+	err = p.WaitScraped(ctx, dead)
 	if err == nil {
 		t.Fatal("WaitScraped succeeded on a target that does not answer")
 	}
