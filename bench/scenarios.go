@@ -53,14 +53,21 @@ type scenario struct {
 	cacheBytes int64
 }
 
-// label names the variant of tradergate the scenario runs, shown instead
-// of the server's name; "" for the default configuration.
+// Labels of the variants of tradergate, shown instead of the server's
+// name.
+const (
+	labelRedis = "tradergate+redis"
+	labelHeap  = "tradergate-heap"
+)
+
+// label names the variant of tradergate the scenario runs; "" for the
+// default configuration.
 func (sc *scenario) label() string {
 	switch {
 	case sc.redis:
-		return "tradergate+redis"
+		return labelRedis
 	case sc.heap:
-		return "tradergate-heap"
+		return labelHeap
 	}
 	return ""
 }

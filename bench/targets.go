@@ -31,15 +31,19 @@ func hitScenarios() []string { return []string{"hit-tx", "hit-activity20", "hit-
 type rowFinder func(scenario string, kind serverKind) *row
 
 func finder(rows []row) rowFinder {
-	return func(scenario string, kind serverKind) *row {
-		for i := range rows {
-			r := &rows[i]
-			if r.Scenario == scenario && r.Server == kind && r.Label == "" && r.Failed == "" && r.Skipped == "" && r.Requests > 0 {
-				return r
-			}
+	return func(scenario string, kind serverKind) *row { return findRow(rows, scenario, kind, "") }
+}
+
+// findRow finds the row of a scenario on a server, labelled label (""
+// for a server in its default configuration), that has figures.
+func findRow(rows []row, scenario string, kind serverKind, label string) *row {
+	for i := range rows {
+		r := &rows[i]
+		if r.Scenario == scenario && r.Server == kind && r.Label == label && r.Failed == "" && r.Skipped == "" && r.Requests > 0 {
+			return r
 		}
-		return nil
 	}
+	return nil
 }
 
 // checkTargets reads the benchmark's targets off the rows of one run.
@@ -110,15 +114,8 @@ func cpuVerdict(find rowFinder, target string, scenarios []string, other serverK
 			continue
 		}
 		measured++
-		// The verdict reads the ratio, not the figures: with -repeat,
-		// the median of each run's own ratio, whose two rows ran one
-		// after the other; else the ratio of the two rows' figures.
-		ratio := t.CPUus / o.CPUus
-		p := fmt.Sprintf("%s: %.1f vs %.1f CPU µs (×%.2f)", sc, t.CPUus, o.CPUus, ratio)
-		if runs := pairedRatios(t, o); len(runs) > 1 {
-			ratio = median(runs)
-			p += fmt.Sprintf(", run by run %s: median ×%.2f", fmtRatios(runs), ratio)
-		}
+		ratio, text := compareCPU(t, o)
+		p := sc + ": " + text
 		ok := ratio <= limit
 		if strict {
 			ok = ratio < limit
@@ -149,6 +146,20 @@ func cpuVerdict(find rowFinder, target string, scenarios []string, other serverK
 	}
 	v.Detail = strings.Join(parts, "; ")
 	return v
+}
+
+// compareCPU returns t's CPU per request over o's and how it reads. The
+// ratio is what a verdict reads, not the figures: with -repeat, the median
+// of each repetition's own ratio, whose two rows ran one after the other
+// (pairedRatios); else the ratio of the two rows' figures.
+func compareCPU(t, o *row) (float64, string) {
+	ratio := t.CPUus / o.CPUus
+	text := fmt.Sprintf("%.1f vs %.1f CPU µs (×%.2f)", t.CPUus, o.CPUus, ratio)
+	if runs := pairedRatios(t, o); len(runs) > 1 {
+		ratio = median(runs)
+		text += fmt.Sprintf(", run by run %s: median ×%.2f", fmtRatios(runs), ratio)
+	}
+	return ratio, text
 }
 
 // pairedRatios returns, for each repetition both rows measured, t's CPU
@@ -228,35 +239,20 @@ func bigZipfVerdict(find rowFinder) verdict {
 func pageFileVerdict(rows []row) verdict {
 	const sc = "hit-orderbook1000-gzip"
 	v := verdict{Target: "order book gzip answer from its page file (default) against the heap (cache.sendfile_min_bytes: -1): CPU/response, reported", Status: "n/a",
-		Detail: "needs the tradergate row of " + sc + " and the tradergate-heap row of " + sc + "-heap"}
-	f, h := finder(rows)(sc, kindTradergate), labelled(rows, sc+"-heap", "tradergate-heap")
+		Detail: "needs the tradergate row of " + sc + " and the " + labelHeap + " row of " + sc + "-heap"}
+	f, h := findRow(rows, sc, kindTradergate, ""), findRow(rows, sc+"-heap", kindTradergate, labelHeap)
 	if f == nil || h == nil || f.CPUus <= 0 || h.CPUus <= 0 {
 		return v
 	}
 	v.Status = "info"
-	ratio := f.CPUus / h.CPUus
-	v.Detail = fmt.Sprintf("%.1f vs %.1f CPU µs (×%.2f)", f.CPUus, h.CPUus, ratio)
-	if runs := pairedRatios(f, h); len(runs) > 1 {
-		ratio = median(runs)
-		v.Detail += fmt.Sprintf(", run by run %s: median ×%.2f", fmtRatios(runs), ratio)
-	}
+	ratio, text := compareCPU(f, h)
+	v.Detail = text
 	cheaper := "the page file"
 	if ratio > 1 {
 		cheaper = "the heap"
 	}
 	v.Detail += "; the cheaper way in this run: " + cheaper
 	return v
-}
-
-// labelled finds the row of a scenario on a variant of tradergate.
-func labelled(rows []row, scenario, label string) *row {
-	for i := range rows {
-		r := &rows[i]
-		if r.Scenario == scenario && r.Label == label && r.Failed == "" && r.Skipped == "" && r.Requests > 0 {
-			return r
-		}
-	}
-	return nil
 }
 
 // memoryVerdict is the memory target, on miss-full: the cache full and
