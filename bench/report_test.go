@@ -127,6 +127,7 @@ func TestCheckTargets(t *testing.T) {
 		{Scenario: "zipf100k", Server: kindTradergate, CPUus: 33, Requests: 1},
 		{Scenario: "zipf100k-one", Server: kindTradergate, CPUus: 30, Requests: 1},
 		{Scenario: "stampede", Server: kindTradergate, Requests: 1, UpstreamPerRound: []int64{1, 1}, RoundsWanted: 2},
+		{Scenario: "hit-orderbook1000-heap", Server: kindTradergate, Label: "tradergate-heap", CPUus: 125, Requests: 1},
 	}
 	var got []string
 	vs := checkTargets(rows)
@@ -148,12 +149,17 @@ func TestCheckTargets(t *testing.T) {
 		5:  "needs the tradergate and ceiling-fasthttp rows of hit-orderbook1000-gzip",
 		6:  "82.0 CPU µs over 9000 pages",
 		7:  "33.0 vs 30.0 CPU µs/hit (×1.10)",
-		8:  "60.0 vs 40.0 CPU µs (×1.50); the cheaper way in this run: the heap",
+		8:  "hit-orderbook1000: 100.0 vs 125.0 CPU µs (×0.80); cheaper in this run: the page file; hit-orderbook1000-gzip: 60.0 vs 40.0 CPU µs (×1.50); cheaper in this run: the heap",
 		11: "RSS 500 MiB at the window's end (peak 520 MiB) vs 448 MiB for cache.max_bytes 256 MiB; GC stop-the-world pauses 0.40% of the core (GC CPU itself not exported), Go memory limit none (GOMEMLIMIT unset)",
 	} {
 		if !strings.Contains(vs[i].Detail, want) {
 			t.Errorf("verdict %d (%s): %q lacks %q", i, vs[i].Target, vs[i].Detail, want)
 		}
+	}
+	// Without the identity form's heap row, the gzip form is still told.
+	if v := checkTargets(rows[:len(rows)-1])[8]; v.Status != "info" || !strings.Contains(v.Detail, "hit-orderbook1000-gzip: 60.0 vs 40.0") ||
+		!strings.HasSuffix(v.Detail, "needs the tradergate and tradergate-heap rows of hit-orderbook1000") {
+		t.Errorf("page file verdict without the identity heap row: %+v", v)
 	}
 	// A miss-full window without evictions did not run on a full cache.
 	rows[22].Evictions = 0

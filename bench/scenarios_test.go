@@ -85,7 +85,7 @@ func TestBuildScenarios(t *testing.T) {
 	for _, sc := range scs {
 		names = append(names, sc.name)
 	}
-	want := "hit-tx hit-tx-gzip hit-activity20 hit-activity20-gzip hit-orderbook1000 hit-orderbook1000-gzip hit-orderbook1000-gzip-heap hit-activity20-redis miss miss-full stampede first-gzip-hit zipf zipf100k zipf100k-one"
+	want := "hit-tx hit-tx-gzip hit-activity20 hit-activity20-gzip hit-orderbook1000 hit-orderbook1000-heap hit-orderbook1000-gzip hit-orderbook1000-gzip-heap hit-activity20-redis miss miss-full stampede first-gzip-hit zipf zipf100k zipf100k-one"
 	if got := strings.Join(names, " "); got != want {
 		t.Fatalf("scenarios %q", got)
 	}
@@ -102,13 +102,15 @@ func TestBuildScenarios(t *testing.T) {
 		}
 	}
 
-	// The order book's gzip answer again, on tradergate alone with page
+	// The order book's answers again, on tradergate alone with page
 	// files off.
-	b, h := scenarioByName(scs, "hit-orderbook1000-gzip"), scenarioByName(scs, "hit-orderbook1000-gzip-heap")
-	if !h.heap || b.heap || h.base != b.name || h.gzip != b.gzip || !slices.Equal(h.urls, b.urls) || !h.hit ||
-		!slices.Equal(h.servers, []serverKind{kindTradergate}) || h.label() != "tradergate-heap" || b.label() != "" ||
-		!h.variant("").noPageFiles || b.variant("").noPageFiles {
-		t.Errorf("%s: %+v", h.name, h)
+	for _, name := range []string{"hit-orderbook1000", "hit-orderbook1000-gzip"} {
+		b, h := scenarioByName(scs, name), scenarioByName(scs, name+"-heap")
+		if !h.heap || b.heap || h.base != b.name || h.gzip != b.gzip || !slices.Equal(h.urls, b.urls) || !h.hit ||
+			!slices.Equal(h.servers, []serverKind{kindTradergate}) || h.label() != "tradergate-heap" || b.label() != "" ||
+			!h.variant("").noPageFiles || b.variant("").noPageFiles {
+			t.Errorf("%s: %+v", h.name, h)
+		}
 	}
 	if r := scenarioByName(scs, "hit-activity20-redis"); r.label() != "tradergate+redis" || r.variant("x").redisAddr != "x" {
 		t.Errorf("redis row label %q", r.label())

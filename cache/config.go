@@ -34,12 +34,12 @@ type Config struct {
 	// elsewhere pages are always sent from memory.
 	SendfileMinBytes int `yaml:"sendfile_min_bytes"`
 	// SendfileMaxBytes: a form longer than this is sent from memory even
-	// with page files on. Past the socket's buffer a page takes several
-	// sendfile calls, and on most machines measured a ~500 KB page cost
-	// more CPU and latency sent from its file than copied from the heap,
-	// while on some a ~90 KB one cost less; on others the file was
-	// cheaper (docs/BENCHMARKS.md), so it is a setting. Zero:
-	// DefaultSendfileMaxBytes. Negative: no upper bound.
+	// with page files on. Zero: DefaultSendfileMaxBytes, no upper bound,
+	// as nginx sends every cached file: on most machines measured a
+	// ~500 KB page cost far less CPU from its file than copied from the
+	// heap (half, on some), but on one the copy was cheaper
+	// (docs/BENCHMARKS.md), so a host like that one can set a bound.
+	// Negative: no upper bound.
 	SendfileMaxBytes int `yaml:"sendfile_max_bytes"`
 	// SendfileDir is where page files are made, unnamed (O_TMPFILE): a
 	// directory on a disk filesystem. Zero: DefaultSendfileDir. One that
@@ -101,7 +101,7 @@ const (
 	DefaultMaxBytes         = 256 << 20
 	DefaultCompressMinBytes = 1024
 	DefaultSendfileMinBytes = 64 << 10
-	DefaultSendfileMaxBytes = 256 << 10
+	DefaultSendfileMaxBytes = -1 // no upper bound
 	DefaultSendfileDir      = "/var/tmp"
 
 	DefaultFreshTTL             = time.Second

@@ -58,10 +58,10 @@ func isOpen(f *os.File) bool {
 
 // TestFileHoldsThePage: a form at least sendfile_min_bytes long gets one
 // unnamed file per form holding exactly its bytes, made on the first call
-// and charged to the store once. (No upper bound here: the page is longer
-// than the default sendfile_max_bytes; TestFileMaxBytes checks that.)
+// and charged to the store once. The default sets no upper bound, so a
+// 400 KiB page gets its file; TestFileMaxBytes checks a bound.
 func TestFileHoldsThePage(t *testing.T) {
-	c := newTestCache(t, Config{SendfileDir: fileDir(t), SendfileMaxBytes: -1}, newClock(), Options{})
+	c := newTestCache(t, Config{SendfileDir: fileDir(t)}, newClock(), Options{})
 	body := page(400<<10, 1)
 	e := mustGet(t, c, "big", func(context.Context) ([]byte, Facts, error) { return body, liveFacts, nil }, Miss)
 	before := ledger(c)
@@ -127,12 +127,13 @@ func TestFileNone(t *testing.T) {
 // its file; a reload that lifts the bound gives the long form its file;
 // and a bound under sendfile_min_bytes is refused.
 func TestFileMaxBytes(t *testing.T) {
-	c := newTestCache(t, Config{SendfileDir: fileDir(t)}, newClock(), Options{})
+	const bound = 256 << 10
+	c := newTestCache(t, Config{SendfileDir: fileDir(t), SendfileMaxBytes: bound}, newClock(), Options{})
 	body := page(600<<10, 7)
 	e := mustGet(t, c, "big", func(context.Context) ([]byte, Facts, error) { return body, liveFacts, nil }, Miss)
 	gz := e.GzipBody()
-	if len(body) <= DefaultSendfileMaxBytes || len(gz) > DefaultSendfileMaxBytes || len(gz) < DefaultSendfileMinBytes {
-		t.Fatalf("forms of %d and %d bytes: not astride the default bounds", len(body), len(gz))
+	if len(body) <= bound || len(gz) > bound || len(gz) < DefaultSendfileMinBytes {
+		t.Fatalf("forms of %d and %d bytes: not astride the bounds", len(body), len(gz))
 	}
 	before := ledger(c)
 	if e.File(false) != nil || ledger(c) != before {
@@ -141,11 +142,12 @@ func TestFileMaxBytes(t *testing.T) {
 	if e.File(true) == nil {
 		t.Error("the gzip form, within both bounds, got no file")
 	}
-	if err := c.SetConfig(Config{SendfileDir: fileDir(t), SendfileMaxBytes: -1}); err != nil {
+	// The default (zero) sets no bound, as -1 does.
+	if err := c.SetConfig(Config{SendfileDir: fileDir(t)}); err != nil {
 		t.Fatal(err)
 	}
 	if f := e.File(false); f == nil || !bytes.Equal(fileBytes(t, f, len(body)), body) {
-		t.Error("sendfile_max_bytes -1: the long form has no file holding it")
+		t.Error("sendfile_max_bytes by default: the long form has no file holding it")
 	}
 	if err := c.SetConfig(Config{SendfileDir: fileDir(t), SendfileMaxBytes: len(gz) - 1}); err != nil {
 		t.Fatal(err)
@@ -156,7 +158,7 @@ func TestFileMaxBytes(t *testing.T) {
 
 	for _, cfg := range []Config{
 		{SendfileMaxBytes: DefaultSendfileMinBytes - 1},
-		{SendfileMinBytes: 1 << 20},
+		{SendfileMinBytes: 1 << 20, SendfileMaxBytes: 1<<20 - 1},
 		{SendfileMinBytes: 4096, SendfileMaxBytes: 4095},
 	} {
 		err := cfg.Validate(nil)
@@ -166,6 +168,7 @@ func TestFileMaxBytes(t *testing.T) {
 	}
 	for _, cfg := range []Config{
 		{SendfileMinBytes: 1 << 20, SendfileMaxBytes: -1},
+		{SendfileMinBytes: 1 << 20},
 		{SendfileMinBytes: -1, SendfileMaxBytes: 1},
 		{SendfileMinBytes: 4096, SendfileMaxBytes: 4096},
 	} {
