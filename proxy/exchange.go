@@ -71,9 +71,14 @@ type exchange struct {
 	span      trace.Span     // the request\'s span; nil when tracing is off
 
 	// The answer.
-	status    int
-	headers   [maxHeaders]field
-	nh        int
+	status  int
+	headers [maxHeaders]field
+	nh      int
+	// named has nameBit(n) set for every name n set on this answer, so
+	// that setHeader and header look through headers only for a name that
+	// may be there; a hit sets some sixteen fields, each new. A bit is
+	// never cleared (delHeader, a panic's reset): a stale one costs a look.
+	named     uint64
 	always    int    // headers[:always] go on every answer (id, rate limits)
 	vals      []byte // backing of the header values made for this answer
 	body      []byte
@@ -164,13 +169,17 @@ type field struct{ name, value string }
 
 // setHeader sets name to value, replacing an earlier value of name.
 func (x *exchange) setHeader(name, value string) {
-	for i := range x.headers[:x.nh] {
-		if x.headers[i].name == name {
-			x.headers[i].value = value
-			return
+	bit := nameBit(name)
+	if x.named&bit != 0 {
+		for i := range x.headers[:x.nh] {
+			if x.headers[i].name == name {
+				x.headers[i].value = value
+				return
+			}
 		}
 	}
 	if x.nh < len(x.headers) {
+		x.named |= bit
 		x.headers[x.nh] = field{name, value}
 		x.nh++
 	}
@@ -178,12 +187,25 @@ func (x *exchange) setHeader(name, value string) {
 
 // header returns the value set for name, or "".
 func (x *exchange) header(name string) string {
+	if x.named&nameBit(name) == 0 {
+		return ""
+	}
 	for _, f := range x.headers[:x.nh] {
 		if f.name == name {
 			return f.value
 		}
 	}
 	return ""
+}
+
+// nameBit is name's bit in exchange.named: one of 64, from its length and
+// last byte, which tell apart the names of a hit's answer (the three of 12
+// bytes end in s, e and d).
+func nameBit(name string) uint64 {
+	if name == "" {
+		return 1
+	}
+	return 1 << ((uint(len(name))*7 + uint(name[len(name)-1])) & 63)
 }
 
 // delHeader removes name from the answer.

@@ -88,3 +88,45 @@ func TestKeyLookupAllocatesNothing(t *testing.T) {
 		t.Errorf("%v allocations per lookup", n)
 	}
 }
+
+// The answer's fields keep one value per name, whatever names share a bit
+// of exchange.named: a name set twice is replaced in place, one never set
+// reads "", and a deleted one can be set again.
+func TestHeaderFieldsByName(t *testing.T) {
+	names := []string{"X-Request-Id", "X-Cache", "Cache-Status", "Age", "Cache-Control", "Vary", "Etag",
+		"Content-Encoding", "Content-Type", "X-Content-Type-Options", "RateLimit", "RateLimit-Policy"}
+	// Two more names sharing a bit with names above, found here so that
+	// the test holds whatever nameBit's formula.
+	for i := 0; len(names) < 14; i++ {
+		n := "X-F" + strings.Repeat("f", i)
+		for _, m := range names[:12] {
+			if nameBit(n) == nameBit(m) && n != m {
+				names = append(names, n)
+				break
+			}
+		}
+	}
+	x := newExchange(context.Background())
+	for _, n := range names {
+		x.setHeader(n, "1 "+n)
+	}
+	for _, n := range names {
+		x.setHeader(n, "2 "+n)
+	}
+	if x.nh != len(names) {
+		t.Fatalf("%d fields for %d names", x.nh, len(names))
+	}
+	for i, n := range names {
+		if x.headers[i].name != n || x.header(n) != "2 "+n {
+			t.Errorf("field %d: %+v, header(%q) = %q", i, x.headers[i], n, x.header(n))
+		}
+	}
+	if x.header("Retry-After") != "" {
+		t.Error("a name never set has a value")
+	}
+	x.delHeader(names[2])
+	x.setHeader(names[2], "3")
+	if x.nh != len(names) || x.headers[x.nh-1] != (field{names[2], "3"}) {
+		t.Errorf("deleted then set: %+v", x.headers[:x.nh])
+	}
+}
