@@ -59,7 +59,7 @@ func (b *bench) capturePages(ctx context.Context, scs []*scenario) error {
 
 // checkMetrics records in the run notes whether tradergate ran with its
 // admin listener (metrics on) and without an access log, as the benchmark's
-// rules ask (README "Benchmarks").
+// rules ask (docs/BENCHMARKS.md, Servers).
 func (b *bench) checkMetrics(ctx context.Context, srv *server) {
 	if srv.admin == "" {
 		return

@@ -39,7 +39,8 @@ func (b *bench) estimate(scs []*scenario, rows []row) time.Duration {
 			continue
 		}
 		d += b.warmupOf(sc) + b.opt.duration + 1500*time.Millisecond // start, warm, stop
-		// Pages stored before the window, at about 4,000 misses a second.
+		// Pages stored before the window, at an assumed 4,000 misses a second
+		// (a 2-CPU machine's rate, docs/BENCHMARKS.md, Scenarios).
 		d += time.Duration(sc.prefill) * time.Second / 4000
 	}
 	if b.opt.pprof {

@@ -8,8 +8,9 @@ import (
 	"tradergate/bench/load"
 )
 
-// prefillLimit bounds a prefill: 100,000 misses at the bench machine's
-// 4,000 to 5,000 a second take about 25 s.
+// prefillLimit bounds a prefill: 100,000 misses at the miss rate the run's
+// estimate assumes (plan.go) take 25 s; the bound leaves room for a much
+// slower machine.
 const prefillLimit = 5 * time.Minute
 
 // prefill stores sc's pages before its window: each of the first

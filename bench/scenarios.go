@@ -86,11 +86,10 @@ func (sc *scenario) variant(redisAddr string) tgVariant {
 // bigCacheBytes is the zipf100k rows' cache: four times the default.
 const bigCacheBytes = 4 * defaultCacheBytes
 
-// fullCacheWarmup is miss-full's warm-up: at the miss rate of the bench
-// machine (4,000 to 5,000 pages a second of ~20 KB with their gzip copies)
-// tradergate's 256 MiB cache (config.yaml) is full after 3 to 4 s, and its
-// heap stops growing after about 6 s (RSS ~580 MB, read off /proc during
-// a miss run); 12 s leaves room for a slower machine.
+// fullCacheWarmup is miss-full's warm-up: long enough for tradergate's
+// default cache (config.yaml) to fill and its heap to stop growing at a
+// 2-CPU machine's miss rate, twice that for a slower machine
+// (docs/BENCHMARKS.md, Scenarios).
 const fullCacheWarmup = 12 * time.Second
 
 // Settled bounds: an hour before the newest data is well past the cache
@@ -141,8 +140,9 @@ func buildScenarios(f fixture.Fixtures, o scenarioOptions) []*scenario {
 	}
 	// The order book's two answers (~500 KB identity, 92 KB gzip) again
 	// on tradergate alone, each right after its own rows, with page files
-	// off: which of the two ways is cheaper depends on the host (README.md,
-	// Caching), and these rows say which it is here (pageFileVerdict).
+	// off: which of the two ways is cheaper depends on the host
+	// (docs/CONFIGURATION.md, Page files), and these rows say which it is
+	// here (pageFileVerdict).
 	for _, name := range pageFileScenarios {
 		i := slices.IndexFunc(out, func(sc *scenario) bool { return sc.name == name })
 		heap := *out[i]
@@ -172,10 +172,8 @@ func buildScenarios(f fixture.Fixtures, o scenarioOptions) []*scenario {
 	// The same load once the cache is full: every insert evicts, and the
 	// heap has its size. The miss rows above start a fresh process, whose
 	// first seconds also pay the kernel for every page the growing heap
-	// touches: in the -pprof profiles the first touch of new memory
-	// (bytes.Clone of the page, mcentral.grow) was 14 to 19% of a miss's
-	// CPU on the filling cache and 3% on the full one. An edge that has
-	// been up a while is in the second state. Both are reported.
+	// touches (docs/BENCHMARKS.md, Scenarios); an edge that has been up a
+	// while is in the second state. Both are reported.
 	out = append(out, &scenario{
 		name: "miss-full", warmup: fullCacheWarmup,
 		about: "cache miss as above, measured after a " + fullCacheWarmup.String() + " warm-up that fills tradergate's cache (steady state: each insert evicts)",

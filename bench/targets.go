@@ -236,7 +236,7 @@ func bigZipfVerdict(find rowFinder) verdict {
 // pageFileVerdict reports what the order book's answers (~500 KB
 // identity, 92 KB gzip) cost from their page files (the default) against
 // the heap (their -heap rows): which is cheaper depends on the host
-// (README.md, Caching).
+// (docs/CONFIGURATION.md, Page files).
 func pageFileVerdict(rows []row) verdict {
 	v := verdict{Target: "order book answers from their page files (default) against the heap (cache.sendfile_min_bytes: -1): CPU/response, reported", Status: "n/a"}
 	var parts, missing []string

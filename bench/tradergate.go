@@ -21,8 +21,8 @@ import (
 //go:embed tradergate.yaml.tmpl
 var tgConfigTemplate string
 
-// tgConfig fills the template. Admin and Log are sections that builds
-// before hot reload do not know; strict config decoding refuses them, so the
+// tgConfig fills the template. Admin and Log are sections that older
+// builds (a run may measure any binary, -tradergate) do not know; strict config decoding refuses them, so the
 // harness drops a section the binary rejects and says so in the report.
 type tgConfig struct {
 	Port, AdminPort int

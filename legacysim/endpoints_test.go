@@ -363,7 +363,7 @@ func TestValidation(t *testing.T) {
 		{"tx hash", "/open-api/v1/tx/0x1234", nil, "Invalid txHash format"},
 		{"tx hash no prefix", "/open-api/v1/tx/" + strings.Repeat("a", 64), nil, "Invalid txHash format"},
 		{"wallet address", "/open-api/v1/trader/wallet-address/xyz", nil, "Invalid address format"},
-		// The overlap of endpoints 2 and 8 (route.go) is endpoint 8.
+		// The overlap of activity and wallet_address (route.go) is wallet_address.
 		{"overlap", "/open-api/v1/trader/wallet-address/activity", nil, "Invalid address format"},
 	}
 	for _, c := range cases {

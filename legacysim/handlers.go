@@ -58,7 +58,7 @@ func (s *Sim) answer(rt route, arg string, r *http.Request, dst []byte) ([]byte,
 	return s.walletAddress(dst, arg)
 }
 
-// orderbookEvents is endpoint 1; the checks follow its parameter table
+// orderbookEvents is orderbook_events; the checks follow its parameter table
 // and rules 1 to 3.
 func (s *Sim) orderbookEvents(dst []byte, q url.Values, now time.Time) ([]byte, *apiError) {
 	mids, cids, tids := listParam(q, "marketId"), listParam(q, "conditionId"), listParam(q, "tokenId")
@@ -167,7 +167,7 @@ func (s *Sim) orderbookEvents(dst []byte, q url.Values, now time.Time) ([]byte, 
 	return s.appendOrderbookPage(dst, &oq, now.UnixMilli()), nil
 }
 
-// activity is endpoint 2.
+// activity is the activity route.
 func (s *Sim) activity(dst []byte, addr string, q url.Values, now time.Time) ([]byte, *apiError) {
 	if !isAddress(addr) {
 		return dst, badRequest("Invalid address format")
@@ -215,8 +215,8 @@ func (s *Sim) activity(dst []byte, addr string, q url.Values, now time.Time) ([]
 	return appendListPage(dst, s.encoded(w).acts, page, more, curActivity, key), nil
 }
 
-// transfers is endpoint 3. The legacy contract leaves its filter names
-// unstated (docs/CONTRACT.md#assumptions); the host takes type,
+// transfers is deposits_withdrawals. The legacy contract leaves its filter
+// names unstated (docs/CONTRACT.md#assumptions); the host takes type,
 // fromTimestamp, toTimestamp and minAmount (deposits only, withdrawals
 // always pass), newest first.
 func (s *Sim) transfers(dst []byte, addr string, q url.Values, now time.Time) ([]byte, *apiError) {
@@ -269,8 +269,8 @@ func (s *Sim) transfers(dst []byte, addr string, q url.Values, now time.Time) ([
 	return appendListPage(dst, s.encoded(w).transfers, page, more, curTransfers, key), nil
 }
 
-// combos is endpoint 4; marketIds matches a combo when any leg is on one
-// of the markets. A combo is listed once its close time has passed.
+// combos is combo_positions_closed; marketIds matches a combo when any leg
+// is on one of the markets. A combo is listed once its close time has passed.
 func (s *Sim) combos(dst []byte, addr string, q url.Values, now time.Time) ([]byte, *apiError) {
 	if !isAddress(addr) {
 		return dst, badRequest("Invalid address format")
@@ -308,9 +308,10 @@ func (s *Sim) combos(dst []byte, addr string, q url.Values, now time.Time) ([]by
 	return appendListPage(dst, s.encoded(w).combos, page, more, curCombos, key), nil
 }
 
-// positions is endpoints 5 (closed) and 6 (open). Positions are the final
+// positions is positions_closed and positions_open. Positions are the final
 // state of the generated trades and are listed once their latest trade is
-// visible; endpoint 6 takes no marketIds (docs/CONTRACT.md#params-positions).
+// visible; positions_open takes no marketIds
+// (docs/CONTRACT.md#params-positions).
 func (s *Sim) positions(dst []byte, addr string, q url.Values, now time.Time, closed bool) ([]byte, *apiError) {
 	if !isAddress(addr) {
 		return dst, badRequest("Invalid address format")
@@ -352,7 +353,7 @@ func (s *Sim) positions(dst []byte, addr string, q url.Values, now time.Time, cl
 	return appendListPage(dst, s.encoded(w).positions, page, more, kind, last), nil
 }
 
-// tx is endpoint 7: a malformed hash is a 400, an unknown or not yet
+// tx is the tx route: a malformed hash is a 400, an unknown or not yet
 // visible one is data null (docs/CONTRACT.md#path-parameters and
 // #params-lookups).
 func (s *Sim) tx(dst []byte, hash string, now time.Time) ([]byte, *apiError) {
@@ -377,7 +378,7 @@ func (s *Sim) tx(dst []byte, hash string, now time.Time) ([]byte, *apiError) {
 	return s.appendTradeTx(dst, ref.wallet, a), nil
 }
 
-// walletAddress is endpoint 8: a signer maps to its wallet, a wallet to
+// walletAddress is wallet_address: a signer maps to its wallet, a wallet to
 // itself, anything else well-formed to {"walletAddress":null}.
 func (s *Sim) walletAddress(dst []byte, addr string) ([]byte, *apiError) {
 	if !isAddress(addr) {

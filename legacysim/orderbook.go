@@ -5,7 +5,7 @@ import (
 	"sort"
 )
 
-// Order book events (docs/CONTRACT.md#shape-orderbook-event, endpoint 1).
+// Order book events (docs/CONTRACT.md#shape-orderbook-event, orderbook_events).
 // Each token has a `book` snapshot every 10 minutes and `price_change`
 // deltas every 15 to 30 seconds in between. The deltas are the only changes
 // to the book, and each snapshot is the book after every earlier delta, so
@@ -293,7 +293,7 @@ func (it *obIter) less(o *obIter) bool {
 	return it.tok < o.tok // one token's events never share a timestamp
 }
 
-// appendOrderbookPage writes data of endpoint 1: events visible at nowMs
+// appendOrderbookPage writes data of orderbook_events: events visible at nowMs
 // (timestamp <= now) that match q, merged across tokens.
 func (s *Sim) appendOrderbookPage(dst []byte, q *obQuery, nowMs int64) []byte {
 	hi := min(q.to, nowMs)

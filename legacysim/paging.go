@@ -7,8 +7,8 @@ import (
 	"strings"
 )
 
-// Paging of the wallet lists (endpoints 2 to 6,
-// docs/CONTRACT.md#pagination).
+// Paging of the wallet lists (activity, deposits_withdrawals and the
+// position routes, docs/CONTRACT.md#pagination).
 // Lists are stored newest first; a cursor holds the sort key (time, seq)
 // of the last item handed out, never an offset.
 
@@ -22,9 +22,10 @@ func (s *Sim) walletOf(addr string) *wallet {
 }
 
 // timeRange reads an inclusive [fromName, toName] range; absent bounds are
-// open. An inverted range is not an error on endpoints 2 and 3 (the
-// legacy contract states to >= from for endpoint 1 only; the edge refuses
-// it everywhere, docs/CONTRACT.md#assumptions); it matches nothing.
+// open. An inverted range is not an error on activity and
+// deposits_withdrawals (the legacy contract states to >= from for
+// orderbook_events only; the edge refuses it everywhere,
+// docs/CONTRACT.md#assumptions); it matches nothing.
 func timeRange(q url.Values, fromName, toName, unit string) (lo, hi int64, err *apiError) {
 	lo, hi = math.MinInt64, math.MaxInt64
 	if v, ok, err := intParam(q, fromName, unit); err != nil {

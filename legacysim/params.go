@@ -75,10 +75,10 @@ func cursorParam(q url.Values, kind cursorKind) (*cursorPos, *apiError) {
 	return &c, nil
 }
 
-// marketIDsParam parses `marketIds` (comma-separated market IDs,
-// endpoints 2, 4, 5: docs/CONTRACT.md#params-activity and
-// #params-positions) into a set of market indexes; unknown IDs match
-// nothing. nil means no filter.
+// marketIDsParam parses `marketIds` (comma-separated market IDs, on
+// activity, combo_positions_closed and positions_closed:
+// docs/CONTRACT.md#params-activity and #params-positions) into a set of
+// market indexes; unknown IDs match nothing. nil means no filter.
 func (s *Sim) marketIDsParam(q url.Values) ([]bool, *apiError) {
 	ids := listParam(q, "marketIds")
 	if len(ids) == 0 {

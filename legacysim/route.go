@@ -50,7 +50,7 @@ const basePath = "/open-api"
 // or txHash). A hand-written matcher rather than ServeMux patterns:
 // /v1/trader/wallet-address/{address} and /v1/trader/{address}/activity
 // both match /v1/trader/wallet-address/activity, which ServeMux rejects as
-// a conflict. The literal segment wins, so that path is endpoint 8 with
+// a conflict. The literal segment wins, so that path is wallet_address with
 // the malformed address "activity" (a 400).
 func matchRoute(path string) (route, string) {
 	rest, ok := strings.CutPrefix(path, basePath+"/v1/")

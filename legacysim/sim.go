@@ -211,7 +211,7 @@ func (s *Sim) Markets() []Market {
 	return out
 }
 
-// Signers returns the signer -> proxy wallet mapping of endpoint 8.
+// Signers returns the signer -> proxy wallet mapping of wallet_address.
 // Endpoint 8 also maps each wallet to itself (it resolves a signer or
 // trader address, docs/CONTRACT.md#shape-wallet); those identities are not
 // listed here.
@@ -238,7 +238,8 @@ func (s *Sim) TradeTxs() []string {
 }
 
 // ComboTxs returns the hashes of the COMBO transactions, one per closed
-// combo position, by wallet and then in the reverse of endpoint 4's order.
+// combo position, by wallet and then in the reverse of combo_positions_closed'
+// order.
 func (s *Sim) ComboTxs() []string {
 	var out []string
 	for wi := range s.wallets {

@@ -2,30 +2,16 @@ package legacysim
 
 import "strconv"
 
-// Order books with Config.OrderBookVariety: event streams built to
-// exercise every case a book rebuild meets, where the default books are
-// tidy (one snapshot every 10 minutes, a delta every 15 to 30 s, one
-// spelling per price). Per token:
-//
-//   - a delta every 100 to 600 ms (about 10,000 an hour), some of them in
-//     the same millisecond as the event before;
-//   - snapshots only in some 10-minute slots (slots 0 and 1 always, 2 to 8
-//     never, later ones with probability 2/3), so that more than
-//     10,000 deltas, several full pages, can lie between two snapshots;
-//     now and then a snapshot in the very millisecond of the delta before;
-//   - updates, new levels, removals, re-adds of the price removed last,
-//     and removals (sizeAfter 0) of a price the book does not have;
-//   - one price in several spellings ("0.5", "0.50", "0.500"), sizes as
-//     "12.5" or "12.50", and the removal size as "0" or "0.00";
-//   - bid and ask bands that share their middle price, so the book is
-//     crossed (bid = ask) while both sides have a level there;
-//   - snapshots that disagree with the deltas before them (the one of
-//     slot 1, then one in three: a level dropped, another added, as after
-//     a missed update): the book after a snapshot is the snapshot, never
-//     a merge.
-//
-// As in the default books, a rebuild by the recipe of endpoint 1 rule 5
-// equals applying every event from the first one in order.
+// Order books with Config.OrderBookVariety: event streams that exercise
+// every case a book rebuild meets, where the default books are tidy. Per
+// token: a delta every 100 to 600 ms, some in the millisecond of the event
+// before (a snapshot too); no snapshot in slots 2 to 8, so that more than
+// 10,000 deltas, several full pages, lie between two; updates, new levels,
+// removals, re-adds, and removals of a price the book lacks; one price in
+// several spellings ("0.5", "0.50"); bid and ask bands that meet (bid =
+// ask); snapshots that disagree with the deltas before them, so the book
+// after a snapshot is the snapshot, never a merge. A rebuild by the rule
+// of docs/CONTRACT.md#reconstruction equals applying every event in order.
 const (
 	varietyGapFrom = 2 // slots [varietyGapFrom, varietyGapTo) have no snapshot
 	varietyGapTo   = 9

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// Speed goals (brief of this package): order book pages, whose data passes
+// Speed goals: order book pages, whose data passes
 // through, at 1 GB/s or more; field rewrites at 200 MB/s or more per core.
 // Run: go test -run='^$' -bench=. -benchtime=2s ./normalize/
 

@@ -19,11 +19,11 @@
 //     buffer as the scanner reads it: compact, member order kept, renames
 //     in place (values.go).
 //
-// The rewrite used to stream tokens from the jsontext decoder. Its
-// byte-at-a-time string scan and its duplicate-name check, which compares
-// every name with each earlier one, took most of the rewrite's time; the
-// scanner reads strings eight bytes at a time and settles most names with
-// a 64-bit filter. BenchmarkRewrite and BenchmarkRewriteLegacySim measure it.
+// The scanner is the package's own rather than jsontext's decoder because
+// the decoder scans strings a byte at a time and checks duplicate names by
+// comparing each name with every earlier one; the scanner reads strings
+// eight bytes at a time and settles most names with a 64-bit filter.
+// BenchmarkRewrite and BenchmarkRewriteLegacySim measure it.
 //
 // # Envelopes (docs/CONTRACT.md "Response envelopes")
 //

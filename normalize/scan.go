@@ -477,8 +477,9 @@ func appendUnescaped(dst, q []byte) []byte {
 // rawName returns the name of a member as written, quotes included, from
 // the offsets handed to a memberFunc: only whitespace and the colon stand
 // between the name's closing quote and the value. It is found on demand,
-// by the rewrite alone, because handing every callback a slice costs the
-// pass-through scan of large order book pages about 2%.
+// by the rewrite alone, because handing every callback a slice would slow
+// the pass-through scan of large order book pages (BenchmarkRewrite's
+// OrderBook rows; docs/BENCHMARKS.md, Package benchmarks).
 func (s *scanner) rawName(nameAt, at int) []byte {
 	j := at - 1
 	for s.src[j] != ':' {
