@@ -7,11 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,66 +21,17 @@ import (
 	"tradergate/normalize"
 	"tradergate/proxy/native"
 	"tradergate/proxy/route"
+	"tradergate/proxy/testkit"
 )
 
 const credential = "native-credential-s3cret"
-
-// clock is a settable clock for the rollback windows.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-// syncBuffer is a log sink safe for the shadow workers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// eventually polls cond until it holds, failing t after 10s.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within 10s: %s", what)
-		}
-		<-tick.C
-	}
-}
 
 // harness is a Backend with its registry, log and clock.
 type harness struct {
 	b     *native.Backend
 	reg   *prometheus.Registry
-	log   *syncBuffer
-	clock *clock
+	log   *testkit.LogBuffer
+	clock *testkit.Clock
 	cfg   native.Config
 }
 
@@ -96,12 +45,12 @@ func newHarness(t *testing.T, baseURL string, edit func(*native.Config)) *harnes
 	if errs := cfg.Validate(env(map[string]string{"NATIVE_KEY": credential})); len(errs) > 0 {
 		t.Fatalf("config: %v", errs)
 	}
-	h := &harness{reg: prometheus.NewRegistry(), log: &syncBuffer{}, clock: &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}, cfg: cfg}
+	h := &harness{reg: prometheus.NewRegistry(), log: &testkit.LogBuffer{}, clock: testkit.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)), cfg: cfg}
 	b, err := native.New(cfg, native.Options{
 		Routes:   route.NewTable().Routes(),
 		OpenAPI:  docs.OpenAPI(),
 		Registry: h.reg,
-		Logger:   slog.New(slog.NewJSONHandler(h.log, nil)),
+		Logger:   h.log.Logger(),
 		Now:      h.clock.Now,
 	})
 	if err != nil {
@@ -274,7 +223,7 @@ func TestShadowReportsExactlyTheDifferences(t *testing.T) {
 	// A legacy route shadows nothing.
 	h.b.Shadow(route.PositionsOpen, true, pages[route.Activity].body, "/v1/anything")
 
-	eventually(t, "every comparison done", func() bool {
+	testkit.Eventually(t, "every comparison done", func() bool {
 		n := int64(0)
 		for _, r := range h.b.Report().Routes {
 			n += r.Compared + r.NativeErrors
@@ -463,7 +412,7 @@ func TestRollbackTripsWithinTheWindowAndReloadRearms(t *testing.T) {
 		}
 	}
 	fail(10)
-	h.clock.Add(2 * time.Minute) // those ten leave the window
+	h.clock.Advance(2 * time.Minute) // those ten leave the window
 	fail(19)
 	if r := h.route(t, route.Tx); r.Rollback.RolledBack || h.b.Decide(route.Tx, "k") != native.Native {
 		t.Fatalf("rolled back on errors outside the window: %+v", r.Rollback)
@@ -484,7 +433,7 @@ func TestRollbackTripsWithinTheWindowAndReloadRearms(t *testing.T) {
 	if !strings.Contains(h.log.String(), `"msg":"native route rolled back to legacy","route":"tx"`) {
 		t.Errorf("no warning line:\n%s", h.log)
 	}
-	h.clock.Add(time.Hour)
+	h.clock.Advance(time.Hour)
 	if h.b.Decide(route.Tx, "k") != native.Legacy {
 		t.Error("the rollback wore off with time; only a reload re-arms it")
 	}
@@ -510,7 +459,7 @@ func TestRollbackOnDifferencesKeepsShadowing(t *testing.T) {
 	})
 	for i := range 5 {
 		h.b.Shadow(route.DepositsWithdrawals, true, p.body, p.target)
-		eventually(t, "comparison done", func() bool { return h.route(t, route.DepositsWithdrawals).Different == int64(i+1) })
+		testkit.Eventually(t, "comparison done", func() bool { return h.route(t, route.DepositsWithdrawals).Different == int64(i+1) })
 	}
 	r := h.route(t, route.DepositsWithdrawals)
 	if !r.Rollback.RolledBack || !strings.Contains(r.Rollback.Reason, "difference ratio 1.000 (3 of 3 comparisons") {
@@ -545,7 +494,7 @@ func TestShadowQueueFullDropsAndCounts(t *testing.T) {
 		t.Errorf("tradergate_native_shadow_dropped_total{tx} = %v, want 3", got)
 	}
 	close(release)
-	eventually(t, "both comparisons done", func() bool { return h.route(t, route.Tx).Equal == 2 })
+	testkit.Eventually(t, "both comparisons done", func() bool { return h.route(t, route.Tx).Equal == 2 })
 }
 
 func TestCloseLeavesNoGoroutine(t *testing.T) {
@@ -567,7 +516,7 @@ func TestCloseLeavesNoGoroutine(t *testing.T) {
 	for range 10 {
 		b.Shadow(route.Tx, true, []byte(`{}`), "/v1/tx/0x01") // in flight and queued
 	}
-	eventually(t, "a comparison in flight", func() bool { return ns.calls.Load() > 0 })
+	testkit.Eventually(t, "a comparison in flight", func() bool { return ns.calls.Load() > 0 })
 	b.Close()
 	b.Shadow(route.Tx, true, []byte(`{}`), "/v1/tx/0x01") // after Close: dropped
 	if r := b.Report().Routes; r == nil {

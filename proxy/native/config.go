@@ -91,8 +91,9 @@ func (r RouteConfig) sample() float64 {
 // canary or native mode goes back to legacy (still shadowing), until the
 // next reload.
 type RollbackConfig struct {
-	// ErrorRatio: native calls that failed (timeout, 5xx, transport error,
-	// bad body, contract break, breaker open) over native calls. A route
+	// ErrorRatio: native calls that failed (timeout, 5xx or another status
+	// than 200, transport error, bad body, contract break, breaker open)
+	// over native calls; a caller that went away is neither. A route
 	// rolls back when the ratio goes above it; 1 never rolls back on
 	// errors. Zero: 0.05.
 	ErrorRatio float64 `yaml:"error_ratio"`
