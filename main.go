@@ -127,8 +127,8 @@ func check(args []string, stdout, stderr io.Writer, getenv func(string) string) 
 	if err := r.Write(stdout, *path); err != nil {
 		return err
 	}
-	if n := len(r.Problems); n > 0 {
-		return fmt.Errorf("check: %s does not load (%d problems)", *path, n)
+	if len(r.Problems) > 0 {
+		return fmt.Errorf("check: %s does not load", *path)
 	}
 	return nil
 }
