@@ -154,6 +154,16 @@ type rendered struct {
 	rule           *prometheusRule
 }
 
+// ciKeys is a keys section as the apiKeys Secret holds it.
+var ciKeys = "keys:\n  - {id: ci, sha256: \"" + proxy.HashKey("ci-key") + "\", plan: free, routes: [\"*\"]}\n"
+
+// replicaMemory is README's sizing rule ("Running at scale", Memory): a
+// replica needs 1.5 x cache.max_bytes + 64 MiB, here in whole MiB rounded
+// up, as the chart and the unit write it.
+func replicaMemory(maxBytes int64) int64 {
+	return (maxBytes*3/2 + 64<<20 + 1<<20 - 1) >> 20 << 20
+}
+
 var docSep = regexp.MustCompile(`(?m)^---\s*$`)
 
 // render runs helm template and decodes every manifest strictly.
@@ -299,8 +309,7 @@ func TestHelmTemplate(t *testing.T) {
 				}
 			}
 
-			// Memory: README's sizing rule, 1.5 x cache.max_bytes + 64 MiB.
-			want := (cfg.Cache.MaxBytes*3/2 + 64<<20 + 1<<20 - 1) / (1 << 20) << 20
+			want := replicaMemory(cfg.Cache.MaxBytes)
 			for kind, rl := range map[string]corev1.ResourceList{"request": edge.Resources.Requests, "limit": edge.Resources.Limits} {
 				if got := rl.Memory().Value(); got != want {
 					t.Errorf("memory %s = %d, want %d (1.5 x cache.max_bytes %d + 64 MiB)", kind, got, want, cfg.Cache.MaxBytes)
@@ -380,8 +389,7 @@ func checkConfig(t *testing.T, r rendered, text string) *proxy.Config {
 	if c := container(t, pod.InitContainers, "check"); !slices.Equal(c.Args, []string{"check", "-config", "/run/tradergate/config.yaml"}) || !reflect.DeepEqual(c.Env, edge.Env) {
 		t.Errorf("the check init container does not check what the edge loads: %v %v", c.Args, c.Env)
 	}
-	keys := "keys:\n  - {id: ci, sha256: \"" + proxy.HashKey("ci-key") + "\", plan: free, routes: [\"*\"]}\n"
-	data := text + keys
+	data := text + ciKeys
 
 	// Every file the configuration names is under a mount of the edge
 	// container; the test makes it in a folder of its own at the same
@@ -591,8 +599,7 @@ func selects(selector, labels map[string]string) bool {
 func TestHelmProbesAnswer(t *testing.T) {
 	r := render(t, "")
 	edge := container(t, r.deployment.Spec.Template.Spec.Containers, "tradergate")
-	data := r.configMaps[r.deployment.Name].Data["config.yaml"] +
-		"keys:\n  - {id: ci, sha256: \"" + proxy.HashKey("ci-key") + "\", plan: free, routes: [\"*\"]}\n"
+	data := r.configMaps[r.deployment.Name].Data["config.yaml"] + ciKeys
 	cfg, err := proxy.ParseConfig([]byte(data))
 	if err != nil {
 		t.Fatal(err)

@@ -34,12 +34,8 @@ func TestCheckShippedConfig(t *testing.T) {
 	if want := []proxy.EnvVar{{Field: "upstream.key_env", Name: "TRADERGATE_UPSTREAM_KEY", Set: true}}; len(r.Env) != 1 || r.Env[0] != want[0] {
 		t.Errorf("env = %+v, want %+v", r.Env, want)
 	}
-	var out strings.Builder
-	if err := r.Write(&out, "config.yaml"); err != nil {
-		t.Fatal(err)
-	}
-	if want := "config.yaml: environment variable TRADERGATE_UPSTREAM_KEY (upstream.key_env) is set\nconfig.yaml: OK\n"; out.String() != want {
-		t.Errorf("report:\n%s\nwant:\n%s", out.String(), want)
+	if out, want := reportHas(t, r, "config.yaml"), "config.yaml: environment variable TRADERGATE_UPSTREAM_KEY (upstream.key_env) is set\nconfig.yaml: OK\n"; out != want {
+		t.Errorf("report:\n%s\nwant:\n%s", out, want)
 	}
 }
 
@@ -85,18 +81,27 @@ log:
 	if r.Config != nil {
 		t.Error("a config with problems is returned")
 	}
-	var out strings.Builder
-	_ = r.Write(&out, "edge.yaml")
-	for _, line := range []string{
+	reportHas(t, r, "edge.yaml",
 		"edge.yaml: environment variable TRADERGATE_UPSTREAM_KEY (upstream.key_env) is unset\n",
 		"edge.yaml:2: server.listen: must be host:port, got \"nope\"\n",
 		"edge.yaml:7: keys[0].sha256: must be 64 hex digits",
-		"edge.yaml: 6 problems\n",
-	} {
-		if !strings.Contains(out.String(), line) {
-			t.Errorf("report lacks %q:\n%s", line, out.String())
+		"edge.yaml: 6 problems\n")
+}
+
+// reportHas writes r for the file name and fails unless it holds every
+// piece of want; it returns the report.
+func reportHas(t *testing.T, r proxy.CheckReport, name string, want ...string) string {
+	t.Helper()
+	var out strings.Builder
+	if err := r.Write(&out, name); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range want {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("report lacks %q:\n%s", w, out.String())
 		}
 	}
+	return out.String()
 }
 
 func TestCheckDecodeErrors(t *testing.T) {
@@ -196,22 +201,15 @@ func TestCheckNeverPrintsEnvValues(t *testing.T) {
 		"ADMIN_TOKEN":             "short-tok", // too short: a problem
 	}
 	r := proxy.Check([]byte(cfg), getenvOf(secrets))
-	var out strings.Builder
-	_ = r.Write(&out, "config.yaml")
-	for _, v := range secrets {
-		if strings.Contains(out.String(), v) {
-			t.Errorf("the report holds the value %q:\n%s", v, out.String())
-		}
-	}
-	for _, want := range []string{
+	out := reportHas(t, r, "config.yaml",
 		"TRADERGATE_UPSTREAM_KEY (upstream.key_env) is set",
 		"REDIS_PASSWORD (redis.password_env) is unset",
 		"ADMIN_TOKEN (admin.token_env) is set",
 		"admin.token_env: environment variable ADMIN_TOKEN must hold a token of at least 16 characters",
-		"redis.password_env: environment variable REDIS_PASSWORD (the Redis password) is not set",
-	} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("report lacks %q:\n%s", want, out.String())
+		"redis.password_env: environment variable REDIS_PASSWORD (the Redis password) is not set")
+	for _, v := range secrets {
+		if strings.Contains(out, v) {
+			t.Errorf("the report holds the value %q:\n%s", v, out)
 		}
 	}
 }
