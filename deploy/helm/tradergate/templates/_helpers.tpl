@@ -63,6 +63,15 @@ the init container appends from their Secret.
 {{- end -}}
 {{- end -}}
 {{- $_ := set $server "shutdown_timeout" (printf "%ds" (int .Values.shutdown.timeoutSeconds)) -}}
+{{- $tls := default dict $server.tls -}}
+{{- if eq (toString $tls.mode) "acme" -}}
+{{- $storage := default "/var/lib/tradergate/acme" $tls.storage -}}
+{{- if ne $storage "/var/lib/tradergate/acme" -}}
+{{- fail "config.server.tls.storage must be /var/lib/tradergate/acme, where the chart mounts the acme volume (or left out)" -}}
+{{- end -}}
+{{- $_ := set $tls "storage" $storage -}}
+{{- $_ := set $server "tls" $tls -}}
+{{- end -}}
 {{- $_ := set $c "server" $server -}}
 {{- $r := .Values.redis -}}
 {{- $redis := dict "addrs" $r.addrs "master_name" $r.masterName "db" $r.db "username" $r.username "tls" $r.tls "prefix" $r.prefix "timeout" $r.timeout -}}
