@@ -4,6 +4,7 @@
 //	tradergate -config config.yaml   run the edge
 //	tradergate -demo                 run it against an in-process simulated legacy host
 //	tradergate hash-key              read a key on stdin, print its SHA-256 for keys[].sha256
+//	tradergate check -config FILE    load FILE as start-up and SIGHUP do; exit 1 on problems
 //
 // This file only wires: flags, configuration, the parts, serving, signals.
 package main
@@ -50,13 +51,16 @@ func main() {
 			os.Exit(0)
 		}
 		fmt.Fprintln(os.Stderr, "tradergate:", err)
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) error {
 	if len(args) > 0 && args[0] == "hash-key" {
 		return hashKey(stdin, stdout)
+	}
+	if len(args) > 0 && args[0] == "check" {
+		return check(args[1:], stdout, stderr, getenv)
 	}
 	fs := flag.NewFlagSet("tradergate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -65,6 +69,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
   tradergate [flags]             run the edge (-config FILE, or the embedded config.yaml)
   tradergate -demo [flags]       run it against an in-process simulated legacy host
   tradergate hash-key            read a key on stdin, print its SHA-256 for keys[].sha256
+  tradergate check -config FILE  check FILE as start-up and reload do (exit 1: problems)
 
 Flags:
 `)
@@ -79,7 +84,7 @@ Flags:
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q (commands: hash-key)", fs.Arg(0))
+		return fmt.Errorf("unexpected argument %q (commands: hash-key, check)", fs.Arg(0))
 	}
 	m.LogOutput = stderr
 	return m.Run(ctx)
@@ -98,6 +103,48 @@ func hashKey(stdin io.Reader, stdout io.Writer) error {
 	}
 	_, err = fmt.Fprintln(stdout, proxy.HashKey(k))
 	return err
+}
+
+// check is `tradergate check -config FILE`: the file loaded as start-up
+// and SIGHUP load it, every problem printed with its field and line, the
+// variables it names printed as set or unset (proxy.Check).
+func check(args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	fs := flag.NewFlagSet("tradergate check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", "", "configuration file to check (required)")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err}
+	}
+	if *path == "" || fs.NArg() > 0 {
+		fs.Usage()
+		return usageError{errors.New("check: give one -config FILE and nothing else")}
+	}
+	data, err := os.ReadFile(*path)
+	if err != nil {
+		return fmt.Errorf("check: %w", err)
+	}
+	r := proxy.Check(data, getenv)
+	if err := r.Write(stdout, *path); err != nil {
+		return err
+	}
+	if len(r.Problems) > 0 {
+		return fmt.Errorf("check: %s does not load", *path)
+	}
+	return nil
+}
+
+// usageError is a command line that cannot run: exit status 2.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// exitCode is the exit status for run's error: 2 for a usage error, else 1.
+func exitCode(err error) int {
+	if errors.As(err, new(usageError)) {
+		return 2
+	}
+	return 1
 }
 
 // Main runs the edge; it is a type so that tests can run it whole.

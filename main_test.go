@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -193,5 +194,70 @@ func TestHelpListsCommands(t *testing.T) {
 	err := run(context.Background(), []string{"-h"}, strings.NewReader(""), io.Discard, &stderr, os.Getenv)
 	if !errors.Is(err, flag.ErrHelp) || !strings.Contains(stderr.String(), "hash-key") || !strings.Contains(stderr.String(), "-demo") {
 		t.Errorf("-h: %v\n%s", err, stderr.String())
+	}
+}
+
+// TestCheckCommand: `tradergate check` exits 0 on a file that loads, 1
+// with each problem on its line when it does not, 2 on a usage error, and
+// never prints the value of a variable the file names.
+func TestCheckCommand(t *testing.T) {
+	dir := t.TempDir()
+	good := strings.Replace(string(embeddedConfig), "keys: []\n",
+		"keys:\n  - {id: alice, sha256: \""+proxy.HashKey("k")+"\", plan: free, routes: [\"*\"]}\n", 1)
+	bad := strings.Replace(good, `listen: ":8080"`, `listen: "8080"`, 1) + "extra: 1\n"
+	files := map[string]string{"good.yaml": good, "bad.yaml": strings.Replace(good, "level: info", "level: loud", 1),
+		"unknown.yaml": bad}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const secret = "upstream-key-7d1e"
+	getenv := func(k string) string {
+		if k == "TRADERGATE_UPSTREAM_KEY" {
+			return secret
+		}
+		return ""
+	}
+	lineOf := func(data, text string) int { return strings.Count(data[:strings.Index(data, text)], "\n") + 1 }
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int      // exit status; 0: run returns nil
+		want []string // lines of stdout
+	}{
+		{"good", []string{"check", "-config", filepath.Join(dir, "good.yaml")}, 0, []string{
+			"good.yaml: environment variable TRADERGATE_UPSTREAM_KEY (upstream.key_env) is set",
+			"good.yaml: OK"}},
+		{"bad", []string{"check", "-config", filepath.Join(dir, "bad.yaml")}, 1, []string{
+			fmt.Sprintf(`bad.yaml:%d: log.level: must be debug, info, warn or error, got "loud"`, lineOf(files["bad.yaml"], "level: loud")),
+			"bad.yaml: 1 problem"}},
+		// Decoding stops at the first unknown field, as start-up does.
+		{"unknown field", []string{"check", "-config", filepath.Join(dir, "unknown.yaml")}, 1, []string{
+			fmt.Sprintf("unknown.yaml:%d: extra: unknown field", lineOf(bad, "extra: 1"))}},
+		{"missing file", []string{"check", "-config", filepath.Join(dir, "none.yaml")}, 1, nil},
+		{"no -config", []string{"check"}, 2, nil},
+		{"extra argument", []string{"check", "-config", filepath.Join(dir, "good.yaml"), "more"}, 2, nil},
+		{"unknown flag", []string{"check", "-listen", ":1"}, 2, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			err := run(context.Background(), tc.args, strings.NewReader(""), &stdout, &stderr, getenv)
+			code := 0
+			if err != nil {
+				code = exitCode(err)
+			}
+			if code != tc.code {
+				t.Errorf("exit status %d (%v), want %d", code, err, tc.code)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stdout.String(), filepath.Join(dir, w)+"\n") {
+					t.Errorf("stdout lacks %q:\n%s", w, stdout.String())
+				}
+			}
+			if strings.Contains(stdout.String()+stderr.String(), secret) {
+				t.Error("the upstream key's value is printed")
+			}
+		})
 	}
 }

@@ -48,16 +48,9 @@ func (e *Edge) newACME(tlsAddr, httpAddr net.Addr) (*acmeManager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server.tls.ca: %w", err)
 	}
-	var roots *x509.CertPool
-	if c.CARootsFile != "" {
-		pem, err := os.ReadFile(c.CARootsFile)
-		if err != nil {
-			return nil, fmt.Errorf("server.tls.ca_roots_file: %w", err)
-		}
-		roots = x509.NewCertPool()
-		if !roots.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("server.tls.ca_roots_file %s: no PEM certificate in it", c.CARootsFile)
-		}
+	roots, err := c.CARoots()
+	if err != nil {
+		return nil, err
 	}
 	storage := c.Storage
 	if storage == "" {
@@ -165,4 +158,21 @@ func hostPort(a net.Addr) (string, int) {
 	host, p, _ := net.SplitHostPort(a.String())
 	port, _ := strconv.Atoi(p)
 	return host, port
+}
+
+// CARoots reads ca_roots_file, the roots mode acme trusts for the CA's
+// own HTTPS; nil when none is set (the system roots).
+func (c *Config) CARoots() (*x509.CertPool, error) {
+	if c.CARootsFile == "" {
+		return nil, nil
+	}
+	pem, err := os.ReadFile(c.CARootsFile)
+	if err != nil {
+		return nil, fmt.Errorf("server.tls.ca_roots_file: %w", err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("server.tls.ca_roots_file %s: no PEM certificate in it", c.CARootsFile)
+	}
+	return roots, nil
 }
