@@ -221,7 +221,7 @@ func (s *Server) serve(x *exchange) {
 	if !s.migrate(x) { // migration.go: counted by API; 410 once a legacy path is retired
 		return
 	}
-	if x.route.Built {
+	if x.route.EdgeBuilt {
 		s.serveBook(x) // book.go: the order book at T, from cached pages
 		return
 	}
