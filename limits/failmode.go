@@ -43,7 +43,7 @@ func (l *Limiter) incr(ctx context.Context, w *windowKey, limit int64, ttl time.
 	return res, err
 }
 
-// storeFailed counts a Take the store did not answer and logs it, at most
+// storeFailed counts a TakeAt the store did not answer and logs it, at most
 // once per storeErrLogEvery. The error comes from the Redis client (address,
 // timeout, Redis reply) or its breaker and never holds the key.
 func (l *Limiter) storeFailed(err error) {

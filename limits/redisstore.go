@@ -28,7 +28,7 @@ import (
 // read, write) and stops calling a Redis that keeps failing (package fleet).
 // One thing is added around ulule's store: its constructor loads its scripts
 // with context.Background and fails when Redis is down, which would stop the
-// edge from starting. When that happens the edge starts anyway (Take reports
+// edge from starting. When that happens the edge starts anyway (TakeAt reports
 // errStoreNotReady, so the fail mode applies) and reconnect is retried once
 // a second. After a Redis restart the scripts are gone; ulule reloads them
 // on NOSCRIPT (evalSHA), within the caller's deadline.

@@ -99,7 +99,7 @@ func mod(a, b int64) int64 {
 	return m
 }
 
-// fnv32a is FNV-1a over s, inlined to keep Take free of allocations.
+// fnv32a is FNV-1a over s, inlined to keep TakeAt free of allocations.
 func fnv32a(s string) uint32 {
 	h := uint32(2166136261)
 	for i := 0; i < len(s); i++ {
