@@ -126,7 +126,7 @@ func New(cfg *Config, opt Options) (*Server, error) {
 		_ = s.Close()
 		return nil, err
 	}
-	s.reloads.record(nil)
+	s.reloads.started()
 	return s, nil
 }
 
