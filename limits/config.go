@@ -70,9 +70,9 @@ func (c *Config) ApplyDefaults() {
 // e.g. "limits.on_store_error: must be allow or deny". Zero values are valid
 // (they mean the default), so it may run before or after ApplyDefaults.
 func (c Config) Validate() error {
-	// The old store settings are refused rather than ignored: ignoring
-	// them would silently turn a shared quota into one per replica. The
-	// URL is not echoed, as it may hold a password.
+	// Store settings here are refused rather than ignored: ignoring them
+	// would silently turn a shared quota into one per replica. The URL is
+	// not echoed, as it may hold a password.
 	switch {
 	case c.RedisURL != "":
 		return errors.New("limits.redis_url: moved: set redis.addrs (and redis.password_env) in the redis section")

@@ -62,10 +62,8 @@ func (c *Config) MemoryLimit() int64 {
 // cache.max_bytes. The resident size a replica should be given is 1.5 x
 // cache.max_bytes + 64 MiB (README "Running at scale"); the Go limit
 // counts only the runtime's own memory, and the rest of the 64 MiB is left
-// to what it does not count: the binary's mapped code and data (about
-// 20 MiB resident) and pages the runtime has freed but not yet returned.
-// With the limit at the full 64 MiB, a full cache held RSS a few MiB above
-// the bound (go run ./bench -only miss-full).
+// to what it does not count: the binary's mapped code and data and pages
+// the runtime has freed but not yet returned.
 const memoryLimitSlack = 32 << 20
 
 // AccessLog reports whether the access log is on.
