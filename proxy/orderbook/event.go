@@ -10,8 +10,9 @@ import (
 // event reads one event of kind want and applies it. A snapshot's levels
 // go straight into the emptied book; a price change is applied once all
 // its members are read, since they may come in any order. Members are
-// dispatched by direct calls, not through object: event runs for every
-// member of every event, the rebuild's hottest loop.
+// dispatched by name here, with direct calls, not through object: this
+// loop runs for every member of every event. Members the rebuild does not
+// use are skipped.
 func (r *reader) event(s *scan, want string) error {
 	if err := s.open('{'); err != nil {
 		return err
@@ -42,13 +43,17 @@ func (r *reader) event(s *scan, want string) error {
 			return err
 		}
 		esc := s.esc
-		known, err := r.headMember(&h, want, name, val, esc)
-		switch {
-		case known:
-		case book:
-			err = r.snapshotMember(name, val, esc)
-		default:
-			err = r.changeMember(&pc, name, val, esc)
+		switch string(name) {
+		case "tokenId", "eventType", "timestamp":
+			err = r.headMember(&h, want, name, val, esc)
+		case "cursor", "bids", "asks":
+			if book {
+				err = r.snapshotMember(name, val, esc)
+			}
+		case "side", "price", "sizeAfter":
+			if !book {
+				err = r.changeMember(&pc, name, val, esc)
+			}
 		}
 		if err != nil {
 			return err
@@ -82,41 +87,39 @@ type priceChange struct {
 	havePrice, haveSize bool
 }
 
-// headMember reads the member name of h, if it is one, and checks it
-// against the token and kind asked for. known tells whether it was.
-func (r *reader) headMember(h *head, want string, name, val []byte, esc bool) (known bool, err error) {
+// headMember reads a member every event carries into h, checking it
+// against the token and kind asked for.
+func (r *reader) headMember(h *head, want string, name, val []byte, esc bool) (err error) {
 	switch string(name) {
 	case "tokenId":
 		v, err := r.str(val, esc, false)
 		if err != nil {
-			return true, fmt.Errorf("tokenId: %w", err)
+			return fmt.Errorf("tokenId: %w", err)
 		}
 		if string(v) != r.tokenID {
-			return true, fmt.Errorf("event of token %q, not of the token asked for", v)
+			return fmt.Errorf("event of token %q, not of the token asked for", v)
 		}
 		h.sawToken = true
 	case "eventType":
 		v, err := r.str(val, esc, false)
 		if err != nil {
-			return true, fmt.Errorf("eventType: %w", err)
+			return fmt.Errorf("eventType: %w", err)
 		}
 		if string(v) != want {
-			return true, fmt.Errorf("eventType %q where %s was asked for", v, want)
+			return fmt.Errorf("eventType %q where %s was asked for", v, want)
 		}
 		h.sawType = true
 	case "timestamp":
 		if h.ts, err = intValue(val); err != nil {
-			return true, fmt.Errorf("timestamp: %w", err)
+			return fmt.Errorf("timestamp: %w", err)
 		}
 		h.sawTs = true
-	default:
-		return false, nil
 	}
-	return true, nil
+	return nil
 }
 
 // snapshotMember reads a member of a snapshot: its cursor or a side's
-// levels. Others are not the rebuild's.
+// levels.
 func (r *reader) snapshotMember(name, val []byte, esc bool) error {
 	switch string(name) {
 	case "cursor":
@@ -138,7 +141,7 @@ func (r *reader) snapshotMember(name, val []byte, esc bool) error {
 }
 
 // changeMember reads a member of a price change into pc: its side, price
-// or size after. Others are not the rebuild's.
+// or size after.
 func (r *reader) changeMember(pc *priceChange, name, val []byte, esc bool) error {
 	switch string(name) {
 	case "side":
