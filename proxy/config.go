@@ -161,9 +161,9 @@ func (c *Config) applyDefaults() {
 	c.Log.Level = cmp.Or(c.Log.Level, "info")
 }
 
-// Validate checks every section and resolves the upstream key and the
-// admin token from getenv. All problems are reported on one line, sorted,
-// each naming its field path.
+// Validate checks every section and reads the secrets they name (the
+// upstream key, the Redis password, the admin token) from getenv. All
+// problems are reported on one line, sorted, each naming its field path.
 func (c *Config) Validate(getenv func(string) string) error {
 	return problems(
 		c.Server.validate(c.Upstream.Timeout),
@@ -207,8 +207,8 @@ func problems(errs ...error) error {
 	return errors.New(strings.Join(lines, "; "))
 }
 
-// joinLines is the one-line problems of a section that reports them as
-// strings, as one joined error.
+// joinLines is the problems of a section that reports them as strings
+// (upstream, redis), as one joined error.
 func joinLines(lines []string) error {
 	errs := make([]error, len(lines))
 	for i, l := range lines {
