@@ -282,7 +282,8 @@ func (m *Main) load() (*proxy.Config, error) {
 
 // reload is SIGHUP: the configuration (keys, plans, cache policy, breaker
 // settings, log level) and the TLS certificate files, or nothing at all
-// when the new configuration does not validate.
+// when the new configuration does not validate. Settings fixed at start
+// that differ are named in a warning (Server.Reload).
 func (m *Main) reload(srv *proxy.Server) error {
 	cfg, err := m.load()
 	if err != nil {
@@ -356,8 +357,7 @@ func startDemo() (*demoHost, error) {
 
 // patch points cfg at the simulated host (its base URL and the edge's key
 // for it, through the returned getenv), serves the legacy paths, and adds
-// the demo client key on the
-// "pro" plan, or the first plan there is.
+// the demo client key on the "pro" plan, or the first plan there is.
 func (d *demoHost) patch(cfg *proxy.Config, getenv func(string) string) func(string) string {
 	cfg.Upstream.BaseURL = d.url
 	// The demo prints a working key: it answers this machine only.
@@ -411,8 +411,9 @@ func (m *Main) printAdmin(ctx context.Context, srv *proxy.Server) {
 	fmt.Fprintf(m.Stdout, "Admin listener (status page, metrics): http://%s/status\n\n", srv.AdminAddr())
 }
 
-// loopbackOnly is addr with its host made 127.0.0.1 when it would listen on
-// every interface ("", 0.0.0.0, ::).
+// loopbackOnly is addr with its host made 127.0.0.1 when it names every
+// interface ("", 0.0.0.0, ::): for a listener that must answer this
+// machine only, and for a URL that reaches a listener on every interface.
 func loopbackOnly(addr string) string {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -426,11 +427,7 @@ func loopbackOnly(addr string) string {
 
 // printCurls prints ready-to-paste requests for every endpoint.
 func (d *demoHost) printCurls(w io.Writer, addr string) {
-	host, port, _ := net.SplitHostPort(addr)
-	if host == "" || host == "::" || host == "0.0.0.0" {
-		host = "127.0.0.1"
-	}
-	base := "http://" + net.JoinHostPort(host, port)
+	base := "http://" + loopbackOnly(addr)
 	wallet := d.sim.Wallets()[0]
 	market := d.sim.Markets()[0]
 	var signer string

@@ -29,7 +29,7 @@ func BenchmarkTake(b *testing.B) {
 			b.Run("serial", func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
-					if d := l.Take(bg, "key:bench", plan, "free"); !d.Allowed {
+					if d := take(l, "key:bench", plan, "free"); !d.Allowed {
 						b.Fatal(d)
 					}
 				}
@@ -58,7 +58,7 @@ func BenchmarkTake(b *testing.B) {
 				b.RunParallel(func(pb *testing.PB) {
 					bucket := "key:bench" + strconv.FormatInt(id.Add(1), 10)
 					for pb.Next() {
-						if d := l.Take(bg, bucket, plan, "free"); !d.Allowed {
+						if d := take(l, bucket, plan, "free"); !d.Allowed {
 							b.Error(d)
 							return
 						}
@@ -70,7 +70,7 @@ func BenchmarkTake(b *testing.B) {
 				b.ReportAllocs()
 				b.RunParallel(func(pb *testing.PB) {
 					for pb.Next() {
-						if d := l.Take(bg, "key:hot", plan, "free"); !d.Allowed {
+						if d := take(l, "key:hot", plan, "free"); !d.Allowed {
 							b.Error(d)
 							return
 						}
@@ -102,6 +102,6 @@ func BenchmarkClientIP(b *testing.B) {
 	r := newRequest("10.1.2.3:80", "198.51.100.1, 10.0.0.9")
 	b.ReportAllocs()
 	for b.Loop() {
-		l.ClientIP(r)
+		clientIP(l, r)
 	}
 }

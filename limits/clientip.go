@@ -1,17 +1,18 @@
 package limits
 
 import (
-	"net/http"
 	"net/netip"
 	"strings"
 )
 
-// ClientIP is the address requests without a valid key are limited by. It is the connection's peer, unless the peer is a
-// trusted proxy (Config.TrustedProxies): then X-Forwarded-For is read from
-// the right, skipping trusted hops, and the first untrusted address is the
-// client. Entries left of it were written by the client and may be forged,
-// so they are never read. Several X-Forwarded-For fields count as one list
-// in order (RFC 9110 section 5.3).
+// ClientIPFrom is the address requests without a valid key are limited
+// by, from the connection's peer address and the X-Forwarded-For field
+// values, in order. It is the peer, unless the peer is a trusted proxy
+// (Config.TrustedProxies): then X-Forwarded-For is read from the right,
+// skipping trusted hops, and the first untrusted address is the client.
+// Entries left of it were written by the client and may be forged, so
+// they are never read. Several X-Forwarded-For fields count as one list in
+// order (RFC 9110 section 5.3).
 //
 // If an entry cannot be parsed before an untrusted one is found, the walk
 // stops at the last address vouched for (a trusted hop, or the peer): a
@@ -19,12 +20,6 @@ import (
 // trusted, the left-most is returned. IPv4-mapped IPv6 addresses are
 // unmapped. The zero Addr means the peer address could not be read (for
 // example a Unix socket); IPBucket gives it a bucket of its own.
-func (l *Limiter) ClientIP(r *http.Request) netip.Addr {
-	return l.ClientIPFrom(parsePeer(r.RemoteAddr), r.Header.Values("X-Forwarded-For"))
-}
-
-// ClientIPFrom is ClientIP for a front that is not net/http: the peer's
-// address and the X-Forwarded-For field values, in order.
 func (l *Limiter) ClientIPFrom(peer netip.Addr, fields []string) netip.Addr {
 	peer = normalizeAddr(peer)
 	if !peer.IsValid() || !l.isTrusted(peer) {
@@ -66,18 +61,6 @@ func (l *Limiter) isTrusted(a netip.Addr) bool {
 	return false
 }
 
-// parsePeer reads http.Request.RemoteAddr ("ip:port", or a bare IP from
-// some test servers).
-func parsePeer(s string) netip.Addr {
-	if ap, err := netip.ParseAddrPort(s); err == nil {
-		return normalizeAddr(ap.Addr())
-	}
-	if a, err := netip.ParseAddr(s); err == nil {
-		return normalizeAddr(a)
-	}
-	return netip.Addr{}
-}
-
 // parseForwarded reads one X-Forwarded-For entry. Besides a bare address it
 // accepts the forms some proxies write: with a port ("192.0.2.1:443",
 // "[2001:db8::1]:443") and bracketed IPv6 ("[2001:db8::1]").
@@ -107,7 +90,7 @@ func normalizeAddr(a netip.Addr) netip.Addr {
 // limiting per /128 would not throttle key guessing at all.
 const ipv6BucketBits = 64
 
-// IPBucket is the Take bucket of a client address: "ip:192.0.2.1" for IPv4,
+// IPBucket is the TakeAt bucket of a client address: "ip:192.0.2.1" for IPv4,
 // "ip:2001:db8:1:2::/64" for IPv6 (the /64 a host typically owns), and
 // "ip:unknown" for the zero Addr.
 func IPBucket(a netip.Addr) string {

@@ -49,7 +49,7 @@ func TestClientIP(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := l.ClientIP(newRequest(tt.remote, tt.xff...))
+			got := clientIP(l, newRequest(tt.remote, tt.xff...))
 			if tt.want == "" {
 				if got.IsValid() {
 					t.Fatalf("ClientIP = %v, want the zero Addr", got)
@@ -65,7 +65,7 @@ func TestClientIP(t *testing.T) {
 
 func TestClientIPWithoutTrustedProxies(t *testing.T) {
 	l := newLimiter(t, Config{}, Options{})
-	if got := l.ClientIP(newRequest("127.0.0.1:1", "198.51.100.1")); got != netip.MustParseAddr("127.0.0.1") {
+	if got := clientIP(l, newRequest("127.0.0.1:1", "198.51.100.1")); got != netip.MustParseAddr("127.0.0.1") {
 		t.Fatalf("ClientIP = %v: XFF believed with no trusted proxy", got)
 	}
 }

@@ -10,9 +10,9 @@ import (
 
 // Defaults of Options and Config.
 const (
-	// DefaultRedisPrefix starts the limiter's keys when Options.RedisPrefix
+	// defaultRedisPrefix starts the limiter's keys when Options.RedisPrefix
 	// is empty; the redis section's default prefix plus ":rl".
-	DefaultRedisPrefix = "tradergate:rl"
+	defaultRedisPrefix = "tradergate:rl"
 	// DefaultRedisTimeout bounds a store call when Options.RedisTimeout is
 	// zero; the redis section's default timeout.
 	DefaultRedisTimeout = 50 * time.Millisecond
@@ -44,7 +44,7 @@ type Config struct {
 	// per 1m.
 	Anonymous Plan `yaml:"anonymous"`
 	// TrustedProxies lists the IPs or CIDRs whose X-Forwarded-For is
-	// believed (see ClientIP). Zero: none; the peer address is the client.
+	// believed (see ClientIPFrom). Zero: none; the peer address is the client.
 	TrustedProxies []string `yaml:"trusted_proxies"`
 
 	// Deprecated: moved to redis.addrs and redis.password_env. Kept only so
@@ -70,9 +70,9 @@ func (c *Config) ApplyDefaults() {
 // e.g. "limits.on_store_error: must be allow or deny". Zero values are valid
 // (they mean the default), so it may run before or after ApplyDefaults.
 func (c Config) Validate() error {
-	// The old store settings are refused rather than ignored: ignoring
-	// them would silently turn a shared quota into one per replica. The
-	// URL is not echoed, as it may hold a password.
+	// Store settings here are refused rather than ignored: ignoring them
+	// would silently turn a shared quota into one per replica. The URL is
+	// not echoed, as it may hold a password.
 	switch {
 	case c.RedisURL != "":
 		return errors.New("limits.redis_url: moved: set redis.addrs (and redis.password_env) in the redis section")
@@ -110,7 +110,7 @@ func parseTrusted(s string) (netip.Prefix, error) {
 		p = p.Masked()
 		if p.Addr().Is4In6() && p.Bits() >= 96 {
 			// ::ffff:10.0.0.0/104 means 10.0.0.0/8; peers are unmapped
-			// before matching (see ClientIP).
+			// before matching (see ClientIPFrom).
 			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
 		}
 		return p, nil

@@ -1,7 +1,6 @@
 package limits
 
 import (
-	"net/http"
 	"strconv"
 	"time"
 	"unsafe"
@@ -28,7 +27,7 @@ type Decision struct {
 	// Allowed says whether the request may proceed.
 	Allowed bool
 	// StoreErr is non-nil when the store failed and on_store_error decided
-	// (Allowed says which way). It wraps ErrStoreUnavailable.
+	// (Allowed says which way). It wraps errStoreUnavailable.
 	StoreErr error
 
 	// window is the window charged (nil for a Decision made by hand),
@@ -37,8 +36,9 @@ type Decision struct {
 	window *windowKey
 }
 
-// SetHeaders writes the rate limit fields of d for a response sent at now
-// (docs/CONTRACT.md "Limits": every response carries them):
+// AppendHeaders hands the rate limit fields of d for a response sent at
+// now to field, "" for a field that must not be sent (docs/CONTRACT.md
+// "Limits": every response carries them):
 //
 //	X-RateLimit-Limit      the plan's allowance
 //	X-RateLimit-Remaining  requests left in this window
@@ -58,32 +58,18 @@ type Decision struct {
 // would mislead a client pacing itself by it. A deny refusal carries
 // Retry-After: 1.
 //
-// Header names are set in Go's canonical form (X-Ratelimit-Limit); field
+// Names are handed over in Go's canonical form (X-Ratelimit-Limit); field
 // names are case-insensitive (RFC 9110 section 5.1).
 //
-// It runs on every response (AppendHeaders).
-func (d Decision) SetHeaders(h http.Header, now time.Time) {
-	buf := make([]byte, 0, 64)
-	d.AppendHeaders(&buf, now, func(name, value string) {
-		if value == "" {
-			delete(h, name)
-			return
-		}
-		h[name] = []string{value}
-	})
-}
-
-// AppendHeaders is SetHeaders for a front that is not net/http: it hands
-// each field to field ("" for a field that must not be sent). It runs on
-// every response, so it does as little as it can there: of the fields'
-// values, only the remaining count changes with each request, and the
-// rest is formatted once a second per window (fixedFields). The values
-// that hold the count are appended to *buf and handed over as strings
-// over its bytes: the caller must not write those bytes again while it
-// uses them (appending is fine). A front that keeps one buffer per request
+// It runs on every response, so it does as little as it can there: of the
+// fields' values, only the remaining count changes with each request, and
+// the rest is formatted once a second per window (fixedFields). The values
+// that hold the count are appended to *buf and handed over as strings over
+// its bytes: the caller must not write those bytes again while it uses
+// them (appending is fine). A front that keeps one buffer per request
 // writes the fields without allocating.
 func (d Decision) AppendHeaders(buf *[]byte, now time.Time, field func(name, value string)) {
-	toReset := ceilSeconds(d.Reset.Sub(now))
+	toReset := CeilSeconds(d.Reset.Sub(now))
 	f := d.fixed(toReset)
 	field("X-Ratelimit-Limit", f.limit)
 	field("Ratelimit-Policy", f.policy)
@@ -165,9 +151,10 @@ func (d Decision) fixed(toReset int64) *fixedFields {
 	return f
 }
 
-// ceilSeconds rounds d up to whole seconds, never below 0: a client told
-// to come back after the window has reset must not arrive before it.
-func ceilSeconds(d time.Duration) int64 {
+// CeilSeconds rounds d up to whole seconds, never below 0: a client told
+// to come back after a reset must not arrive before it. Every whole-second
+// figure sent to a client (Retry-After, RateLimit's t) goes through it.
+func CeilSeconds(d time.Duration) int64 {
 	if d <= 0 {
 		return 0
 	}

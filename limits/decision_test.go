@@ -15,7 +15,7 @@ import (
 func TestSetHeaders(t *testing.T) {
 	now := time.Unix(1_800_000_018, 0)
 	reset := now.Add(42 * time.Second)
-	storeErr := fmt.Errorf("%w: boom", ErrStoreUnavailable)
+	storeErr := fmt.Errorf("%w: boom", errStoreUnavailable)
 	tests := []struct {
 		name string
 		d    Decision
@@ -92,7 +92,7 @@ func TestSetHeaders(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := http.Header{}
-			tt.d.SetHeaders(h, tt.now)
+			setHeaders(tt.d, h, tt.now)
 			for k, want := range tt.want {
 				if got := h.Get(k); got != want {
 					t.Errorf("%s = %q, want %q", k, got, want)
@@ -104,11 +104,22 @@ func TestSetHeaders(t *testing.T) {
 
 func TestSetHeadersReplacesStaleValues(t *testing.T) {
 	// A response that already carries rate limit fields (a reused header
-	// map) gets this decision's, and none of a store failure's guesses.
-	h := http.Header{}
+	// map) gets this decision's, and none of a store failure's guesses:
+	// the fields it cannot fill are handed over as "", for the front to
+	// clear.
 	now := time.Unix(1_800_000_000, 0)
-	Decision{Policy: "free", Limit: 60, Remaining: 10, Reset: now.Add(time.Minute), Window: time.Minute, Allowed: true}.SetHeaders(h, now)
-	Decision{Policy: "free", Limit: 60, Remaining: -1, Reset: now.Add(time.Minute), Window: time.Minute, Allowed: true, StoreErr: ErrStoreUnavailable}.SetHeaders(h, now)
+	d := Decision{Policy: "free", Limit: 60, Remaining: -1, Reset: now.Add(time.Minute), Window: time.Minute, Allowed: true, StoreErr: errStoreUnavailable}
+	got := map[string]string{}
+	var buf []byte
+	d.AppendHeaders(&buf, now, func(name, value string) { got[name] = value })
+	for _, name := range []string{"X-Ratelimit-Remaining", "Ratelimit"} {
+		if v, ok := got[name]; !ok || v != "" {
+			t.Fatalf("%s handed over as %q (present %v), want \"\" so that a stale value is cleared", name, v, ok)
+		}
+	}
+	h := http.Header{}
+	setHeaders(Decision{Policy: "free", Limit: 60, Remaining: 10, Reset: now.Add(time.Minute), Window: time.Minute, Allowed: true}, h, now)
+	setHeaders(d, h, now)
 	if h.Get("X-RateLimit-Remaining") != "" || h.Get("RateLimit") != "" {
 		t.Fatalf("stale remaining kept: %v", h)
 	}
@@ -152,7 +163,7 @@ func TestKeptWindowFieldsFollowClockAndPlan(t *testing.T) {
 		if !maps.Equal(got, want) {
 			t.Fatalf("step %d: kept window's fields\n%v\nwant\n%v", i, got, want)
 		}
-		toReset := strconv.FormatInt(ceilSeconds(d.Reset.Sub(now)), 10)
+		toReset := strconv.FormatInt(CeilSeconds(d.Reset.Sub(now)), 10)
 		if got["X-Ratelimit-Limit"] != strconv.FormatInt(st.plan.Requests, 10) ||
 			!strings.HasPrefix(got["Ratelimit"], `"`+st.policy+`";r=`) ||
 			!strings.HasSuffix(got["Ratelimit"], ";t="+toReset) ||

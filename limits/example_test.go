@@ -24,9 +24,14 @@ func ExampleNew() {
 	defer l.Close()
 
 	plan, _ := l.Plan("free")
-	d := l.Take(context.Background(), "key:example", plan, "free")
+	d := l.TakeAt(context.Background(), now(), limits.NewBucket("key:example"), plan, "free")
 	h := http.Header{}
-	d.SetHeaders(h, now())
+	var buf []byte
+	d.AppendHeaders(&buf, now(), func(name, value string) {
+		if value != "" {
+			h.Set(name, value)
+		}
+	})
 	fmt.Println(d.Allowed, h.Get("X-RateLimit-Remaining"))
 	fmt.Println(h.Get("RateLimit-Policy"))
 	// t: this bucket's windows are phase-shifted (window.go), so its
@@ -56,7 +61,7 @@ func ExampleNew_sharedRedis() {
 	defer l.Close()
 
 	plan, _ := l.Plan("free")
-	d := l.Take(context.Background(), "key:example", plan, "free")
+	d := l.TakeAt(context.Background(), time.Now(), limits.NewBucket("key:example"), plan, "free")
 	fmt.Println(d.Allowed)
 }
 
@@ -67,7 +72,7 @@ func ExampleNewShield() {
 
 	_, err := s.Acquire(context.Background()) // the only slot is taken
 	var full *limits.ShieldFullError
-	fmt.Println(errors.Is(err, limits.ErrShieldFull), errors.As(err, &full) && full.RetryAfterSeconds() == 1)
+	fmt.Println(errors.Is(err, limits.ErrShieldFull), errors.As(err, &full) && limits.CeilSeconds(full.RetryAfter) == 1)
 
 	release()
 	fmt.Println("in flight:", s.InFlight())

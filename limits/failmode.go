@@ -12,13 +12,11 @@ import (
 // What happens when the store fails: the edge neither hangs nor answers
 // 500; on_store_error allows or denies, with a log line and a counter.
 //
-// Each Redis call is bounded by Options.RedisTimeout (incr). Stopping calls
-// to a Redis that keeps failing is not done here: the shared client runs
-// every command through the breaker of package fleet, which refuses them at
-// once while Redis is down and probes it once a second. A second breaker
-// here would only delay recovery behind its own probe. What the limiter adds
-// is the decision (on_store_error) and its own log line, which says that
-// requests are being served unmetered or refused.
+// Each Redis call is bounded by Options.RedisTimeout (incr). The breaker
+// is the shared client's (package fleet); a second one here would only
+// delay recovery behind its own probe. The limiter adds the decision
+// (on_store_error) and a log line saying that requests are being served
+// unmetered or refused.
 const (
 	// storeErrLogEvery limits failure logs to one line per interval; the
 	// line carries the running count, so no request logs on its own.
@@ -43,7 +41,7 @@ func (l *Limiter) incr(ctx context.Context, w *windowKey, limit int64, ttl time.
 	return res, err
 }
 
-// storeFailed counts a Take the store did not answer and logs it, at most
+// storeFailed counts a TakeAt the store did not answer and logs it, at most
 // once per storeErrLogEvery. The error comes from the Redis client (address,
 // timeout, Redis reply) or its breaker and never holds the key.
 func (l *Limiter) storeFailed(err error) {

@@ -22,7 +22,7 @@ const slack = 2 * time.Second
 // timedTake is Take with its duration.
 func timedTake(l *Limiter, bucket string, plan Plan) (Decision, time.Duration) {
 	start := time.Now()
-	d := l.Take(bg, bucket, plan, "free")
+	d := take(l, bucket, plan, "free")
 	return d, time.Since(start)
 }
 
@@ -39,7 +39,7 @@ func TestRedisKilledMidTest(t *testing.T) {
 	deny := newLimiter(t, Config{OnStoreError: OnStoreErrorDeny}, shared(t, addrs, timeout, Options{Now: clk.Now, Logger: denyLog.Logger()}))
 
 	for _, l := range []*Limiter{allow, deny} {
-		if d := l.Take(bg, bucket, plan, "free"); !d.Allowed || d.StoreErr != nil {
+		if d := take(l, bucket, plan, "free"); !d.Allowed || d.StoreErr != nil {
 			t.Fatalf("before the kill: %+v", d)
 		}
 	}
@@ -56,7 +56,7 @@ func TestRedisKilledMidTest(t *testing.T) {
 			if took > timeout+slack {
 				t.Fatalf("Take %d took %v with Redis down; the timeout is %v", i, took, timeout)
 			}
-			if d.Allowed != tc.want || !errors.Is(d.StoreErr, ErrStoreUnavailable) {
+			if d.Allowed != tc.want || !errors.Is(d.StoreErr, errStoreUnavailable) {
 				t.Fatalf("Take %d: Allowed %v StoreErr %v; want %v and a store error", i, d.Allowed, d.StoreErr, tc.want)
 			}
 			if d.Reset.IsZero() || d.Limit != plan.Requests {
@@ -78,9 +78,9 @@ func TestRedisKilledMidTest(t *testing.T) {
 	}
 
 	// Headers during the outage: what is known, nothing invented.
-	d := deny.Take(bg, bucket, plan, "free")
+	d := take(deny, bucket, plan, "free")
 	h := http.Header{}
-	d.SetHeaders(h, clk.Now())
+	setHeaders(d, h, clk.Now())
 	if h.Get("X-RateLimit-Remaining") != "" || h.Get("RateLimit") != "" {
 		t.Errorf("remaining invented during an outage: %v", h)
 	}
@@ -95,11 +95,11 @@ func TestRedisKilledMidTest(t *testing.T) {
 	for name, l := range map[string]*Limiter{"allow": allow, "deny": deny} {
 		var last Decision
 		testkit.Eventually(t, name+" uses Redis again", func() bool {
-			last = l.Take(bg, bucket, plan, "free")
+			last = take(l, bucket, plan, "free")
 			return last.StoreErr == nil
 		})
 		for range 3 {
-			d := l.Take(bg, bucket, plan, "free")
+			d := take(l, bucket, plan, "free")
 			if d.StoreErr != nil || !d.Allowed || d.Remaining != last.Remaining-1 {
 				t.Fatalf("%s after restart: %+v, previous remaining %d", name, d, last.Remaining)
 			}
@@ -149,7 +149,7 @@ func TestRedisStalledIsBounded(t *testing.T) {
 	const timeout = 100 * time.Millisecond
 	l := newLimiter(t, Config{OnStoreError: OnStoreErrorDeny}, shared(t, []string{srv.Addr()}, timeout, Options{}))
 	plan := Plan{Requests: 10, Window: time.Minute}
-	if d := l.Take(bg, "key:x", plan, "free"); d.StoreErr != nil {
+	if d := take(l, "key:x", plan, "free"); d.StoreErr != nil {
 		t.Fatal(d.StoreErr)
 	}
 
@@ -168,7 +168,7 @@ func TestRedisStalledIsBounded(t *testing.T) {
 		if took > timeout+slack {
 			t.Fatalf("Take %d took %v against a stalled Redis; the timeout is %v", i, took, timeout)
 		}
-		if d.Allowed || !errors.Is(d.StoreErr, ErrStoreUnavailable) {
+		if d.Allowed || !errors.Is(d.StoreErr, errStoreUnavailable) {
 			t.Fatalf("Take %d: %+v, want refused with a store error (deny)", i, d)
 		}
 		if i >= fleet.TripAfter && time.Since(paused) < fleet.OpenFor && !errors.Is(d.StoreErr, fleet.ErrUnavailable) {
@@ -178,7 +178,7 @@ func TestRedisStalledIsBounded(t *testing.T) {
 
 	c.Do(bg, "CLIENT", "UNPAUSE") // Redis 6.2+; older ones just wait out the pause
 	testkit.Eventually(t, "the store is used again after the stall", func() bool {
-		return l.Take(bg, "key:x", plan, "free").StoreErr == nil
+		return take(l, "key:x", plan, "free").StoreErr == nil
 	})
 }
 
@@ -191,15 +191,15 @@ func TestRedisUnreachableAtStart(t *testing.T) {
 		t.Errorf("start failure not logged:\n%s", logs.String())
 	}
 	plan := Plan{Requests: 10, Window: time.Minute}
-	if d := l.Take(bg, "key:early", plan, "free"); !d.Allowed || d.StoreErr == nil {
+	if d := take(l, "key:early", plan, "free"); !d.Allowed || d.StoreErr == nil {
 		t.Fatalf("%+v, want allowed with a store error", d)
 	}
 
 	srv.Restart()
 	testkit.Eventually(t, "the limiter connects once Redis is up", func() bool {
-		return l.Take(bg, "key:early", plan, "free").StoreErr == nil
+		return take(l, "key:early", plan, "free").StoreErr == nil
 	})
-	if d := l.Take(bg, "key:early", plan, "free"); d.StoreErr != nil || d.Remaining != plan.Requests-2 {
+	if d := take(l, "key:early", plan, "free"); d.StoreErr != nil || d.Remaining != plan.Requests-2 {
 		t.Fatalf("%+v, want counting from Redis", d)
 	}
 }

@@ -2,6 +2,8 @@ package limits
 
 import (
 	"context"
+	"net/http"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -62,3 +64,39 @@ var bg = context.Background()
 // t0 is a whole second, a quarter second before which tests start, so that
 // rounding to whole seconds is exercised.
 var t0 = time.Unix(1_800_000_000, 0)
+
+// take charges one request to a fresh bucket named bucket at the
+// limiter's clock, through TakeAt as the edge does.
+func take(l *Limiter, bucket string, plan Plan, policy string) Decision {
+	return l.TakeAt(bg, l.now(), NewBucket(bucket), plan, policy)
+}
+
+// setHeaders writes d's fields into h as the net/http front does: a field
+// handed over as "" is removed.
+func setHeaders(d Decision, h http.Header, now time.Time) {
+	var buf []byte
+	d.AppendHeaders(&buf, now, func(name, value string) {
+		if value == "" {
+			delete(h, name)
+			return
+		}
+		h[name] = []string{value}
+	})
+}
+
+// clientIP is ClientIPFrom for a net/http request.
+func clientIP(l *Limiter, r *http.Request) netip.Addr {
+	return l.ClientIPFrom(parsePeer(r.RemoteAddr), r.Header.Values("X-Forwarded-For"))
+}
+
+// parsePeer reads http.Request.RemoteAddr ("ip:port", or a bare IP from
+// some test servers).
+func parsePeer(s string) netip.Addr {
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return normalizeAddr(ap.Addr())
+	}
+	if a, err := netip.ParseAddr(s); err == nil {
+		return normalizeAddr(a)
+	}
+	return netip.Addr{}
+}

@@ -19,9 +19,9 @@ import (
 // without a valid key.
 const AnonymousPolicy = "anonymous"
 
-// ErrStoreUnavailable is wrapped by Decision.StoreErr: the store failed or
+// errStoreUnavailable is wrapped by Decision.StoreErr: the store failed or
 // did not answer within Options.RedisTimeout.
-var ErrStoreUnavailable = errors.New("limits: rate limit store unavailable")
+var errStoreUnavailable = errors.New("limits: rate limit store unavailable")
 
 // Options are the collaborators of a Limiter.
 type Options struct {
@@ -108,7 +108,7 @@ func New(cfg Config, plans map[string]Plan, opt Options) (*Limiter, error) {
 	}
 	prefix := opt.RedisPrefix
 	if prefix == "" {
-		prefix = DefaultRedisPrefix
+		prefix = defaultRedisPrefix
 	}
 	if strings.ContainsAny(prefix, " \t\r\n") {
 		return nil, errors.New("limits: Options.RedisPrefix must not contain white space")
@@ -124,28 +124,22 @@ func (l *Limiter) Close() error {
 	return l.closeErr
 }
 
-// Take charges one request of bucket ("key:<keyID>" or "ip:<addr>", see
-// IPBucket) against plan, a key's own plan or a named one, and reports the
-// decision under policy. It never waits longer than RedisTimeout: past it,
-// or on any store error, on_store_error decides (see Decision).
+// TakeAt charges one request that arrived at now (read from the clock of
+// Options.Now) to b against plan, a key's own plan or a named one, and
+// reports the decision under policy. The caller keeps b (NewBucket): a
+// key's bucket lives as long as the key's configuration, and remembers its
+// current counter's name. It never waits longer than RedisTimeout: past
+// it, or on any store error, on_store_error decides (see Decision).
 //
 // Refused requests are charged too, which changes nothing within the window
-// (docs/CONTRACT.md "Limits" rule 2: a retry before the reset is refused again). An
-// invalid plan (a bug: plans are validated when loaded) is refused with a
-// StoreErr, whatever on_store_error says.
-func (l *Limiter) Take(ctx context.Context, bucket string, plan Plan, policy string) Decision {
-	return l.TakeAt(ctx, l.now(), NewBucket(bucket), plan, policy)
-}
-
-// TakeAt is Take for a request that arrived at now, read from the clock of
-// Options.Now by a caller that has read it already, charged to a Bucket
-// the caller keeps: a key's bucket lives as long as the key's
-// configuration, and remembers its current counter's name.
+// (docs/CONTRACT.md "Limits" rule 2: a retry before the reset is refused
+// again). An invalid plan (a bug: plans are validated when loaded) is
+// refused with a StoreErr, whatever on_store_error says.
 func (l *Limiter) TakeAt(ctx context.Context, now time.Time, b *Bucket, plan Plan, policy string) Decision {
 	d := Decision{Policy: policy, Limit: plan.Requests, Window: plan.Window, Remaining: -1}
 	if err := plan.Validate(); err != nil {
 		// A programming error: plans are validated when loaded.
-		d.StoreErr = fmt.Errorf("%w: invalid plan %q: %v", ErrStoreUnavailable, policy, err)
+		d.StoreErr = fmt.Errorf("%w: invalid plan %q: %v", errStoreUnavailable, policy, err)
 		return d
 	}
 	start, end := b.window(plan.Window, now)
@@ -158,7 +152,7 @@ func (l *Limiter) TakeAt(ctx context.Context, now time.Time, b *Bucket, plan Pla
 
 	res, err := l.incr(ctx, w, plan.Requests, ttl)
 	if err != nil {
-		d.StoreErr = fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
+		d.StoreErr = fmt.Errorf("%w: %w", errStoreUnavailable, err)
 		d.Allowed = !l.deny
 		if !errors.Is(err, errCallerGone) {
 			l.storeFailed(err)
@@ -185,7 +179,7 @@ func (l *Limiter) Failing() bool { return l.failing.Load() }
 func (l *Limiter) Anonymous() Plan { return l.cfg.Anonymous }
 
 // SetPlans replaces the named plans (hot reload on SIGHUP). The map is
-// copied, so the caller may reuse it; plans should be validated first (Take
+// copied, so the caller may reuse it; plans should be validated first (TakeAt
 // refuses an invalid plan with a StoreErr). Takes in flight finish with the
 // plan they were given; counters carry over unless a plan's window changes.
 func (l *Limiter) SetPlans(plans map[string]Plan) {

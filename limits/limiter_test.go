@@ -24,7 +24,7 @@ func takeParallel(ls []*Limiter, n int, bucket string, plan Plan) []Decision {
 		go func() {
 			defer wg.Done()
 			start.Wait()
-			out[i] = ls[i%len(ls)].Take(bg, bucket, plan, "free")
+			out[i] = take(ls[i%len(ls)], bucket, plan, "free")
 		}()
 	}
 	start.Done()
@@ -171,7 +171,7 @@ func TestTwoLimitersShareRedis(t *testing.T) {
 			t.Logf("allowed per edge: %v", perEdge)
 
 			// Another bucket is not charged by this one.
-			if d := a.Take(bg, "key:other", plan, "free"); !d.Allowed || d.Remaining != 49 {
+			if d := take(a, "key:other", plan, "free"); !d.Allowed || d.Remaining != 49 {
 				t.Fatalf("other bucket: %+v", d)
 			}
 		})
@@ -219,7 +219,7 @@ func TestWindowReset(t *testing.T) {
 
 			var first Decision
 			for i := range plan.Requests {
-				d := l.Take(bg, bucket, plan, "free")
+				d := take(l, bucket, plan, "free")
 				if !d.Allowed || d.Remaining != plan.Requests-1-i {
 					t.Fatalf("request %d: allowed %v remaining %d, want true %d", i, d.Allowed, d.Remaining, plan.Requests-1-i)
 				}
@@ -237,19 +237,19 @@ func TestWindowReset(t *testing.T) {
 			// (docs/CONTRACT.md "Limits" rules 1 and 2).
 			for _, at := range []time.Time{clk.Now(), first.Reset.Add(-time.Nanosecond)} {
 				clk.Set(at)
-				d := l.Take(bg, bucket, plan, "free")
+				d := take(l, bucket, plan, "free")
 				if d.Allowed || d.Remaining != 0 || d.StoreErr != nil {
 					t.Fatalf("at %v: %+v, want refused with 0 remaining", at, d)
 				}
 				h := http.Header{}
-				d.SetHeaders(h, at)
+				setHeaders(d, h, at)
 				limit, remaining, reset, retryAfter := parseHeaders(t, h)
 				if limit != 3 || remaining != 0 || reset != first.Reset.Unix() {
 					t.Fatalf("headers %v", h)
 				}
 				// Reset and Retry-After agree: now + Retry-After is the
 				// reset, rounded up to the second.
-				want := ceilSeconds(time.Unix(reset, 0).Sub(at))
+				want := CeilSeconds(time.Unix(reset, 0).Sub(at))
 				if retryAfter != max(want, 1) {
 					t.Fatalf("at %v: Retry-After %d, X-RateLimit-Reset %d: want Retry-After %d", at, retryAfter, reset, want)
 				}
@@ -260,7 +260,7 @@ func TestWindowReset(t *testing.T) {
 
 			// At the reset the key is served again, counting from the top.
 			clk.Set(first.Reset)
-			d := l.Take(bg, bucket, plan, "free")
+			d := take(l, bucket, plan, "free")
 			if !d.Allowed || d.Remaining != plan.Requests-1 {
 				t.Fatalf("after reset: %+v", d)
 			}
@@ -276,7 +276,7 @@ func TestRedisCountersExpire(t *testing.T) {
 	clk := testkit.NewClock(t0.Add(250 * time.Millisecond))
 	l := newLimiter(t, Config{}, shared(t, []string{srv.Addr()}, countingStoreTimeout, Options{Now: clk.Now}))
 	plan := Plan{Requests: 5, Window: 10 * time.Second}
-	d := l.Take(bg, "key:ttl", plan, "free")
+	d := take(l, "key:ttl", plan, "free")
 	if !d.Allowed {
 		t.Fatalf("%+v", d)
 	}
@@ -366,7 +366,7 @@ func TestPlansReload(t *testing.T) {
 				if i%2 == 0 {
 					l.SetPlans(map[string]Plan{"pro": {Requests: int64(j + 1), Window: time.Minute}})
 				} else if p, ok := l.Plan("pro"); ok {
-					l.Take(bg, "key:reload", p, "pro")
+					take(l, "key:reload", p, "pro")
 				}
 			}
 		}()
@@ -376,8 +376,8 @@ func TestPlansReload(t *testing.T) {
 
 func TestTakeInvalidPlan(t *testing.T) {
 	l := newLimiter(t, Config{}, Options{})
-	d := l.Take(bg, "key:x", Plan{}, "broken")
-	if d.Allowed || !errors.Is(d.StoreErr, ErrStoreUnavailable) {
+	d := take(l, "key:x", Plan{}, "broken")
+	if d.Allowed || !errors.Is(d.StoreErr, errStoreUnavailable) {
 		t.Fatalf("%+v", d)
 	}
 }

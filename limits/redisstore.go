@@ -24,14 +24,11 @@ import (
 // (luaIncrScript), and Redis runs a script atomically, so every request gets
 // a distinct count.
 //
-// The client belongs to the caller, who bounds each call (dial, pool wait,
-// read, write) and stops calling a Redis that keeps failing (package fleet).
-// One thing is added around ulule's store: its constructor loads its scripts
-// with context.Background and fails when Redis is down, which would stop the
-// edge from starting. When that happens the edge starts anyway (Take reports
-// errStoreNotReady, so the fail mode applies) and reconnect is retried once
-// a second. After a Redis restart the scripts are gone; ulule reloads them
-// on NOSCRIPT (evalSHA), within the caller's deadline.
+// The client belongs to the caller, who bounds each call and stops calling
+// a Redis that keeps failing (package fleet). ulule's constructor fails
+// when Redis is down; the edge starts anyway (TakeAt reports
+// errStoreNotReady, so the fail mode applies) and reconnects once a
+// second.
 type redisStore struct {
 	client redis.UniversalClient
 	prefix string

@@ -14,9 +14,9 @@ import (
 
 // Defaults of ShieldConfig, filled by ApplyDefaults.
 const (
-	DefaultShieldMaxConcurrent = 64
-	DefaultShieldPerSecond     = 200
-	DefaultShieldQueueTimeout  = time.Second
+	defaultShieldMaxConcurrent = 64
+	defaultShieldPerSecond     = 200
+	defaultShieldQueueTimeout  = time.Second
 )
 
 // ShieldConfig caps the calls the edge makes to the legacy host. It lives under `upstream:` in config.yaml. Zero values mean the
@@ -36,13 +36,13 @@ type ShieldConfig struct {
 // negative ones, which Validate rejects, so NewShield cannot panic).
 func (c *ShieldConfig) ApplyDefaults() {
 	if c.MaxConcurrent <= 0 {
-		c.MaxConcurrent = DefaultShieldMaxConcurrent
+		c.MaxConcurrent = defaultShieldMaxConcurrent
 	}
 	if !(c.PerSecond > 0) || math.IsInf(c.PerSecond, 0) {
-		c.PerSecond = DefaultShieldPerSecond
+		c.PerSecond = defaultShieldPerSecond
 	}
 	if c.QueueTimeout <= 0 {
-		c.QueueTimeout = DefaultShieldQueueTimeout
+		c.QueueTimeout = defaultShieldQueueTimeout
 	}
 }
 
@@ -79,10 +79,6 @@ func (e *ShieldFullError) Error() string {
 
 // Is makes errors.Is(err, ErrShieldFull) hold.
 func (e *ShieldFullError) Is(target error) bool { return target == ErrShieldFull }
-
-// RetryAfterSeconds is RetryAfter for the Retry-After field: whole seconds,
-// rounded up, at least 1.
-func (e *ShieldFullError) RetryAfterSeconds() int64 { return max(ceilSeconds(e.RetryAfter), 1) }
 
 // Shield caps legacy calls: at most MaxConcurrent in flight and at most
 // PerSecond started per second. It is safe for concurrent use.

@@ -61,8 +61,8 @@ func TestShieldQueueTimeout(t *testing.T) {
 	if !errors.Is(err, ErrShieldFull) || !errors.As(err, &full) {
 		t.Fatalf("err = %v, want ErrShieldFull carrying a *ShieldFullError", err)
 	}
-	if full.RetryAfter <= 0 || full.RetryAfterSeconds() < 1 {
-		t.Fatalf("retry hint %v / %ds", full.RetryAfter, full.RetryAfterSeconds())
+	if full.RetryAfter <= 0 || CeilSeconds(full.RetryAfter) < 1 {
+		t.Fatalf("retry hint %v / %ds", full.RetryAfter, CeilSeconds(full.RetryAfter))
 	}
 }
 

@@ -61,17 +61,12 @@ func (tl *tickLoop) close() error {
 
 // memoryStore keeps the counters of one node in memory.
 //
-// It is not ulule/limiter's memory store (drivers/store/memory), and that
-// is a measured choice. ulule's counters open their window at the first
-// request, so every increment takes the counter's lock and reads the
-// clock twice to check whether the window has expired. Here a window is
-// named by its start (window.go): a counter is only ever incremented
-// within its window, so an increment is one atomic add, and a bucket's
-// window remembers its counter (windowKey.local), so that a key's request
-// does not look it up again. On a cache hit the lock and the two clock
-// reads were a tenth of the edge's own time. ulule's memory store also
-// keeps a cleaner goroutine that only a GC finalizer stops, which would
-// outlive a closed Limiter.
+// It is not ulule/limiter's memory store (drivers/store/memory): ulule's
+// counters open their window at the first request, so every increment
+// takes a lock and reads the clock twice, and its cleaner goroutine
+// outlives a closed Limiter. Here a window is named by its start
+// (window.go), so an increment is one atomic add, and a bucket's window
+// remembers its counter (windowKey.local).
 //
 // Counting is exact under concurrency: a counter is created once by
 // sync.Map.LoadOrStore and incremented atomically, so every request sees

@@ -6,16 +6,15 @@ import (
 	"time"
 )
 
-// The fixed window of a bucket (docs/CONTRACT.md "Limits" rules 1-2: once the allowance
-// is spent, every request of the key is refused until the window resets).
+// The fixed window of a bucket (docs/CONTRACT.md "Limits" rules 1-2: once
+// the allowance is spent, every request of the key is refused until the
+// window resets).
 //
 // Windows are computed here, from the clock, rather than left to
-// ulule/limiter, whose stores open a window at the first request and report
-// its end truncated to the second (drivers/store/common/context.go:
-// expiration.Unix()); a client that waited for that X-RateLimit-Reset would
-// come back up to a second early and be refused again. Here every window
-// starts and ends on a whole second (Plan.Validate insists on whole-second
-// windows), so X-RateLimit-Reset is exact and Retry-After agrees with it.
+// ulule/limiter, whose reported end is truncated to the second, so a client
+// that waited for it would come back early and be refused again. Every
+// window starts and ends on a whole second (Plan.Validate), so
+// X-RateLimit-Reset is exact and Retry-After agrees with it.
 //
 // Each bucket's windows are shifted by a phase taken from a hash of the
 // bucket, so that the keys of a fleet do not all reset on the same second and
@@ -99,7 +98,7 @@ func mod(a, b int64) int64 {
 	return m
 }
 
-// fnv32a is FNV-1a over s, inlined to keep Take free of allocations.
+// fnv32a is FNV-1a over s, inlined to keep TakeAt free of allocations.
 func fnv32a(s string) uint32 {
 	h := uint32(2166136261)
 	for i := 0; i < len(s); i++ {

@@ -3,6 +3,7 @@ package proxy
 import (
 	"cmp"
 	"crypto/subtle"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -42,20 +43,22 @@ type AdminConfig struct {
 
 func (c *AdminConfig) applyDefaults() { c.Listen = cmp.Or(c.Listen, "127.0.0.1:9090") }
 
-func (c *AdminConfig) validate(getenv func(string) string) []string {
+// validate reports every problem of the admin section, each naming its
+// field path, joined, and reads the token from getenv.
+func (c *AdminConfig) validate(getenv func(string) string) error {
 	if c.Listen == adminOff {
 		return nil
 	}
-	var errs []string
+	var errs []error
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
-		errs = append(errs, `admin.listen: must be host:port or "off", got "`+c.Listen+`"`)
+		errs = append(errs, errors.New(`admin.listen: must be host:port or "off", got "`+c.Listen+`"`))
 	}
 	if c.TokenEnv != "" {
 		if c.token = getenv(c.TokenEnv); len(c.token) < 16 {
-			errs = append(errs, "admin.token_env: environment variable "+c.TokenEnv+" must hold a token of at least 16 characters")
+			errs = append(errs, errors.New("admin.token_env: environment variable "+c.TokenEnv+" must hold a token of at least 16 characters"))
 		}
 	}
-	return errs
+	return errors.Join(errs...)
 }
 
 // loopback reports whether the admin listener is reachable from this

@@ -62,10 +62,8 @@ func (c *Config) MemoryLimit() int64 {
 // cache.max_bytes. The resident size a replica should be given is 1.5 x
 // cache.max_bytes + 64 MiB (README "Running at scale"); the Go limit
 // counts only the runtime's own memory, and the rest of the 64 MiB is left
-// to what it does not count: the binary's mapped code and data (about
-// 20 MiB resident) and pages the runtime has freed but not yet returned.
-// With the limit at the full 64 MiB, a full cache held RSS a few MiB above
-// the bound (go run ./bench -only miss-full).
+// to what it does not count: the binary's mapped code and data and pages
+// the runtime has freed but not yet returned.
 const memoryLimitSlack = 32 << 20
 
 // AccessLog reports whether the access log is on.
@@ -163,17 +161,77 @@ func (c *Config) applyDefaults() {
 	c.Log.Level = cmp.Or(c.Log.Level, "info")
 }
 
-// Validate checks every field and resolves the upstream key from getenv. All
-// problems are reported on one line, each naming its field.
+// Validate checks every section and reads the secrets they name (the
+// upstream key, the Redis password, the admin token) from getenv. All
+// problems are reported on one line, sorted, each naming its field path.
 func (c *Config) Validate(getenv func(string) string) error {
-	var errs []string
-	add := func(field, format string, args ...any) {
-		errs = append(errs, field+": "+fmt.Sprintf(format, args...))
-	}
+	return problems(
+		c.Server.validate(c.Upstream.Timeout),
+		c.Admin.validate(getenv),
+		c.Log.validate(),
+		joinLines(c.Upstream.Validate(getenv)),
+		joinLines(c.Redis.Validate(getenv)),
+		c.OrderBook.Validate(),
+		c.Tracing.Validate(),
+		c.Legacy.validate(c.Keys),
+		c.Limits.Validate(),
+		c.Cache.Validate(route.Names()),
+		validatePlans(c.Plans),
+		c.validateKeys(),
+	)
+}
 
-	s := &c.Server
+// problems is the problems of errs, each section's joined errors taken
+// apart, sorted and put on one line; nil when there are none.
+func problems(errs ...error) error {
+	var lines []string
+	var walk func(error)
+	walk = func(err error) {
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range j.Unwrap() {
+				walk(e)
+			}
+			return
+		}
+		if err != nil {
+			lines = append(lines, err.Error())
+		}
+	}
+	for _, err := range errs {
+		walk(err)
+	}
+	if len(lines) == 0 {
+		return nil
+	}
+	slices.Sort(lines)
+	return errors.New(strings.Join(lines, "; "))
+}
+
+// joinLines is the problems of a section that reports them as strings
+// (upstream, redis), as one joined error.
+func joinLines(lines []string) error {
+	errs := make([]error, len(lines))
+	for i, l := range lines {
+		errs[i] = errors.New(l)
+	}
+	return errors.Join(errs...)
+}
+
+// fieldErrors collects problems, each naming its field path.
+type fieldErrors []error
+
+func (e *fieldErrors) add(field, format string, args ...any) {
+	*e = append(*e, errors.New(field+": "+fmt.Sprintf(format, args...)))
+}
+
+func (e fieldErrors) join() error { return errors.Join(e...) }
+
+// validate checks the server section and its TLS. upstreamTimeout is
+// upstream.timeout, which server.write_timeout must exceed.
+func (s *ServerConfig) validate(upstreamTimeout time.Duration) error {
+	var errs fieldErrors
 	if _, _, err := net.SplitHostPort(s.Listen); err != nil {
-		add("server.listen", "must be host:port, got %q", s.Listen)
+		errs.add("server.listen", "must be host:port, got %q", s.Listen)
 	}
 	for name, d := range map[string]time.Duration{
 		"server.read_header_timeout": s.ReadHeaderTimeout, "server.read_timeout": s.ReadTimeout,
@@ -181,86 +239,85 @@ func (c *Config) Validate(getenv func(string) string) error {
 		"server.shutdown_timeout": s.ShutdownTimeout, "server.drain_delay": s.DrainDelay,
 	} {
 		if d < 0 {
-			add(name, "must not be negative, got %v", d)
+			errs.add(name, "must not be negative, got %v", d)
 		}
+	}
+	if upstreamTimeout > 0 && s.WriteTimeout > 0 && s.WriteTimeout <= upstreamTimeout {
+		errs.add("server.write_timeout", "must exceed upstream.timeout (%v), or slow upstream answers are cut off mid-write", upstreamTimeout)
 	}
 	if s.MemoryLimit < -1 || (s.MemoryLimit > 0 && s.MemoryLimit < 64<<20) {
-		add("server.memory_limit", "must be -1 (none), 0 (the default) or at least 64 MiB in bytes, got %d", s.MemoryLimit)
+		errs.add("server.memory_limit", "must be -1 (none), 0 (the default) or at least 64 MiB in bytes, got %d", s.MemoryLimit)
 	}
 	if s.MaxHeaderBytes < 1024 {
-		add("server.max_header_bytes", "must be at least 1024, got %d", s.MaxHeaderBytes)
+		errs.add("server.max_header_bytes", "must be at least 1024, got %d", s.MaxHeaderBytes)
 	}
-	errs = append(errs, s.TLS.Validate()...)
-	errs = append(errs, c.Admin.validate(getenv)...)
-	if err := new(slog.Level).UnmarshalText([]byte(c.Log.Level)); err != nil {
-		add("log.level", "must be debug, info, warn or error, got %q", c.Log.Level)
-	}
+	return errors.Join(errs.join(), s.TLS.Validate())
+}
 
-	u := &c.Upstream
-	errs = append(errs, u.Validate(getenv)...)
-	if u.Timeout > 0 && s.WriteTimeout > 0 && s.WriteTimeout <= u.Timeout {
-		add("server.write_timeout", "must exceed upstream.timeout (%v), or slow upstream answers are cut off mid-write", u.Timeout)
+// validate checks the log section.
+func (c LogConfig) validate() error {
+	if err := new(slog.Level).UnmarshalText([]byte(c.Level)); err != nil {
+		return fmt.Errorf("log.level: must be debug, info, warn or error, got %q", c.Level)
 	}
-	errs = append(errs, c.Redis.Validate(getenv)...)
-	errs = append(errs, c.OrderBook.Validate()...)
-	errs = append(errs, c.Tracing.Validate()...)
-	errs = append(errs, c.Legacy.validate(c.Keys)...)
-	if err := c.Limits.Validate(); err != nil {
-		errs = append(errs, err.Error())
-	}
-	if err := c.Cache.Validate(route.Names()); err != nil {
-		errs = append(errs, err.Error())
-	}
-	for name, p := range c.Plans {
+	return nil
+}
+
+// validatePlans checks each named plan.
+func validatePlans(plans map[string]limits.Plan) error {
+	var errs fieldErrors
+	for name, p := range plans {
 		if err := p.Validate(); err != nil {
-			add("plans."+name, "%v", err)
+			errs.add("plans."+name, "%v", err)
 		}
 	}
+	return errs.join()
+}
+
+// validateKeys checks the keys against the plans and the routes, and
+// lower-cases their hashes.
+func (c *Config) validateKeys() error {
+	var errs fieldErrors
 	if len(c.Keys) == 0 {
-		add("keys", "at least one key is required (hash one with `tradergate hash-key`)")
+		errs.add("keys", "at least one key is required (hash one with `tradergate hash-key`)")
 	}
 	routes := route.Names()
 	ids, hashes := map[string]bool{}, map[string]bool{}
-	for i, k := range c.Keys {
+	for i := range c.Keys {
+		k := &c.Keys[i]
 		f := fmt.Sprintf("keys[%d]", i)
 		switch {
 		case k.ID == "":
-			add(f+".id", "is required")
+			errs.add(f+".id", "is required")
 		case ids[k.ID]:
-			add(f+".id", "duplicate id %q", k.ID)
+			errs.add(f+".id", "duplicate id %q", k.ID)
 		}
 		ids[k.ID] = true
 		k.SHA256 = strings.ToLower(k.SHA256)
-		c.Keys[i].SHA256 = k.SHA256
 		switch {
 		case len(k.SHA256) != 64 || strings.Trim(k.SHA256, "0123456789abcdef") != "":
-			add(f+".sha256", "must be 64 hex digits (the SHA-256 of the key, from `tradergate hash-key`)")
+			errs.add(f+".sha256", "must be 64 hex digits (the SHA-256 of the key, from `tradergate hash-key`)")
 		case hashes[k.SHA256]:
-			add(f+".sha256", "duplicate of another key")
+			errs.add(f+".sha256", "duplicate of another key")
 		}
 		hashes[k.SHA256] = true
 		if _, ok := c.Plans[k.Plan]; !ok {
-			add(f+".plan", "unknown plan %q (plans: %s)", k.Plan, strings.Join(sortedKeys(c.Plans), ", "))
+			errs.add(f+".plan", "unknown plan %q (plans: %s)", k.Plan, strings.Join(sortedKeys(c.Plans), ", "))
 		}
 		if k.Limit != nil {
 			if err := k.Limit.Validate(); err != nil {
-				add(f+".limit", "%v", err)
+				errs.add(f+".limit", "%v", err)
 			}
 		}
 		if len(k.Routes) == 0 {
-			add(f+".routes", "is required: route names or \"*\" (routes: %s)", strings.Join(routes, ", "))
+			errs.add(f+".routes", "is required: route names or \"*\" (routes: %s)", strings.Join(routes, ", "))
 		}
 		for _, r := range k.Routes {
 			if r != "*" && !slices.Contains(routes, r) {
-				add(f+".routes", "unknown route %q (routes: %s)", r, strings.Join(routes, ", "))
+				errs.add(f+".routes", "unknown route %q (routes: %s)", r, strings.Join(routes, ", "))
 			}
 		}
 	}
-	if len(errs) > 0 {
-		slices.Sort(errs)
-		return errors.New(strings.Join(errs, "; "))
-	}
-	return nil
+	return errs.join()
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -218,27 +218,5 @@ var errShuttingDown = errors.New("server shutting down")
 // a client told "0" would retry at once. Every Retry-After the edge sends
 // goes through it.
 func retryAfterSeconds(d time.Duration) string {
-	s := int64((d + time.Second - 1) / time.Second)
-	return strconv.FormatInt(max(s, 1), 10)
-}
-
-// errorTableMarkdown renders the table as README's "Errors" section has it.
-func errorTableMarkdown() string {
-	b := []byte("| Status | When | Message | Headers |\n|---|---|---|---|\n")
-	for k := failure(1); k < numFailures; k++ {
-		r := errorTable[k]
-		status := strconv.Itoa(r.status)
-		if r.status == 0 {
-			status = "4xx"
-		}
-		msg := "`" + r.message + "`"
-		if r.message == "" {
-			msg = r.about
-		}
-		if b := legacyMessages[k]; b != "" {
-			msg += " (legacy paths: `" + b + "`)"
-		}
-		b = append(b, "| "+status+" | "+r.when+" | "+msg+" | "+r.headers+" |\n"...)
-	}
-	return string(b)
+	return strconv.FormatInt(max(limits.CeilSeconds(d), 1), 10)
 }

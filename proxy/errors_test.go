@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +26,27 @@ func TestREADMEErrorTable(t *testing.T) {
 	if !strings.Contains(string(readme), want) {
 		t.Errorf("README.md's \"Errors\" table differs from the error table in proxy/errors.go; it should read:\n%s", want)
 	}
+}
+
+// errorTableMarkdown renders the table as README's "Errors" section has it.
+func errorTableMarkdown() string {
+	b := []byte("| Status | When | Message | Headers |\n|---|---|---|---|\n")
+	for k := failure(1); k < numFailures; k++ {
+		r := errorTable[k]
+		status := strconv.Itoa(r.status)
+		if r.status == 0 {
+			status = "4xx"
+		}
+		msg := "`" + r.message + "`"
+		if r.message == "" {
+			msg = r.about
+		}
+		if b := legacyMessages[k]; b != "" {
+			msg += " (legacy paths: `" + b + "`)"
+		}
+		b = append(b, "| "+status+" | "+r.when+" | "+msg+" | "+r.headers+" |\n"...)
+	}
+	return string(b)
 }
 
 func TestEveryFailureHasARow(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/netip"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -65,10 +64,10 @@ type exchange struct {
 	principal *principal
 	legacy    bool // a legacy path: answered in variant B (legacy.go)
 	route     *route.Route
-	req       *route.Request // &request once the route step validated it
+	req       *route.Request // &reqBuf once the route step validated it
 	cache     string         // X-Cache value, when the page step ran
 	upstream  upstream.Info  // the legacy call this request started, if any
-	span      trace.Span     // the request\'s span; nil when tracing is off
+	span      trace.Span     // the request's span; nil when tracing is off
 
 	// The answer.
 	status  int
@@ -97,7 +96,7 @@ type exchange struct {
 	// beyond the exchange itself: the made request id, the canonical
 	// request, the start of the value buffer and a short target's copy.
 	idBuf     [32]byte
-	request   route.Request
+	reqBuf    route.Request
 	valsBuf   [192]byte
 	targetBuf [160]byte
 }
@@ -220,10 +219,12 @@ func (x *exchange) delHeader(name string) {
 }
 
 // own copies b into the exchange's value buffer and returns it as a string
-// without a further allocation. The buffer is only ever appended to, and
-// an exchange is never reused, so the bytes under the string never change:
-// that is what makes the unsafe.String sound. A buffer that grows leaves
-// the earlier strings on the old array, which they keep alive.
+// without a further allocation. The buffer is only appended to while the
+// exchange serves its request, and a pooled exchange is cleared and given
+// back (release) only once nothing reads its answer, or never if it was
+// kept: the bytes under the string do not change while it is read, which
+// is what makes the unsafe.String sound. A buffer that grows leaves the
+// earlier strings on the old array, which they keep alive.
 func (x *exchange) own(b []byte) string {
 	if len(b) == 0 {
 		return ""
@@ -248,21 +249,6 @@ func (x *exchange) Get(key string) string {
 func (x *exchange) Set(string, string) {}
 
 func (x *exchange) Keys() []string { return []string{"traceparent", "tracestate"} }
-
-// valueOf is a value already in x.vals as a string, by the same reasoning
-// as own.
-func valueOf(b []byte) string {
-	if len(b) == 0 {
-		return ""
-	}
-	return unsafe.String(&b[0], len(b))
-}
-
-// setInt sets name to the decimal n.
-func (x *exchange) setInt(name string, n int64) {
-	var b [20]byte
-	x.setHeader(name, x.own(strconv.AppendInt(b[:0], n, 10)))
-}
 
 // reply sets the answer: a JSON body with its status. nosniff: a client
 // must never read the body as anything but JSON, whatever text a legacy

@@ -65,9 +65,9 @@ func (s *Server) readFast(x *exchange, ctx *fasthttp.RequestCtx) {
 // (RFC 9112 sections 2.2, 5.1, 5.2 and 6.1). Such a request is refused and
 // its connection closed.
 //
-// One pass over the raw block, rather than fasthttp's Peek per field: each
-// Peek walks every field again, and a cache hit is short enough for that
-// to show. A field named twice keeps its first value, as Peek does;
+// One pass over the raw block, rather than fasthttp's Peek per field, which
+// walks every field again. A field named twice keeps its first value, as
+// Peek does;
 // Authorization fields are counted (two are refused) and X-Forwarded-For
 // lines all kept, in order.
 func readHeaders(x *exchange, raw []byte, traced bool) (malformed bool) {
@@ -173,9 +173,9 @@ func fieldIs(b []byte, name string) bool {
 // name once (setHeader replaces) and only in canonical form (the names
 // are the edge's own constants; a test reads them off the wire), so
 // fasthttp's Set, which rewrites each name's case and looks for an earlier
-// field of that name, would only repeat work on every answer; on a cache
-// hit that was a fifth of the edge's time. Add still turns a CR or LF in
-// a value into a space, so no value can split the header block.
+// field of that name, would only repeat that work on every answer. Add
+// still turns a CR or LF in a value into a space, so no value can split
+// the header block.
 func (s *Server) writeFast(x *exchange, ctx *fasthttp.RequestCtx) {
 	resp := &ctx.Response
 	resp.SetStatusCode(x.status)

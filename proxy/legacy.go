@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"errors"
 	"net/http"
 	"net/url"
 	"slices"
@@ -60,9 +61,11 @@ const (
 	legacyRetired = "retired"
 )
 
-func (c *LegacyConfig) validate(keys []KeyConfig) []string {
-	var errs []string
-	add := func(field, msg string) { errs = append(errs, "legacy."+field+": "+msg) }
+// validate reports every problem of the legacy section and of the keys'
+// legacy fields, each naming its field path, joined. It parses the times.
+func (c *LegacyConfig) validate(keys []KeyConfig) error {
+	var errs []error
+	add := func(field, msg string) { errs = append(errs, errors.New("legacy."+field+": "+msg)) }
 	parse := func(field, v string, into *time.Time) bool {
 		t, err := time.Parse(time.RFC3339, v)
 		if err != nil {
@@ -103,10 +106,10 @@ func (c *LegacyConfig) validate(keys []KeyConfig) []string {
 	}
 	for i, k := range keys {
 		if k.Legacy != "" && k.Legacy != legacyAllow && k.Legacy != legacyRetired {
-			errs = append(errs, "keys["+strconv.Itoa(i)+"].legacy: must be allow or retired, got \""+k.Legacy+"\"")
+			errs = append(errs, errors.New("keys["+strconv.Itoa(i)+"].legacy: must be allow or retired, got \""+k.Legacy+"\""))
 		}
 	}
-	return errs
+	return errors.Join(errs...)
 }
 
 // legacyPolicy is the legacy section as the steps read it: made once per

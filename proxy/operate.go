@@ -23,11 +23,41 @@ type reloads struct {
 	lastOK  time.Time // when the configuration last loaded
 	lastAt  time.Time // when the last reload was tried
 	lastErr string    // why the last reload failed, "" when it did not
+	// counts are the reloads by result, in the order of reloadResults.
+	counts [len(reloadResults)]uint64
 }
 
-func (r *reloads) record(err error) {
+// The results of a reload (tradergate_config_reloads_total{result}).
+const (
+	// reloadApplied: the configuration took effect whole.
+	reloadApplied = "applied"
+	// reloadRestartNeeded: what can be reloaded took effect; settings that
+	// differ from what runs take effect only on restart, and a warning
+	// names them.
+	reloadRestartNeeded = "restart_needed"
+	// reloadFailed: nothing changed; the file did not load or validate,
+	// or the cache refused it.
+	reloadFailed = "failed"
+)
+
+var reloadResults = [...]string{reloadApplied, reloadRestartNeeded, reloadFailed}
+
+// started records the configuration loaded at start.
+func (r *reloads) started() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.ok, r.lastOK = true, time.Now()
+}
+
+// record records a reload's result, and err when it failed.
+func (r *reloads) record(result string, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, res := range reloadResults {
+		if res == result {
+			r.counts[i]++
+		}
+	}
 	r.lastAt = time.Now()
 	r.ok = err == nil
 	if err == nil {
@@ -35,6 +65,12 @@ func (r *reloads) record(err error) {
 		return
 	}
 	r.lastErr = err.Error()
+}
+
+func (r *reloads) count(i int) float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return float64(r.counts[i])
 }
 
 func (r *reloads) state() (ok bool, lastOK time.Time) {
@@ -45,7 +81,7 @@ func (r *reloads) state() (ok bool, lastOK time.Time) {
 
 // ReloadFailed records a reload that did not get as far as Reload (the file
 // did not load or validate): the edge serves on with what it had.
-func (s *Server) ReloadFailed(err error) { s.reloads.record(err) }
+func (s *Server) ReloadFailed(err error) { s.reloads.record(reloadFailed, err) }
 
 // buildInfo is the module version, VCS revision and Go version of this
 // binary.
@@ -72,7 +108,7 @@ func operatorCollectors(s *Server) []prometheus.Collector {
 		Help: "Always 1; the labels say which build runs.",
 	}, []string{"version", "revision", "goversion"})
 	build.WithLabelValues(version, revision, runtime.Version()).Set(1)
-	return []prometheus.Collector{
+	cs := []prometheus.Collector{
 		build,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "tradergate_ready",
@@ -96,6 +132,16 @@ func operatorCollectors(s *Server) []prometheus.Collector {
 		}, func() float64 { return float64(s.cfg.Upstream.MaxConcurrent) }),
 		&certCollector{s: s},
 	}
+	for i, result := range reloadResults {
+		cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "tradergate_config_reloads_total",
+			Help: "Configuration reloads (SIGHUP) by result: applied (whole); restart_needed (applied, but " +
+				"settings that differ from what runs take effect only on restart, named in a warning log line); " +
+				"failed (nothing changed).",
+			ConstLabels: prometheus.Labels{"result": result},
+		}, func() float64 { return s.reloads.count(i) }))
+	}
+	return cs
 }
 
 func b2f(b bool) float64 {

@@ -27,7 +27,7 @@ func (s *Server) rateLimit(x *exchange) bool {
 	if d.Allowed {
 		return true
 	}
-	// Retry-After is already set by WriteHeaders, in step with
+	// Retry-After is already set by AppendHeaders above, in step with
 	// X-RateLimit-Reset.
 	if d.StoreErr != nil {
 		x.fail(&edgeError{kind: failLimitStore, Err: d.StoreErr})

@@ -5,14 +5,16 @@ import (
 	"reflect"
 	"strings"
 
+	"tradergate/cache"
 	"tradergate/proxy/upstream"
 )
 
-// Hot reload: on SIGHUP main re-reads config.yaml, validates it
-// whole, and hands it to Reload. Keys, plans, cache policy figures,
-// breaker settings and the legacy section (legacy.go) take effect at once,
-// without dropping a connection; everything else is fixed at start and
-// named in a log line when it differs, so an operator is never left
+// Hot reload: on SIGHUP main re-reads config.yaml, validates it whole, and
+// hands it to Reload. Keys, plans, cache policy figures, breaker settings,
+// the legacy section and log.level take effect at once, without dropping a
+// connection. Every other setting is fixed at start: one that differs from
+// what runs is named in a warning and counted as restart_needed
+// (tradergate_config_reloads_total), so an operator is never left
 // guessing.
 
 // Reload applies the reloadable parts of cfg, which the caller has
@@ -22,7 +24,7 @@ func (s *Server) Reload(cfg *Config) error {
 	// the running configuration in place.
 	if err := s.cache.SetConfig(cfg.Cache); err != nil {
 		err = fmt.Errorf("cache: %w", err)
-		s.reloads.record(err)
+		s.reloads.record(reloadFailed, err)
 		return err
 	}
 	s.keys.Store(newKeySet(cfg.Keys, cfg.Plans, s.routes.Routes()))
@@ -32,34 +34,72 @@ func (s *Server) Reload(cfg *Config) error {
 	if !reflect.DeepEqual(running.Upstream.Breaker, cfg.Upstream.Breaker) {
 		s.upstream.SetBreaker(cfg.Upstream.Breaker)
 	}
+	s.live.Store(cfg)
 	// Restart-only settings are compared with what runs (as started), not
 	// with the last file read: a change reverted warns nothing, and one
 	// still waiting for a restart warns at every reload.
 	if fixed := restartOnly(s.cfg, cfg); len(fixed) > 0 {
 		s.log.Warn("config reload: these settings take effect only on restart", "sections", strings.Join(fixed, ", "))
+		s.reloads.record(reloadRestartNeeded, nil)
+	} else {
+		s.reloads.record(reloadApplied, nil)
 	}
-	s.live.Store(cfg)
-	s.reloads.record(nil)
 	s.log.Info("config reloaded", "keys", len(cfg.Keys), "plans", len(cfg.Plans))
 	return nil
 }
 
-// restartOnly names the settings that differ between a and b but are not
-// reloaded.
-func restartOnly(a, b *Config) []string {
+// restartOnly names, by their paths in the file, the settings that differ
+// between running and next but that Reload does not apply. Every section
+// of Config is compared, so a section Reload does not know is named, never
+// passed over.
+func restartOnly(running, next *Config) []string {
 	var out []string
-	diff := func(name string, x, y any) {
-		if !reflect.DeepEqual(x, y) {
-			out = append(out, name)
+	diffFields("", reflect.ValueOf(fixedAtStart(running)), reflect.ValueOf(fixedAtStart(next)), 2, &out)
+	return out
+}
+
+// fixedAtStart is c without what Reload applies: what is left takes effect
+// only on restart.
+func fixedAtStart(c *Config) Config {
+	f := *c
+	f.Keys, f.Plans, f.Legacy = nil, nil, LegacyConfig{}
+	f.Upstream.Breaker = upstream.BreakerConfig{}
+	// Of the cache section only max_bytes is fixed (cache.SetConfig).
+	f.Cache = cache.Config{MaxBytes: c.Cache.MaxBytes}
+	// log.level is main's to apply; log.access is fixed.
+	access := c.Log.AccessLog()
+	f.Log = LogConfig{Access: &access}
+	return f
+}
+
+// diffFields appends to out the yaml path of each field of the structs a
+// and b that differs, descending depth levels into structs. A difference
+// in fields with no name in the file (unexported, or yaml "-", such as a
+// secret read from the environment) names the struct itself.
+func diffFields(prefix string, a, b reflect.Value, depth int, out *[]string) {
+	if reflect.DeepEqual(a.Interface(), b.Interface()) {
+		return
+	}
+	named := len(*out)
+	t := a.Type()
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		if !sf.IsExported() {
+			continue
+		}
+		fa, fb := a.Field(i), b.Field(i)
+		name, _, _ := strings.Cut(sf.Tag.Get("yaml"), ",")
+		switch {
+		case name == "-" || reflect.DeepEqual(fa.Interface(), fb.Interface()):
+		case name == "" && sf.Anonymous && fa.Kind() == reflect.Struct: // yaml inline
+			diffFields(prefix, fa, fb, depth, out)
+		case depth > 1 && fa.Kind() == reflect.Struct:
+			diffFields(prefix+name+".", fa, fb, depth-1, out)
+		default:
+			*out = append(*out, prefix+name)
 		}
 	}
-	diff("server", a.Server, b.Server)
-	ua, ub := a.Upstream, b.Upstream
-	ua.Breaker, ub.Breaker = upstream.BreakerConfig{}, upstream.BreakerConfig{}
-	diff("upstream (other than breaker)", ua, ub)
-	diff("limits", a.Limits, b.Limits)
-	diff("cache.max_bytes", a.Cache.MaxBytes, b.Cache.MaxBytes)
-	diff("admin", a.Admin, b.Admin)
-	diff("log.access", a.Log.AccessLog(), b.Log.AccessLog())
-	return out
+	if len(*out) == named && prefix != "" {
+		*out = append(*out, strings.TrimSuffix(prefix, "."))
+	}
 }

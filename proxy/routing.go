@@ -36,11 +36,11 @@ func (s *Server) route(x *exchange) bool {
 	if !s.admit(x) {
 		return false
 	}
-	if err := validate(rt, &x.request, param, x.rawQuery); err != nil {
+	if err := validate(rt, &x.reqBuf, param, x.rawQuery); err != nil {
 		x.fail(err)
 		return false
 	}
-	x.req = &x.request
+	x.req = &x.reqBuf
 	s.routes.Remember(h, x.target, x.legacy, x.req)
 	return true
 }

@@ -17,14 +17,11 @@ import (
 // (fasthttp.BodyWriterTo).
 //
 // From newFileBody until the page is sent (or the body closed) the socket
-// is corked (TCP_CORK, Linux): the header block waits in it for the file's
-// first bytes, and header and page leave in full segments, where without
-// it the header block would go alone, one more segment through the stack
-// for every answer. On a ~90 KB gzip order book page that cost up to a
-// quarter of the edge's CPU per answer (docs/BENCHMARKS.md). The cork is
-// pulled as soon as the last byte is queued, so nothing waits for the
-// client's ACK; the kernel's own 200 ms ceiling on a cork is the worst a
-// lost Close could cost.
+// is corked (TCP_CORK, Linux), so that the header block leaves with the
+// file's first bytes in full segments rather than alone in one more
+// segment per answer (docs/BENCHMARKS.md). The cork is pulled as soon as
+// the last byte is queued; the kernel's own 200 ms ceiling on a cork is
+// the worst a lost Close could cost.
 //
 // The file is read at explicit offsets and never through its own offset,
 // so any number of answers send one file at once. Control holds the file

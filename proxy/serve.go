@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/valyala/fasthttp"
 	"golang.org/x/net/http2"
 
 	"tradergate/proxy/tlsedge"
@@ -24,7 +25,6 @@ import (
 // plain-HTTP listener of a TLS edge (ACME challenges, redirects) and the
 // admin listener are net/http servers.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	c := s.cfg.Server
 	// Handlers run under base: not cancelled by the signal (in-flight
 	// requests drain), but told errShuttingDown when the drain time is
 	// nearly over, so that they answer a clear 503 instead of being cut off.
@@ -32,32 +32,108 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	defer hardStop(nil)
 	s.base.Store(&base)
 
+	e := &edge{s: s, ln: ln, base: base}
+	defer e.close()
+	if err := e.build(); err != nil {
+		return err
+	}
+	err := e.drain(e.run(ctx), hardStop)
+	s.log.Info("shutdown: stopped", "err", err)
+	return err
+}
+
+// edge is what one Serve runs: the servers on the client listener and
+// what was started beside them, released by close however Serve ends.
+type edge struct {
+	s       *Server
+	ln      net.Listener
+	base    context.Context
+	servers []serving
+	// ready runs once the servers answer (tlsedge.Started.Ready).
+	ready func(context.Context) error
+	// errc receives the result of each server's serve; running counts
+	// those not yet received.
+	errc    chan error
+	running int
+	// release is what close undoes, in reverse order.
+	release []func()
+}
+
+// serving is one server of the edge: how it starts on its listener (nil
+// for one that has none of its own), drains, and is cut off.
+type serving struct {
+	serve    func() error
+	shutdown func(context.Context) error
+	cut      func()
+}
+
+// onClose adds f to what close undoes.
+func (e *edge) onClose(f func()) { e.release = append(e.release, f) }
+
+// close closes the client listener and releases, last added first,
+// everything build started. It is the one cleanup of Serve, after a
+// failed build as after a drain.
+func (e *edge) close() {
+	e.ln.Close()
+	for i := len(e.release) - 1; i >= 0; i-- {
+		e.release[i]()
+	}
+}
+
+// build prepares the servers without serving yet: the status publisher,
+// the admin listener, the fasthttp server and, with TLS on, the HTTP/2
+// server and the plain-HTTP listener.
+func (e *edge) build() error {
+	s := e.s
+	e.onClose(s.upstream.CloseIdle)
+
 	// With Redis, this replica's summary goes on the fleet's status board
 	// until Serve returns.
-	pctx, stopPublish := context.WithCancel(base)
+	pctx, stopPublish := context.WithCancel(e.base)
 	waitPublish := s.publishStatus(pctx)
-	defer waitPublish()
-	defer stopPublish()
+	e.onClose(func() { stopPublish(); waitPublish() })
 
-	// The admin listener opens first and closes last, so /readyz can say
-	// "not ready" all through the drain.
-	admin, adminLn, err := s.adminServer()
-	if err != nil {
-		ln.Close()
+	if err := e.startAdmin(); err != nil {
 		return fmt.Errorf("admin.listen: %w", err)
-	}
-	adminDone := make(chan error, 1)
-	if admin != nil {
-		go func() { adminDone <- admin.Serve(adminLn) }()
-		defer func() {
-			actx, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			_ = admin.Shutdown(actx)
-			<-adminDone
-		}()
 	}
 
 	fs := s.fastServer()
+	e.servers = []serving{{
+		serve:    func() error { return fs.Serve(e.ln) },
+		shutdown: fs.ShutdownWithContext,
+		cut:      s.conns.closeAll,
+	}}
+	e.ready = func(context.Context) error { return nil }
+	if s.cfg.Server.TLS.Mode == tlsedge.ModeOff {
+		return nil
+	}
+	return e.buildTLS(fs)
+}
+
+// startAdmin serves the admin listener, if one is configured. It opens
+// first and closes last, so /readyz can say "not ready" all through the
+// drain.
+func (e *edge) startAdmin() error {
+	admin, adminLn, err := e.s.adminServer()
+	if err != nil || admin == nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- admin.Serve(adminLn) }()
+	e.onClose(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = admin.Shutdown(ctx)
+		<-done
+	})
+	return nil
+}
+
+// buildTLS puts TLS around the client listener: fasthttp serves HTTP/1.1
+// on it, and hands connections that negotiate h2 to net/http's HTTP/2
+// server.
+func (e *edge) buildTLS(fs *fasthttp.Server) error {
+	s, c := e.s, e.s.cfg.Server
 	// std serves HTTP/2 streams (and owns their graceful shutdown) and
 	// lends its limits to the plain-HTTP listener of a TLS edge.
 	std := &http.Server{
@@ -68,121 +144,117 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		IdleTimeout:       c.IdleTimeout,
 		MaxHeaderBytes:    c.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-		BaseContext:       func(net.Listener) context.Context { return base },
+		BaseContext:       func(net.Listener) context.Context { return e.base },
 	}
-	servers := []serving{{
-		serve:    func() error { return fs.Serve(ln) },
-		shutdown: fs.ShutdownWithContext,
-		cut:      s.conns.closeAll,
-	}}
-	ready := func(context.Context) error { return nil }
-	if c.TLS.Mode != tlsedge.ModeOff {
-		st, err := s.tls.Start(ln, std)
-		if err != nil {
-			ln.Close()
-			s.upstream.CloseIdle()
-			return err
-		}
-		defer st.Close() // after the servers stopped: certmagic's cache
-		s.hsts.Store(&st.HSTS)
-		h2 := &http2.Server{IdleTimeout: c.IdleTimeout, MaxReadFrameSize: 1 << 20}
-		if err := http2.ConfigureServer(std, h2); err != nil {
-			ln.Close()
-			return fmt.Errorf("http2: %w", err)
-		}
-		fs.NextProto("h2", func(conn net.Conn) error {
-			h2.ServeConn(conn, &http2.ServeConnOpts{Context: base, BaseConfig: std, Handler: std.Handler})
-			return nil
+	st, err := s.tls.Start(e.ln, std)
+	if err != nil {
+		return err
+	}
+	e.onClose(st.Close) // after the servers stopped: certmagic's cache
+	if st.Plain != nil {
+		e.onClose(func() { st.Plain.Close() })
+	}
+	s.hsts.Store(&st.HSTS)
+	h2 := &http2.Server{IdleTimeout: c.IdleTimeout, MaxReadFrameSize: 1 << 20}
+	if err := http2.ConfigureServer(std, h2); err != nil {
+		return fmt.Errorf("http2: %w", err)
+	}
+	fs.NextProto("h2", func(conn net.Conn) error {
+		h2.ServeConn(conn, &http2.ServeConnOpts{Context: e.base, BaseConfig: std, Handler: std.Handler})
+		return nil
+	})
+	tlsLn := tls.NewListener(plainHTTPListener{e.ln}, st.TLS)
+	e.servers[0].serve = func() error { return fs.Serve(tlsLn) }
+	// Shutting std down sends GOAWAY to the HTTP/2 connections, which
+	// then end once their streams are done.
+	e.servers = append(e.servers, serving{shutdown: std.Shutdown, cut: func() { _ = std.Close() }})
+	if rs := st.Redirect; rs != nil {
+		e.servers = append(e.servers, serving{
+			serve:    func() error { return rs.Serve(st.Plain) },
+			shutdown: rs.Shutdown,
+			cut:      func() { _ = rs.Close() },
 		})
-		tlsLn := tls.NewListener(plainHTTPListener{ln}, st.TLS)
-		servers[0].serve = func() error { return fs.Serve(tlsLn) }
-		// Shutting std down sends GOAWAY to the HTTP/2 connections, which
-		// then end once their streams are done.
-		servers = append(servers, serving{shutdown: std.Shutdown, cut: func() { _ = std.Close() }})
-		if st.Redirect != nil {
-			rs := st.Redirect
-			servers = append(servers, serving{
-				serve:    func() error { return rs.Serve(st.Plain) },
-				shutdown: rs.Shutdown,
-				cut:      func() { _ = rs.Close() },
-			})
-		}
-		ready = st.Ready
 	}
-	errc := make(chan error, len(servers))
-	running := 0
-	for _, sv := range servers {
+	e.ready = st.Ready
+	return nil
+}
+
+// run starts the servers and waits until ctx ends or one of them stops by
+// itself. Mode acme obtains its certificates once the listeners answer the
+// CA's challenges; a failure there stops everything.
+func (e *edge) run(ctx context.Context) error {
+	e.errc = make(chan error, len(e.servers))
+	for _, sv := range e.servers {
 		if sv.serve != nil {
-			running++
-			go func() { errc <- sv.serve() }()
+			e.running++
+			go func() { e.errc <- sv.serve() }()
 		}
 	}
-	// Mode acme obtains its certificates now, while the listeners answer
-	// the CA's challenges; a failure stops everything.
-	err = ready(ctx)
-	if err == nil {
-		s.ready.Store(true)
-		select {
-		case err = <-errc: // one stopped by itself: stop the others too
-			running--
-		case <-ctx.Done():
+	if err := e.ready(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // told to stop while starting
 		}
-	} else if ctx.Err() != nil {
-		err = nil // told to stop while starting
+		return err
 	}
-	// Draining: not ready any more, but still answering for drain_delay, so
-	// load balancers notice before connections are refused.
+	e.s.ready.Store(true)
+	select {
+	case err := <-e.errc: // one stopped by itself: stop the others too
+		e.running--
+		return err
+	case <-ctx.Done():
+		return nil
+	}
+}
+
+// drain stops the servers: not ready any more but still answering for
+// drain_delay, so load balancers notice before connections are refused;
+// then in-flight requests finish within shutdown_timeout. Near its end
+// hardStop tells the handlers still running to answer 503; past it, what
+// is left is cut off. The first error, err's or a server's, is returned.
+func (e *edge) drain(err error, hardStop context.CancelCauseFunc) error {
+	s, c := e.s, e.s.cfg.Server
+	keep := func(serr error) {
+		if err == nil && serr != nil && !errors.Is(serr, http.ErrServerClosed) && !errors.Is(serr, net.ErrClosed) {
+			err = serr
+		}
+	}
 	s.ready.Store(false)
 	s.log.Info("shutdown: not ready; draining", "drain_delay", c.DrainDelay, "shutdown_timeout", c.ShutdownTimeout)
 	if err == nil && c.DrainDelay > 0 {
 		t := time.NewTimer(c.DrainDelay)
 		select {
 		case <-t.C:
-		case err = <-errc:
-			running--
+		case err = <-e.errc:
+			e.running--
 			t.Stop()
 		}
 	}
+
 	s.log.Info("shutdown: closing listeners; in-flight requests finish")
 	sctx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)
 	defer cancel()
 	grace := min(c.ShutdownTimeout/5, time.Second)
 	last := time.AfterFunc(c.ShutdownTimeout-grace, func() { hardStop(errShuttingDown) })
 	defer last.Stop()
-	done := make(chan error, len(servers))
-	for _, sv := range servers {
+	done := make(chan error, len(e.servers))
+	for _, sv := range e.servers {
 		go func() {
 			serr := sv.shutdown(sctx)
 			if serr != nil {
-				// Past the deadline: what is left is cut off.
 				sv.cut()
 			}
 			done <- serr
 		}()
 	}
-	for range servers {
-		if serr := <-done; err == nil && serr != nil {
-			err = serr
-		}
+	for range e.servers {
+		keep(<-done)
 	}
 	// A server whose Serve had not begun when it was shut down (a stop
 	// right after the start) would begin serving afterwards: closing the
 	// client listener makes such a late Serve return at once.
-	ln.Close()
-	for ; running > 0; running-- {
-		if serr := <-errc; err == nil && serr != nil && !errors.Is(serr, http.ErrServerClosed) && !errors.Is(serr, net.ErrClosed) {
-			err = serr
-		}
+	e.ln.Close()
+	for ; e.running > 0; e.running-- {
+		keep(<-e.errc)
 	}
-	s.upstream.CloseIdle()
-	s.log.Info("shutdown: stopped", "err", err)
 	return err
-}
-
-// serving is one server of the edge: how it starts on its listener (nil
-// for one that has none of its own), drains, and is cut off.
-type serving struct {
-	serve    func() error
-	shutdown func(context.Context) error
-	cut      func()
 }

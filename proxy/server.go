@@ -40,7 +40,7 @@ type Options struct {
 	// Now is the clock; nil means time.Now. Tests move it.
 	Now func() time.Time
 	// Registry receives the edge's metrics and the Go and process
-	// collectors; nil: a registry of the Server's own (Server.Registry).
+	// collectors; nil: a registry of the Server's own.
 	Registry *prometheus.Registry
 	// Getenv reads the environment variables the configuration names (the
 	// Redis password); nil: os.Getenv.
@@ -126,7 +126,7 @@ func New(cfg *Config, opt Options) (*Server, error) {
 		_ = s.Close()
 		return nil, err
 	}
-	s.reloads.record(nil)
+	s.reloads.started()
 	return s, nil
 }
 
@@ -221,7 +221,7 @@ func (s *Server) serve(x *exchange) {
 	if !s.migrate(x) { // migration.go: counted by API; 410 once a legacy path is retired
 		return
 	}
-	if x.route.Built {
+	if x.route.EdgeBuilt {
 		s.serveBook(x) // book.go: the order book at T, from cached pages
 		return
 	}
@@ -244,19 +244,6 @@ func (s *Server) baseContext() context.Context {
 	}
 	return context.Background()
 }
-
-// RetryStats are the retries made and those the budget refused.
-func (s *Server) RetryStats() (retried, refused uint64) { return s.upstream.RetryStats() }
-
-// BreakerState is the state of a route's breaker ("closed", "open",
-// "half-open"), or "" for an unknown route.
-func (s *Server) BreakerState(route string) string { return s.upstream.BreakerState(route) }
-
-// Registry is where the edge's metrics are registered.
-func (s *Server) Registry() *prometheus.Registry { return s.registry }
-
-// CacheStats are the page cache's counters.
-func (s *Server) CacheStats() cache.Stats { return s.cache.Stats() }
 
 // Close releases what New started: the cache's background work, the
 // limiter's store, the upstream client, the shared Redis (after everything

@@ -80,7 +80,7 @@ func (s *Server) snapshot() status.Snapshot {
 		sr := snap.Route(r.Name)
 		switch {
 		case sr == nil:
-		case r.Built:
+		case r.EdgeBuilt:
 			sr.Breaker = "" // never sent upstream: no breaker to show
 		default:
 			sr.Breaker = s.upstream.BreakerState(r.Name)

@@ -18,10 +18,10 @@ func (c *Config) ApplyDefaults() {
 	}
 }
 
-// Validate reports each problem as one line naming its field.
-func (c *Config) Validate() []string {
+// Validate reports every problem, each naming its field path, joined.
+func (c *Config) Validate() error {
 	if c.MaxEvents < 1 || c.MaxEvents > 10_000_000 {
-		return []string{fmt.Sprintf("orderbook.max_events: must be 1 to 10000000, got %d", c.MaxEvents)}
+		return fmt.Errorf("orderbook.max_events: must be 1 to 10000000, got %d", c.MaxEvents)
 	}
 	return nil
 }

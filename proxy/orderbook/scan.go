@@ -12,11 +12,10 @@ import (
 // rebuild relies on (objects, arrays, member names, closed strings and
 // containers, nothing after the body) and each value the rebuild uses is
 // checked where it is used; it does not validate the grammar inside
-// values it skips (a sourceHash, an outcome). The pages come from the
+// values it skips (a sourceHash, an outcome): the pages come from the
 // edge's cache, and the edge's rewrite (normalize) validated every byte
-// of them before they were cached; validating them again with the
-// jsontext decoder made a rebuild over 100,000 events take 70 to 100 ms
-// instead of 30 (BenchmarkRebuild100k).
+// of them before they were cached, so a second full validation would only
+// slow every rebuild (docs/BENCHMARKS.md).
 type scan struct {
 	b   []byte
 	i   int

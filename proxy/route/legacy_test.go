@@ -5,9 +5,9 @@ import "testing"
 func TestMatchLegacy(t *testing.T) {
 	tb := NewTable()
 	tests := []struct{ path, route, param string }{
-		{"/open-api/v1/tx/" + hash, Tx, hash},
+		{"/open-api/v1/tx/" + hash, tx, hash},
 		{"/open-api/v1/trader/" + addr + "/activity", Activity, addr},
-		{"/open-api/v1/trader/wallet-address/" + addr, WalletAddress, addr},
+		{"/open-api/v1/trader/wallet-address/" + addr, walletAddress, addr},
 		{"/open-api/v1/orderbook/events", OrderBookEvents, ""},
 		// The edge's own extension has no legacy path.
 		{"/open-api/v1/orderbook/book", "", ""},
@@ -37,7 +37,7 @@ func TestLegacyRequest(t *testing.T) {
 		{Activity, addr, "", "B:activity " + addr + "?limit=50", "limit=50", "/v1/trader/" + addr + "/activity?limit=50"},
 		{Activity, addr, "limit=20&cursor=abc", "B:activity " + addr + "?cursor=abc&limit=20", "cursor=abc&limit=20", "/v1/trader/" + addr + "/activity?cursor=abc&limit=20"},
 		{OrderBookEvents, "", "tokenId=b,a&x=1", "B:orderbook_events ?tokenId=a,b&order=asc&limit=1000", "tokenId=a,b&order=asc&limit=1000", "/v1/orderbook/events?tokenId=a,b&order=asc&limit=1000"},
-		{Tx, "0x" + "AB" + hash[4:], "", "B:tx 0xab" + hash[4:] + "?", "", "/v1/tx/0xab" + hash[4:]},
+		{tx, "0x" + "AB" + hash[4:], "", "B:tx 0xab" + hash[4:] + "?", "", "/v1/tx/0xab" + hash[4:]},
 	}
 	for _, tc := range tests {
 		var req Request

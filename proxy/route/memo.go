@@ -6,21 +6,15 @@ import (
 	"unsafe"
 )
 
-// memo remembers requests that validated, by their target, so that a
-// target asked again is neither matched nor validated again: an edge's
-// traffic is mostly the same hot pages over and over, and on a cache hit
-// matching and validating were the largest part of the edge's own work.
-//
-// What it returns is exactly what Match and Validate would: both are pure
-// functions of the target (and of whether it came in on the legacy path),
-// and the routes never change while the process runs.
+// memo remembers requests that validated, by their target, so that the hot
+// pages an edge serves over and over are neither matched nor validated
+// again. It returns exactly what Match and Validate would: both are pure
+// functions of the target (and of whether it came on the legacy path).
 //
 // Memory is bounded: a fixed number of slots, each holding at most one
-// request (about 1 KB with its target, under 2.5 KB), chosen by a hash of the
-// target. A target whose slot holds another replaces it only on its
-// second miss there with no other target missing there in between, so
-// that a stream of targets asked once each (misses, a scan) neither pushes
-// the hot ones out nor allocates a copy for every request.
+// request, chosen by a hash of the target. A target replaces another in
+// its slot only on its second miss there in a row, so that targets asked
+// once each (misses, a scan) neither push the hot ones out nor allocate.
 //
 // Safe for concurrent use; a remembered Request is never written again
 // and may be kept by anyone (a flight, a refresh).

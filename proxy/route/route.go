@@ -25,15 +25,15 @@ import (
 const (
 	OrderBookEvents      = "orderbook_events"
 	Activity             = "activity"
-	DepositsWithdrawals  = "deposits_withdrawals"
-	ComboPositionsClosed = "combo_positions_closed"
-	PositionsClosed      = "positions_closed"
-	PositionsOpen        = "positions_open"
-	Tx                   = "tx"
-	WalletAddress        = "wallet_address"
-	// OrderBookBook is the edge's own route: the order book at a time T,
+	depositsWithdrawals  = "deposits_withdrawals"
+	comboPositionsClosed = "combo_positions_closed"
+	positionsClosed      = "positions_closed"
+	positionsOpen        = "positions_open"
+	tx                   = "tx"
+	walletAddress        = "wallet_address"
+	// orderBookBook is the edge's own route: the order book at a time T,
 	// rebuilt from OrderBookEvents pages (docs/CONTRACT.md#orderbook-book).
-	OrderBookBook = "orderbook_book"
+	orderBookBook = "orderbook_book"
 )
 
 // pathKind says what the one path parameter of a route is.
@@ -62,9 +62,9 @@ type Route struct {
 	// TimeUnitMs is true when TimeField (and the from/to bounds) are Unix
 	// milliseconds (order book events) rather than seconds.
 	TimeUnitMs bool
-	// Built is true for a route the edge answers itself from other
+	// EdgeBuilt is true for a route the edge answers itself from other
 	// routes' pages; it has no Legacy path and is never sent upstream.
-	Built bool
+	EdgeBuilt bool
 
 	path pathKind
 	// params are the query parameters the edge knows, in the canonical
@@ -162,7 +162,7 @@ func NewTable() *Table {
 			TimeField: "blockTimestamp",
 		},
 		{
-			Name:    DepositsWithdrawals,
+			Name:    depositsWithdrawals,
 			Pattern: "/v1/trader/{address}/deposits-withdrawals",
 			Legacy:  "/v1/trader/{address}/deposits-withdrawals",
 			path:    pathAddress,
@@ -180,7 +180,7 @@ func NewTable() *Table {
 			TimeField: "blockTimestamp",
 		},
 		{
-			Name:    ComboPositionsClosed,
+			Name:    comboPositionsClosed,
 			Pattern: "/v1/trader/{address}/combo-positions/closed",
 			Legacy:  "/v1/trader/{address}/combo-positions/closed",
 			path:    pathAddress,
@@ -193,7 +193,7 @@ func NewTable() *Table {
 			TimeField: "recentTradeTime",
 		},
 		{
-			Name:    PositionsClosed,
+			Name:    positionsClosed,
 			Pattern: "/v1/trader/{address}/positions/closed",
 			Legacy:  "/v1/trader/{address}/positions/closed",
 			path:    pathAddress,
@@ -206,7 +206,7 @@ func NewTable() *Table {
 			TimeField: "recentTradeTime",
 		},
 		{
-			Name:    PositionsOpen,
+			Name:    positionsOpen,
 			Pattern: "/v1/trader/{address}/positions/open",
 			Legacy:  "/v1/trader/{address}/positions/open",
 			path:    pathAddress,
@@ -221,7 +221,7 @@ func NewTable() *Table {
 			TimeField: "recentTradeTime",
 		},
 		{
-			Name:    Tx,
+			Name:    tx,
 			Pattern: "/v1/tx/{txHash}",
 			Legacy:  "/v1/tx/{txHash}",
 			path:    pathTxHash,
@@ -229,7 +229,7 @@ func NewTable() *Table {
 			Shape:   normalize.Transaction,
 		},
 		{
-			Name:    WalletAddress,
+			Name:    walletAddress,
 			Pattern: "/v1/trader/wallet-address/{address}",
 			Legacy:  "/v1/trader/wallet-address/{address}",
 			path:    pathAddress,
@@ -237,9 +237,9 @@ func NewTable() *Table {
 			Shape:   normalize.WalletAddress,
 		},
 		{
-			Name:    OrderBookBook,
-			Pattern: "/v1/orderbook/book",
-			Built:   true,
+			Name:      orderBookBook,
+			Pattern:   "/v1/orderbook/book",
+			EdgeBuilt: true,
 			params: []param{
 				{name: "tokenId", kind: kindList, max: 1},
 				{name: "at", kind: kindInt},
@@ -341,14 +341,14 @@ const maxSegments = 8
 const LegacyPrefix = "/open-api"
 
 // MatchLegacy is Match for a path on the legacy API (LegacyPrefix +
-// Pattern). Only routes the legacy host has (not Built ones) match.
+// Pattern). Only routes the legacy host has (not EdgeBuilt ones) match.
 func (t *Table) MatchLegacy(path string) (*Route, string) {
 	rest, ok := strings.CutPrefix(path, LegacyPrefix)
 	if !ok {
 		return nil, ""
 	}
 	r, param := t.Match(rest)
-	if r == nil || r.Built {
+	if r == nil || r.EdgeBuilt {
 		return nil, ""
 	}
 	return r, param

@@ -63,7 +63,7 @@ func (b *Board) index() string { return b.prefix + ":status-replicas" }
 const indexTTL = 24 * time.Hour
 
 // Publish posts r under its ID, replacing the replica's previous post.
-func (b *Board) Publish(ctx context.Context, r Replica) error {
+func (b *Board) publish(ctx context.Context, r replica) error {
 	if r.ID == "" {
 		return errors.New("status: publish: replica id is empty")
 	}
@@ -93,7 +93,7 @@ func (b *Board) Run(ctx context.Context, every time.Duration, src func() Snapsho
 	defer t.Stop()
 	for {
 		pctx, cancel := context.WithTimeout(ctx, every)
-		err := b.Publish(pctx, Summary(src()))
+		err := b.publish(pctx, summary(src()))
 		cancel()
 		if err != nil && b.onError != nil && ctx.Err() == nil {
 			b.onError(err)
@@ -110,7 +110,7 @@ func (b *Board) Run(ctx context.Context, every time.Duration, src func() Snapsho
 // index; a post gone (its replica stopped and the key expired) takes its id
 // out of the index too. A replica whose post expired only because it was
 // late puts its id back with its next post.
-func (b *Board) Collect(ctx context.Context) ([]Replica, error) {
+func (b *Board) collect(ctx context.Context) ([]replica, error) {
 	ids, err := b.client.SMembers(ctx, b.index()).Result()
 	if err != nil {
 		return nil, fmt.Errorf("status: read the fleet: %w", err)
@@ -130,7 +130,7 @@ func (b *Board) Collect(ctx context.Context) ([]Replica, error) {
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("status: read the fleet: %w", err)
 	}
-	var out []Replica
+	var out []replica
 	var gone []any
 	for i, cmd := range cmds {
 		v, err := cmd.Bytes()
@@ -138,7 +138,7 @@ func (b *Board) Collect(ctx context.Context) ([]Replica, error) {
 			gone = append(gone, ids[i])
 			continue
 		}
-		var r Replica
+		var r replica
 		if err == nil && json.Unmarshal(v, &r) == nil && r.ID != "" {
 			out = append(out, r)
 		}
@@ -148,6 +148,6 @@ func (b *Board) Collect(ctx context.Context) ([]Replica, error) {
 		// later read removes it.
 		_ = b.client.SRem(ctx, b.index(), gone...).Err()
 	}
-	slices.SortFunc(out, func(a, b Replica) int { return cmp.Compare(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b replica) int { return cmp.Compare(a.ID, b.ID) })
 	return out, nil
 }

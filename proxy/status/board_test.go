@@ -32,33 +32,33 @@ func TestBoardSumsTwoReplicas(t *testing.T) {
 	client := singleClient(t)
 	// Two replicas, each with its own Board, as in two processes.
 	a, b := NewBoard(client, BoardOptions{Prefix: "tg"}), NewBoard(client, BoardOptions{Prefix: "tg"})
-	ra := Replica{ID: "edge-a", Ready: true, LastSeen: taken, Version: "v1", Figures: Figures{
+	ra := replica{ID: "edge-a", Ready: true, LastSeen: taken, Version: "v1", Figures: figures{
 		RequestsPerSec: 300, ErrorsPerSec: 3, CacheLookupsPerSec: 200, CacheHitsPerSec: 190,
 		UpstreamCallsPerSec: 10, RefusedPerSec: 1, UpstreamInFlight: 4, CacheEntries: 1000, CacheBytes: 1 << 20, OpenBreakers: 1,
 	}}
-	rb := Replica{ID: "edge-b", Ready: false, LastSeen: taken.Add(-time.Second), Version: "v1", Figures: Figures{
+	rb := replica{ID: "edge-b", Ready: false, LastSeen: taken.Add(-time.Second), Version: "v1", Figures: figures{
 		RequestsPerSec: 100, ErrorsPerSec: 0, CacheLookupsPerSec: 100, CacheHitsPerSec: 10,
 		UpstreamCallsPerSec: 90, UpstreamInFlight: 6, CacheEntries: 500, CacheBytes: 2 << 20,
 	}}
-	if err := a.Publish(ctx, ra); err != nil {
+	if err := a.publish(ctx, ra); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Publish(ctx, rb); err != nil {
+	if err := b.publish(ctx, rb); err != nil {
 		t.Fatal(err)
 	}
 	// Another deployment's replica on the same Redis is not ours.
-	if err := NewBoard(client, BoardOptions{Prefix: "other"}).Publish(ctx, Replica{ID: "stranger"}); err != nil {
+	if err := NewBoard(client, BoardOptions{Prefix: "other"}).publish(ctx, replica{ID: "stranger"}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := a.Collect(ctx)
+	got, err := a.collect(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 2 || got[0].ID != "edge-a" || got[1].ID != "edge-b" || !got[0].LastSeen.Equal(taken) || got[1].Ready {
 		t.Fatalf("collected %+v", got)
 	}
-	v := NewFleetView(got)
-	want := Figures{RequestsPerSec: 400, ErrorsPerSec: 3, CacheLookupsPerSec: 300, CacheHitsPerSec: 200,
+	v := newFleetView(got)
+	want := figures{RequestsPerSec: 400, ErrorsPerSec: 3, CacheLookupsPerSec: 300, CacheHitsPerSec: 200,
 		UpstreamCallsPerSec: 100, RefusedPerSec: 1, UpstreamInFlight: 10, CacheEntries: 1500, CacheBytes: 3 << 20, OpenBreakers: 1}
 	if v.Sum != want {
 		t.Errorf("sum %+v, want %+v", v.Sum, want)
@@ -82,19 +82,19 @@ func TestBoardReplicaExpires(t *testing.T) {
 	client := singleClient(t)
 	long := NewBoard(client, BoardOptions{})
 	short := NewBoard(client, BoardOptions{TTL: 200 * time.Millisecond})
-	if err := long.Publish(ctx, Replica{ID: "stays"}); err != nil {
+	if err := long.publish(ctx, replica{ID: "stays"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := short.Publish(ctx, Replica{ID: "goes"}); err != nil {
+	if err := short.publish(ctx, replica{ID: "goes"}); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := long.Collect(ctx); err != nil || len(got) != 2 {
+	if got, err := long.collect(ctx); err != nil || len(got) != 2 {
 		t.Fatalf("collected %+v, %v", got, err)
 	}
 	// Redis expires the key on its own clock; wait for it, boundedly.
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		got, err := long.Collect(ctx)
+		got, err := long.collect(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,14 +128,14 @@ func TestBoardCollectDoesNotScan(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"edge-a", "edge-b"} {
-		if err := b.Publish(ctx, Replica{ID: id}); err != nil {
+		if err := b.publish(ctx, replica{ID: id}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if err := client.ConfigResetStat(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	got, err := b.Collect(ctx)
+	got, err := b.collect(ctx)
 	if err != nil || len(got) != 2 || got[0].ID != "edge-a" || got[1].ID != "edge-b" {
 		t.Fatalf("collected %+v, %v", got, err)
 	}
@@ -159,12 +159,12 @@ func TestBoardRun(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		b.Run(rctx, 100*time.Millisecond, func() Snapshot { return Snapshot{Replica: "edge-run", Ready: true, Cache: Cache{Entries: 7}} })
+		b.Run(rctx, 100*time.Millisecond, func() Snapshot { return Snapshot{Replica: "edge-run", Ready: true, Cache: cacheView{Entries: 7}} })
 	}()
 	defer func() { stop(); <-done }()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		got, err := b.Collect(ctx)
+		got, err := b.collect(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -188,7 +188,7 @@ func TestBoardRedisDown(t *testing.T) {
 	t.Cleanup(func() { _ = client.Close() })
 	srv.Stop()
 	b := NewBoard(client, BoardOptions{})
-	if err := b.Publish(ctx, Replica{ID: "x"}); err == nil {
+	if err := b.publish(ctx, replica{ID: "x"}); err == nil {
 		t.Error("publish to a stopped Redis succeeded")
 	}
 	h := Handler(fixture, Options{Board: b, FleetTimeout: 500 * time.Millisecond})
@@ -207,7 +207,7 @@ func TestBoardCluster(t *testing.T) {
 	b := NewBoard(client, BoardOptions{Prefix: "tg"})
 	const n = 12
 	for i := range n {
-		if err := b.Publish(ctx, Replica{ID: fmt.Sprintf("edge-%02d", i), Figures: Figures{RequestsPerSec: 1}}); err != nil {
+		if err := b.publish(ctx, replica{ID: fmt.Sprintf("edge-%02d", i), Figures: figures{RequestsPerSec: 1}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -228,11 +228,11 @@ func TestBoardCluster(t *testing.T) {
 	if masters < 2 {
 		t.Fatalf("the posts landed on %d master(s)", masters)
 	}
-	got, err := b.Collect(ctx)
+	got, err := b.collect(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != n || NewFleetView(got).Sum.RequestsPerSec != n {
+	if len(got) != n || newFleetView(got).Sum.RequestsPerSec != n {
 		t.Errorf("collected %d replicas, want %d: %+v", len(got), n, got)
 	}
 }

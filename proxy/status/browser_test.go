@@ -116,7 +116,7 @@ func TestPageInBrowser(t *testing.T) {
 
 	// A change of the page's shape (a replica more) reloads it.
 	more := next
-	more.Fleet = NewFleetView(append(slices.Clone(next.Fleet.Replicas), Replica{ID: "edge-4", Ready: true}))
+	more.Fleet = newFleetView(append(slices.Clone(next.Fleet.Replicas), replica{ID: "edge-4", Ready: true}))
 	snap.Store(&more)
 	if _, err := chromedp.Run(pctx, chromedp.WaitVisible(chromedp.CSS(`tr[data-replica="edge-4"]`))); err != nil {
 		t.Fatalf("the new replica did not appear: %v", err)

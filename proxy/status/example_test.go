@@ -32,7 +32,7 @@ func ExampleHandler() {
 	src := func() status.Snapshot {
 		s := status.Snapshot{Replica: "edge-1", Taken: time.Now(), Ready: true, Config: status.Config{ReloadOK: true}}
 		w.Fill(&s)
-		s.Route("activity").Breaker = status.BreakerOpen
+		s.Route("activity").Breaker = "open" // as the upstream package reports it
 		return s
 	}
 	h := status.Handler(src, status.Options{Secrets: func() []string { return []string{"the-upstream-token"} }})

@@ -7,7 +7,7 @@ import "time"
 // the sums (a fleet's hit ratio is its hits over its lookups, not the mean
 // of its replicas' ratios, which would weigh an idle replica like a busy
 // one).
-type Figures struct {
+type figures struct {
 	RequestsPerSec float64 `json:"requests_per_second"`
 	// ErrorsPerSec counts 5xx answers.
 	ErrorsPerSec float64 `json:"errors_per_second"`
@@ -25,7 +25,7 @@ type Figures struct {
 }
 
 // Add adds g to f.
-func (f *Figures) Add(g Figures) {
+func (f *figures) Add(g figures) {
 	f.RequestsPerSec += g.RequestsPerSec
 	f.ErrorsPerSec += g.ErrorsPerSec
 	f.CacheLookupsPerSec += g.CacheLookupsPerSec
@@ -39,13 +39,13 @@ func (f *Figures) Add(g Figures) {
 }
 
 // ErrorRatio is the share of 5xx answers.
-func (f Figures) ErrorRatio() float64 { return ratio(f.ErrorsPerSec, f.RequestsPerSec) }
+func (f figures) ErrorRatio() float64 { return ratio(f.ErrorsPerSec, f.RequestsPerSec) }
 
 // HitRatio is the share of cache lookups that hit.
-func (f Figures) HitRatio() float64 { return ratio(f.CacheHitsPerSec, f.CacheLookupsPerSec) }
+func (f figures) HitRatio() float64 { return ratio(f.CacheHitsPerSec, f.CacheLookupsPerSec) }
 
 // ShieldRatio is upstream calls per client request.
-func (f Figures) ShieldRatio() float64 { return ratio(f.UpstreamCallsPerSec, f.RequestsPerSec) }
+func (f figures) ShieldRatio() float64 { return ratio(f.UpstreamCallsPerSec, f.RequestsPerSec) }
 
 func ratio(num, den float64) float64 {
 	if den <= 0 {
@@ -56,14 +56,14 @@ func ratio(num, den float64) float64 {
 
 // FleetView is every replica that published its figures lately, and their
 // sum. It is empty when the edge has no Redis to share them through.
-type FleetView struct {
+type fleetView struct {
 	// Enabled is true when the edge shares figures (a Board is set).
 	Enabled bool `json:"enabled"`
 	// Error says why the replicas could not be read; the list is then
 	// this replica alone, or empty.
 	Error    string    `json:"error,omitempty"`
-	Replicas []Replica `json:"replicas"`
-	Sum      Figures   `json:"sum"`
+	Replicas []replica `json:"replicas"`
+	Sum      figures   `json:"sum"`
 	// The sum's ratios, recomputed from the summed rates.
 	HitRatio    float64 `json:"hit_ratio"`
 	ErrorRatio  float64 `json:"error_ratio"`
@@ -71,23 +71,23 @@ type FleetView struct {
 }
 
 // Replica is one replica's published summary.
-type Replica struct {
+type replica struct {
 	ID       string    `json:"id"`
 	Ready    bool      `json:"ready"`
 	LastSeen time.Time `json:"last_seen"`
 	Version  string    `json:"version"`
-	Figures  Figures   `json:"figures"`
+	Figures  figures   `json:"figures"`
 }
 
 // Summary is what a replica publishes of its snapshot.
-func Summary(s Snapshot) Replica {
+func summary(s Snapshot) replica {
 	deriveTotals(&s)
-	return Replica{ID: s.Replica, Ready: s.Ready, LastSeen: s.Taken, Version: s.Build.Version, Figures: s.Totals}
+	return replica{ID: s.Replica, Ready: s.Ready, LastSeen: s.Taken, Version: s.Build.Version, Figures: s.Totals}
 }
 
 // NewFleetView adds up the replicas' figures.
-func NewFleetView(replicas []Replica) FleetView {
-	v := FleetView{Enabled: true, Replicas: replicas}
+func newFleetView(replicas []replica) fleetView {
+	v := fleetView{Enabled: true, Replicas: replicas}
 	for _, r := range replicas {
 		v.Sum.Add(r.Figures)
 	}

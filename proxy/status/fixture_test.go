@@ -16,18 +16,18 @@ func fixture() Snapshot {
 		Build:   Build{Version: "v1.4.0", Revision: "3c122e8", GoVersion: "go1.26.8"},
 		Started: taken.Add(-(76*time.Hour + 12*time.Minute)),
 		Config:  Config{Hash: "9f2c4e1a7b3d", LastReload: taken.Add(-42 * time.Minute), ReloadOK: true},
-		Cache: Cache{
+		Cache: cacheView{
 			Entries: 48213, Bytes: 187 << 20, MaxBytes: 256 << 20,
 			HitRatio: 0.912, HitRatioTotal: 0.874, CoalescedTotal: 15320,
 			StalePerSec: 0.4, StaleTotal: 2210,
 			L2: L2{Present: true, Breaker: BreakerClosed, HitRatioTotal: 0.41},
 		},
-		Upstream: Upstream{
+		Upstream: upstreamView{
 			CallsPerSec: 21.5, ShieldRatio: 0.0519, ErrorRatio: 0.093, InFlight: 12, MaxConcurrent: 64,
 			RetriesTotal: 312, BudgetRefusedTotal: 4,
 			LastError: "activity: timeout after 5s", LastErrorAt: taken.Add(-3 * time.Second),
 		},
-		Limits: Limits{
+		Limits: limitsView{
 			Store: StoreOK, StoreErrorsTotal: 2,
 			Refused: []PlanRefusals{
 				{Plan: "anonymous", PerSec: 1.2, LastMinute: 72, Total: 9120},
@@ -39,7 +39,7 @@ func fixture() Snapshot {
 			{Names: []string{"api.example.com", "edge.example.com"}, NotAfter: taken.Add(63*24*time.Hour + time.Hour)},
 			{Names: []string{"old.example.com"}, NotAfter: taken.Add(12*24*time.Hour + time.Hour)},
 		},
-		Migration: &Migration{Keys: []MigrationKey{{KeyID: "acme-prod", Legacy: 120, V1: 88100}, {KeyID: "desk-7", Legacy: 5400, V1: 310}}},
+		Migration: &migration{Keys: []migrationKey{{KeyID: "acme-prod", Legacy: 120, V1: 88100}, {KeyID: "desk-7", Legacy: 5400, V1: 310}}},
 	}
 	rates := map[string][4]float64{ // requests/s, 5xx ratio, p50, p99
 		"orderbook_events":       {120.4, 0, 0.0009, 0.012},
@@ -56,8 +56,8 @@ func fixture() Snapshot {
 		r := rates[name]
 		s.Routes = append(s.Routes, Route{Name: name, Breaker: BreakerClosed, RequestsPerSec: r[0], ErrorRatio: r[1], P50Seconds: r[2], P99Seconds: r[3]})
 	}
-	s.Route("activity").Breaker = BreakerOpen
-	s.Route("positions_open").Breaker = BreakerHalfOpen
+	s.Route("activity").Breaker = breakerOpen
+	s.Route("positions_open").Breaker = breakerHalfOpen
 	s.Route("orderbook_book").Breaker = "" // built by the edge: no breaker
 	// The routes' sums, rounded, as the JSON would carry them.
 	s.Totals.RequestsPerSec = 414.6
@@ -66,10 +66,10 @@ func fixture() Snapshot {
 	s.Totals.CacheHitsPerSec = 346.56
 	s.Totals.UpstreamCallsPerSec = 21.5
 	s.Totals.RefusedPerSec = 1.25
-	s.Fleet = NewFleetView([]Replica{
-		Summary(s),
-		{ID: "edge-2", Ready: true, LastSeen: taken.Add(-4 * time.Second), Version: "v1.4.0", Figures: Figures{RequestsPerSec: 402, ErrorsPerSec: 1.2, CacheLookupsPerSec: 360, CacheHitsPerSec: 331, UpstreamCallsPerSec: 18.2, CacheEntries: 47000, CacheBytes: 180 << 20}},
-		{ID: "edge-3", Ready: false, LastSeen: taken.Add(-11 * time.Second), Version: "v1.3.2", Figures: Figures{RequestsPerSec: 0.5, CacheLookupsPerSec: 0.5}},
+	s.Fleet = newFleetView([]replica{
+		summary(s),
+		{ID: "edge-2", Ready: true, LastSeen: taken.Add(-4 * time.Second), Version: "v1.4.0", Figures: figures{RequestsPerSec: 402, ErrorsPerSec: 1.2, CacheLookupsPerSec: 360, CacheHitsPerSec: 331, UpstreamCallsPerSec: 18.2, CacheEntries: 47000, CacheBytes: 180 << 20}},
+		{ID: "edge-3", Ready: false, LastSeen: taken.Add(-11 * time.Second), Version: "v1.3.2", Figures: figures{RequestsPerSec: 0.5, CacheLookupsPerSec: 0.5}},
 	})
 	return s
 }

@@ -125,9 +125,9 @@ func stamp(t time.Time) string {
 
 func breakerState(b string) string {
 	switch b {
-	case BreakerOpen:
+	case breakerOpen:
 		return "bad"
-	case BreakerHalfOpen:
+	case breakerHalfOpen:
 		return "warn"
 	case "":
 		return "" // no breaker: nothing to colour
@@ -168,7 +168,7 @@ func storeState(s string) string {
 	switch s {
 	case StoreOK:
 		return "ok"
-	case StoreDegraded:
+	case storeDegraded:
 		return "warn"
 	case StoreDown:
 		return "bad"

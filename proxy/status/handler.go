@@ -91,14 +91,14 @@ func (h *handler) snapshot(ctx context.Context) (Snapshot, error) {
 	}
 	if h.o.Board != nil {
 		ctx, cancel := context.WithTimeout(ctx, h.o.FleetTimeout)
-		replicas, err := h.o.Board.Collect(ctx)
+		replicas, err := h.o.Board.collect(ctx)
 		cancel()
-		s.Fleet = NewFleetView(replicas)
+		s.Fleet = newFleetView(replicas)
 		if err != nil {
 			s.Fleet.Error = err.Error()
 		}
 	}
-	Assess(&s)
+	assess(&s)
 	if h.o.Secrets != nil {
 		redact(&s, h.o.Secrets())
 	}
@@ -195,9 +195,9 @@ var funcs = template.FuncMap{
 	"okbad":       boolState,
 	"verdict": func(state string) string {
 		switch state {
-		case Green:
+		case green:
 			return "Healthy"
-		case Amber:
+		case amber:
 			return "Needs a look"
 		}
 		return "Failing"

@@ -56,7 +56,7 @@ func TestStatusJSONGolden(t *testing.T) {
 	if err := dec.Decode(&s); err != nil {
 		t.Fatal(err)
 	}
-	if s.Health.State != Red || s.Route("activity").Breaker != BreakerOpen || s.TLS[1].DaysLeft != 12 {
+	if s.Health.State != red || s.Route("activity").Breaker != breakerOpen || s.TLS[1].DaysLeft != 12 {
 		t.Errorf("decoded: health %+v, activity %+v, certs %+v", s.Health, s.Route("activity"), s.TLS)
 	}
 }
@@ -68,33 +68,33 @@ func TestAssess(t *testing.T) {
 		state  string
 		reason string
 	}{
-		{"fine", func(*Snapshot) {}, Green, ""},
-		{"not ready", func(s *Snapshot) { s.Ready = false }, Red, "not ready"},
-		{"breaker open", func(s *Snapshot) { s.Route("tx").Breaker = BreakerOpen }, Red, "breaker open: tx"},
-		{"breaker half-open", func(s *Snapshot) { s.Route("tx").Breaker = BreakerHalfOpen }, Amber, "breaker half-open: tx"},
-		{"5xx", func(s *Snapshot) { s.Totals.ErrorsPerSec = 6 }, Red, "6.0 % of answers are 5xx"},
-		{"some 5xx", func(s *Snapshot) { s.Totals.ErrorsPerSec = 2 }, Amber, "2.0 % of answers are 5xx"},
-		{"reload failed", func(s *Snapshot) { s.Config.ReloadOK = false }, Amber, "reload failed"},
-		{"certificate soon", func(s *Snapshot) { s.TLS[0].NotAfter = taken.AddDate(0, 0, 10) }, Amber, "expires in 10 days"},
-		{"certificate expired", func(s *Snapshot) { s.TLS[0].NotAfter = taken.AddDate(0, 0, -1) }, Red, "certificate expired"},
-		{"store down", func(s *Snapshot) { s.Limits.Store = StoreDown }, Red, "store down"},
-		{"redis unreachable", func(s *Snapshot) { s.Cache.L2.Breaker = BreakerOpen }, Amber, "Redis unreachable"},
-		{"in flight", func(s *Snapshot) { s.Upstream.InFlight = 60 }, Amber, "near the limit"},
-		{"replica down", func(s *Snapshot) { s.Fleet.Replicas = []Replica{{ID: "edge-9"}} }, Amber, "replica not ready: edge-9"},
+		{"fine", func(*Snapshot) {}, green, ""},
+		{"not ready", func(s *Snapshot) { s.Ready = false }, red, "not ready"},
+		{"breaker open", func(s *Snapshot) { s.Route("tx").Breaker = breakerOpen }, red, "breaker open: tx"},
+		{"breaker half-open", func(s *Snapshot) { s.Route("tx").Breaker = breakerHalfOpen }, amber, "breaker half-open: tx"},
+		{"5xx", func(s *Snapshot) { s.Totals.ErrorsPerSec = 6 }, red, "6.0 % of answers are 5xx"},
+		{"some 5xx", func(s *Snapshot) { s.Totals.ErrorsPerSec = 2 }, amber, "2.0 % of answers are 5xx"},
+		{"reload failed", func(s *Snapshot) { s.Config.ReloadOK = false }, amber, "reload failed"},
+		{"certificate soon", func(s *Snapshot) { s.TLS[0].NotAfter = taken.AddDate(0, 0, 10) }, amber, "expires in 10 days"},
+		{"certificate expired", func(s *Snapshot) { s.TLS[0].NotAfter = taken.AddDate(0, 0, -1) }, red, "certificate expired"},
+		{"store down", func(s *Snapshot) { s.Limits.Store = StoreDown }, red, "store down"},
+		{"redis unreachable", func(s *Snapshot) { s.Cache.L2.Breaker = breakerOpen }, amber, "Redis unreachable"},
+		{"in flight", func(s *Snapshot) { s.Upstream.InFlight = 60 }, amber, "near the limit"},
+		{"replica down", func(s *Snapshot) { s.Fleet.Replicas = []replica{{ID: "edge-9"}} }, amber, "replica not ready: edge-9"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := Snapshot{
 				Ready: true, Taken: taken, Config: Config{ReloadOK: true},
 				Routes:   []Route{{Name: "tx", Breaker: BreakerClosed}},
-				Totals:   Figures{RequestsPerSec: 100},
+				Totals:   figures{RequestsPerSec: 100},
 				TLS:      []Cert{{Names: []string{"a.example"}, NotAfter: taken.AddDate(0, 3, 0)}},
-				Limits:   Limits{Store: StoreOK},
-				Cache:    Cache{L2: L2{Present: true, Breaker: BreakerClosed}},
-				Upstream: Upstream{MaxConcurrent: 64},
+				Limits:   limitsView{Store: StoreOK},
+				Cache:    cacheView{L2: L2{Present: true, Breaker: BreakerClosed}},
+				Upstream: upstreamView{MaxConcurrent: 64},
 			}
 			tc.change(&s)
-			Assess(&s)
+			assess(&s)
 			if s.Health.State != tc.state {
 				t.Errorf("state %q, want %q (%v)", s.Health.State, tc.state, s.Health.Reasons)
 			}

@@ -9,7 +9,7 @@ import (
 // Health is the page's verdict on the replica: green when it shields the
 // legacy host as it should, amber when something needs a look, red when
 // clients are failed or about to be.
-type Health struct {
+type health struct {
 	// State is green, amber or red.
 	State string `json:"state"`
 	// Reasons say what made the state amber or red; empty when green.
@@ -18,9 +18,9 @@ type Health struct {
 
 // Health states.
 const (
-	Green = "green"
-	Amber = "amber"
-	Red   = "red"
+	green = "green"
+	amber = "amber"
+	red   = "red"
 )
 
 // Thresholds of the verdict. They are for a glance, not for alerting: the
@@ -36,67 +36,67 @@ const (
 // Assess fills what follows from the rest of s: the uptime, each
 // certificate's days left, the Totals taken from the sections (in-flight,
 // cache size, open breakers), and the Health verdict.
-func Assess(s *Snapshot) {
+func assess(s *Snapshot) {
 	derive(s)
-	h := verdict{state: Green}
+	h := verdict{state: green}
 	if !s.Ready {
-		h.add(Red, "not ready: not serving, or draining")
+		h.add(red, "not ready: not serving, or draining")
 	}
 	var open, half []string
 	for _, r := range s.Routes {
 		switch r.Breaker {
-		case BreakerOpen:
+		case breakerOpen:
 			open = append(open, r.Name)
-		case BreakerHalfOpen:
+		case breakerHalfOpen:
 			half = append(half, r.Name)
 		}
 	}
 	if len(open) > 0 {
-		h.add(Red, "breaker open: "+strings.Join(open, ", "))
+		h.add(red, "breaker open: "+strings.Join(open, ", "))
 	}
 	if len(half) > 0 {
-		h.add(Amber, "breaker half-open: "+strings.Join(half, ", "))
+		h.add(amber, "breaker half-open: "+strings.Join(half, ", "))
 	}
 	if er := s.Totals.ErrorRatio(); er >= errorRatioRed {
-		h.add(Red, fmt.Sprintf("%s of answers are 5xx", pct(er)))
+		h.add(red, fmt.Sprintf("%s of answers are 5xx", pct(er)))
 	} else if er >= errorRatioAmber {
-		h.add(Amber, fmt.Sprintf("%s of answers are 5xx", pct(er)))
+		h.add(amber, fmt.Sprintf("%s of answers are 5xx", pct(er)))
 	}
 	if !s.Config.ReloadOK {
-		h.add(Amber, "last configuration reload failed")
+		h.add(amber, "last configuration reload failed")
 	}
 	for _, c := range s.TLS {
 		name := strings.Join(c.Names, ", ")
 		switch {
 		case c.DaysLeft < 0:
-			h.add(Red, "certificate expired: "+name)
+			h.add(red, "certificate expired: "+name)
 		case c.DaysLeft < certDaysRed:
-			h.add(Red, fmt.Sprintf("certificate expires in %d days: %s", c.DaysLeft, name))
+			h.add(red, fmt.Sprintf("certificate expires in %d days: %s", c.DaysLeft, name))
 		case c.DaysLeft < certDaysAmber:
-			h.add(Amber, fmt.Sprintf("certificate expires in %d days: %s", c.DaysLeft, name))
+			h.add(amber, fmt.Sprintf("certificate expires in %d days: %s", c.DaysLeft, name))
 		}
 	}
 	switch s.Limits.Store {
 	case StoreDown:
-		h.add(Red, "rate-limit store down")
-	case StoreDegraded:
-		h.add(Amber, "rate-limit store degraded: counting locally")
+		h.add(red, "rate-limit store down")
+	case storeDegraded:
+		h.add(amber, "rate-limit store degraded: counting locally")
 	}
-	if s.Cache.L2.Present && s.Cache.L2.Breaker == BreakerOpen {
-		h.add(Amber, "Redis unreachable: shared cache off")
+	if s.Cache.L2.Present && s.Cache.L2.Breaker == breakerOpen {
+		h.add(amber, "Redis unreachable: shared cache off")
 	}
 	if m := s.Upstream.MaxConcurrent; m > 0 && float64(s.Upstream.InFlight) >= inFlightAmberFrac*float64(m) {
-		h.add(Amber, fmt.Sprintf("upstream calls in flight near the limit (%d of %d)", s.Upstream.InFlight, m))
+		h.add(amber, fmt.Sprintf("upstream calls in flight near the limit (%d of %d)", s.Upstream.InFlight, m))
 	}
 	if s.Fleet.Error != "" {
-		h.add(Amber, "fleet figures unavailable")
+		h.add(amber, "fleet figures unavailable")
 	}
 	for _, r := range s.Fleet.Replicas {
 		if !r.Ready {
-			h.add(Amber, "replica not ready: "+r.ID)
+			h.add(amber, "replica not ready: "+r.ID)
 		}
 	}
-	s.Health = Health{State: h.state, Reasons: h.reasons}
+	s.Health = health{State: h.state, Reasons: h.reasons}
 	if s.Health.Reasons == nil {
 		s.Health.Reasons = []string{}
 	}
@@ -109,7 +109,7 @@ type verdict struct {
 
 func (v *verdict) add(state, reason string) {
 	v.reasons = append(v.reasons, reason)
-	if state == Red || v.state == Green {
+	if state == red || v.state == green {
 		v.state = state
 	}
 }
@@ -137,7 +137,7 @@ func derive(s *Snapshot) {
 		s.Limits.TopKeys = []KeyLoad{}
 	}
 	if s.Fleet.Replicas == nil {
-		s.Fleet.Replicas = []Replica{}
+		s.Fleet.Replicas = []replica{}
 	}
 	for i := range s.TLS {
 		if s.TLS[i].Names == nil {
@@ -153,7 +153,7 @@ func deriveTotals(s *Snapshot) {
 	s.Totals.CacheBytes = s.Cache.Bytes
 	s.Totals.OpenBreakers = 0
 	for _, r := range s.Routes {
-		if r.Breaker == BreakerOpen {
+		if r.Breaker == breakerOpen {
 			s.Totals.OpenBreakers++
 		}
 	}

@@ -25,7 +25,7 @@ type Snapshot struct {
 	// Ready is /readyz: serving with a loaded configuration, not draining.
 	Ready bool `json:"ready"`
 	// Health is the page's verdict, filled in by the handler (Assess).
-	Health  Health    `json:"health"`
+	Health  health    `json:"health"`
 	Build   Build     `json:"build"`
 	Started time.Time `json:"started"`
 	// UptimeSeconds is Taken minus Started.
@@ -33,15 +33,15 @@ type Snapshot struct {
 	Config        Config  `json:"config"`
 	// Totals are this replica's figures summed over its routes; the fleet
 	// section adds them up across replicas.
-	Totals   Figures   `json:"totals"`
-	Routes   []Route   `json:"routes"`
-	Cache    Cache     `json:"cache"`
-	Upstream Upstream  `json:"upstream"`
-	Limits   Limits    `json:"limits"`
-	TLS      []Cert    `json:"tls"`
-	Fleet    FleetView `json:"fleet"`
+	Totals   figures      `json:"totals"`
+	Routes   []Route      `json:"routes"`
+	Cache    cacheView    `json:"cache"`
+	Upstream upstreamView `json:"upstream"`
+	Limits   limitsView   `json:"limits"`
+	TLS      []Cert       `json:"tls"`
+	Fleet    fleetView    `json:"fleet"`
 	// Migration is absent until the edge counts legacy against /v1 calls.
-	Migration *Migration `json:"migration,omitempty"`
+	Migration *migration `json:"migration,omitempty"`
 }
 
 // Build says which binary runs (tradergate_build_info).
@@ -67,8 +67,8 @@ type Config struct {
 // Breaker states, as gobreaker's State.String() spells them.
 const (
 	BreakerClosed   = "closed"
-	BreakerHalfOpen = "half-open"
-	BreakerOpen     = "open"
+	breakerHalfOpen = "half-open"
+	breakerOpen     = "open"
 )
 
 // Route is one route's last minute.
@@ -89,7 +89,7 @@ type Route struct {
 
 // Cache is the page cache: the in-process first level and, when Redis is
 // configured, the shared second level.
-type Cache struct {
+type cacheView struct {
 	Entries  int64 `json:"entries"`
 	Bytes    int64 `json:"bytes"`
 	MaxBytes int64 `json:"max_bytes"`
@@ -117,7 +117,7 @@ type L2 struct {
 }
 
 // Upstream is the legacy host as the edge sees it.
-type Upstream struct {
+type upstreamView struct {
 	CallsPerSec float64 `json:"calls_per_second"`
 	// ShieldRatio is upstream calls per client request: 0.05 means the
 	// legacy host sees one call for every twenty requests.
@@ -136,12 +136,12 @@ type Upstream struct {
 // Store health states of the rate limiter's store.
 const (
 	StoreOK       = "ok"
-	StoreDegraded = "degraded"
+	storeDegraded = "degraded"
 	StoreDown     = "down"
 )
 
 // Limits is rate limiting.
-type Limits struct {
+type limitsView struct {
 	// Store is the counters' store health: ok, degraded (falling back to
 	// local counters) or down.
 	Store string `json:"store"`
@@ -178,12 +178,12 @@ type Cert struct {
 
 // Migration counts, per key id, the calls clients still make on the legacy
 // paths against those on /v1.
-type Migration struct {
-	Keys []MigrationKey `json:"keys"`
+type migration struct {
+	Keys []migrationKey `json:"keys"`
 }
 
 // MigrationKey is one key id's calls since start.
-type MigrationKey struct {
+type migrationKey struct {
 	KeyID  string `json:"key_id"`
 	Legacy int64  `json:"legacy"`
 	V1     int64  `json:"v1"`

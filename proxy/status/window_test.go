@@ -155,9 +155,9 @@ func TestWindowTopKeysAndRefusals(t *testing.T) {
 
 func TestWindowKeepsBreakers(t *testing.T) {
 	w, _ := newTestWindow()
-	s := Snapshot{Routes: []Route{{Name: "tx", Breaker: BreakerOpen}}}
+	s := Snapshot{Routes: []Route{{Name: "tx", Breaker: breakerOpen}}}
 	w.Fill(&s)
-	if r := mustRoute(t, &s, "tx"); r.Breaker != BreakerOpen {
+	if r := mustRoute(t, &s, "tx"); r.Breaker != breakerOpen {
 		t.Errorf("Fill lost the breaker state: %+v", r)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -101,12 +102,12 @@ func (c *Config) ApplyDefaults() {
 	}
 }
 
-// Validate reports each problem as one line naming its field. It
-// lower-cases the domains.
-func (c *Config) Validate() []string {
-	var errs []string
+// Validate reports every problem, each naming its field path
+// ("server.tls.mode: ..."), joined. It lower-cases the domains.
+func (c *Config) Validate() error {
+	var errs []error
 	add := func(field, format string, args ...any) {
-		errs = append(errs, "server.tls."+field+": "+fmt.Sprintf(format, args...))
+		errs = append(errs, errors.New("server.tls."+field+": "+fmt.Sprintf(format, args...)))
 	}
 	switch c.Mode {
 	case ModeOff:
@@ -144,7 +145,7 @@ func (c *Config) Validate() []string {
 		}
 	default:
 		add("mode", "must be %q, %q or %q, got %q", ModeOff, ModeFiles, ModeACME, c.Mode)
-		return errs
+		return errors.Join(errs...)
 	}
 	if l := *c.HTTPListen; l != "" {
 		if _, port, err := net.SplitHostPort(l); err != nil || port == "" {
@@ -157,7 +158,7 @@ func (c *Config) Validate() []string {
 	if c.HSTSMaxAge < 0 || (c.HSTSMaxAge > 0 && c.HSTSMaxAge < time.Second) {
 		add("hsts_max_age", "must be 0 (no header) or at least 1s, got %v", c.HSTSMaxAge)
 	}
-	return errs
+	return errors.Join(errs...)
 }
 
 // directory resolves server.tls.ca to a directory URL. ACME runs over HTTPS

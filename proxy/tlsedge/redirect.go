@@ -18,12 +18,10 @@ import (
 // redirectToHTTPS answers with 308 Permanent Redirect to the same host, the
 // TLS port, and the path and query exactly as sent.
 //
-// Why 308 for every method, not 301: 308 never turns a request into a GET
-// (RFC 9110 section 15.4.9), so a client that follows it gets the same
-// answer over https that it would have got there directly (405 for a POST,
-// say) rather than a silently different request; and it is permanent, so
-// clients that cache redirects go straight to https next time. Every client
-// in current use follows 308.
+// 308 for every method, not 301: 308 never turns a request into a GET
+// (RFC 9110 section 15.4.9), so a client that follows it gets the answer
+// it would have got over https directly; and it is permanent, so clients
+// that cache redirects go straight to https next time.
 //
 // It redirects only to a name the edge serves (its certificates' names, or
 // the ACME domains): a Host it does not serve is a 421, never a redirect

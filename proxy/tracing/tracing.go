@@ -44,18 +44,18 @@ func (c *Config) ApplyDefaults() {
 	}
 }
 
-// Validate reports each problem as one line naming its field.
-func (c *Config) Validate() []string {
-	var errs []string
+// Validate reports every problem, each naming its field path, joined.
+func (c *Config) Validate() error {
+	var errs []error
 	if c.Endpoint != "" {
 		if u, err := url.Parse(c.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-			errs = append(errs, fmt.Sprintf("tracing.endpoint: must be the http(s) URL of an OTLP/HTTP collector, got %q", c.Endpoint))
+			errs = append(errs, fmt.Errorf("tracing.endpoint: must be the http(s) URL of an OTLP/HTTP collector, got %q", c.Endpoint))
 		}
 	}
 	if c.SamplingRatio < 0 || c.SamplingRatio > 1 {
-		errs = append(errs, fmt.Sprintf("tracing.sampling_ratio: must be 0 to 1, got %v", c.SamplingRatio))
+		errs = append(errs, fmt.Errorf("tracing.sampling_ratio: must be 0 to 1, got %v", c.SamplingRatio))
 	}
-	return errs
+	return errors.Join(errs...)
 }
 
 // Tracing is the edge's tracer and how it ends.
