@@ -170,7 +170,7 @@ func (c *Config) Validate(getenv func(string) string) []string {
 		case rt == nil:
 			add(at, "unknown route; want one of %s", strings.Join(route.Names(), ", "))
 			continue
-		case rt.Built && rc.Mode != ModeLegacy:
+		case rt.EdgeBuilt && rc.Mode != ModeLegacy:
 			// The edge builds this route from orderbook_events pages,
 			// which are what reach a backend.
 			add(at+".mode", "%s is built by the edge from %s pages: set the mode of %s", name, route.OrderBookEvents, route.OrderBookEvents)

@@ -49,7 +49,7 @@ func newContract(spec []byte, routes []*route.Route) (*contract, error) {
 		schemas: map[string]*base.Schema{},
 	}
 	for _, rt := range routes {
-		if rt.Built {
+		if rt.EdgeBuilt {
 			continue
 		}
 		s, err := okSchema(model.Model.Paths.PathItems.GetOrZero(rt.Pattern))

@@ -126,7 +126,7 @@ func New(cfg Config, opt Options) (*Backend, error) {
 		b.now = time.Now
 	}
 	for _, rt := range opt.Routes {
-		if rt.Built {
+		if rt.EdgeBuilt {
 			continue // never reaches a backend
 		}
 		b.routes[rt.Name] = newRouteState(rt.Name)
