@@ -119,7 +119,7 @@ func legacyPages(t *testing.T) map[string]page {
 		return page{route: name, target: req.SuccessorPath(), body: out}, meta.Items
 	}
 	pages := map[string]page{}
-	for _, name := range []string{route.Activity, route.DepositsWithdrawals, route.PositionsClosed} {
+	for _, name := range []string{route.Activity, "deposits_withdrawals", "positions_closed"} {
 		for _, w := range sim.Wallets() {
 			if p, n := get(name, w, ""); n > 0 {
 				pages[name] = p
@@ -130,8 +130,8 @@ func legacyPages(t *testing.T) map[string]page {
 			t.Fatalf("no wallet of the simulation has a %s page with items", name)
 		}
 	}
-	pages[route.Tx], _ = get(route.Tx, sim.TradeTxs()[0], "")
-	pages[route.WalletAddress], _ = get(route.WalletAddress, sim.Wallets()[0], "")
+	pages["tx"], _ = get("tx", sim.TradeTxs()[0], "")
+	pages["wallet_address"], _ = get("wallet_address", sim.Wallets()[0], "")
 	return pages
 }
 
@@ -187,20 +187,20 @@ func TestShadowReportsExactlyTheDifferences(t *testing.T) {
 	var oldAmount, newAmount string
 	answers := map[string][]byte{
 		pages[route.Activity].target: edit(t, pages[route.Activity].body, nil),
-		pages[route.DepositsWithdrawals].target: edit(t, pages[route.DepositsWithdrawals].body, func(item map[string]any) {
+		pages["deposits_withdrawals"].target: edit(t, pages["deposits_withdrawals"].body, func(item map[string]any) {
 			oldAmount = item["amount"].(string)
 			newAmount = oldAmount + "1" // still a decimal: no contract break
 			item["amount"] = newAmount
 		}),
-		pages[route.PositionsClosed].target: edit(t, pages[route.PositionsClosed].body, func(item map[string]any) {
+		pages["positions_closed"].target: edit(t, pages["positions_closed"].body, func(item map[string]any) {
 			delete(item, "realizedPnl")
 		}),
 	}
 	ns := newNativeServer(t, func(w http.ResponseWriter, r *http.Request) {
 		switch target := r.URL.RequestURI(); {
-		case target == pages[route.Tx].target:
+		case target == pages["tx"].target:
 			http.Error(w, `{"message":"boom","status_code":"500","data":null}`, http.StatusInternalServerError)
-		case target == pages[route.WalletAddress].target:
+		case target == pages["wallet_address"].target:
 			<-r.Context().Done() // slower than native.timeout
 		case answers[target] != nil:
 			writeJSON(w, answers[target])
@@ -211,7 +211,7 @@ func TestShadowReportsExactlyTheDifferences(t *testing.T) {
 	h := newHarness(t, ns.srv.URL, func(c *native.Config) {
 		c.Timeout = 300 * time.Millisecond
 		c.Routes = map[string]native.RouteConfig{}
-		for _, name := range []string{route.Activity, route.DepositsWithdrawals, route.PositionsClosed, route.Tx, route.WalletAddress} {
+		for _, name := range []string{route.Activity, "deposits_withdrawals", "positions_closed", "tx", "wallet_address"} {
 			c.Routes[name] = native.RouteConfig{Mode: native.ModeShadow}
 		}
 	})
@@ -221,7 +221,7 @@ func TestShadowReportsExactlyTheDifferences(t *testing.T) {
 	// A fresh page is counted, not fetched.
 	h.b.Shadow(route.Activity, false, pages[route.Activity].body, pages[route.Activity].target)
 	// A legacy route shadows nothing.
-	h.b.Shadow(route.PositionsOpen, true, pages[route.Activity].body, "/v1/anything")
+	h.b.Shadow("positions_open", true, pages[route.Activity].body, "/v1/anything")
 
 	testkit.Eventually(t, "every comparison done", func() bool {
 		n := int64(0)
@@ -241,10 +241,10 @@ func TestShadowReportsExactlyTheDifferences(t *testing.T) {
 	}
 	for name, w := range map[string]want{
 		route.Activity:            {equal: 1, skipped: 1, paths: []native.PathCount{}, result: "ok"},
-		route.DepositsWithdrawals: {different: 1, paths: []native.PathCount{{Path: "data.items[].amount", Count: 1}}, result: "ok"},
-		route.PositionsClosed:     {breaks: 1, paths: []native.PathCount{{Path: "data.items[].realizedPnl", Count: 1}}, result: "contract_break"},
-		route.Tx:                  {errs: 1, paths: []native.PathCount{}, result: "5xx"},
-		route.WalletAddress:       {errs: 1, paths: []native.PathCount{}, result: "timeout"},
+		"deposits_withdrawals": {different: 1, paths: []native.PathCount{{Path: "data.items[].amount", Count: 1}}, result: "ok"},
+		"positions_closed":     {breaks: 1, paths: []native.PathCount{{Path: "data.items[].realizedPnl", Count: 1}}, result: "contract_break"},
+		"tx":                  {errs: 1, paths: []native.PathCount{}, result: "5xx"},
+		"wallet_address":       {errs: 1, paths: []native.PathCount{}, result: "timeout"},
 	} {
 		r := h.route(t, name)
 		if r.Equal != w.equal || r.Different != w.different || r.ContractBreaks != w.breaks || r.NativeErrors != w.errs || r.Skipped != w.skipped {
@@ -260,11 +260,11 @@ func TestShadowReportsExactlyTheDifferences(t *testing.T) {
 			t.Errorf("%s: tradergate_native_requests_total{result=%q} = %v, want 1", name, w.result, got)
 		}
 	}
-	dep := h.route(t, route.DepositsWithdrawals)
+	dep := h.route(t, "deposits_withdrawals")
 	if len(dep.Recent) != 1 || dep.Recent[0].Legacy != `"`+oldAmount+`"` || dep.Recent[0].Native != `"`+newAmount+`"` || !dep.Recent[0].At.Equal(h.clock.Now()) {
 		t.Errorf("recent differences %+v, want amount %s -> %s", dep.Recent, oldAmount, newAmount)
 	}
-	pos := h.route(t, route.PositionsClosed)
+	pos := h.route(t, "positions_closed")
 	if len(pos.Recent) != 1 || pos.Recent[0].Native != native.Absent {
 		t.Errorf("recent differences %+v, want realizedPnl absent on native", pos.Recent)
 	}
@@ -322,13 +322,13 @@ func metric(t *testing.T, reg *prometheus.Registry, name, routeName, value strin
 
 func TestCanaryIsStickyPerKey(t *testing.T) {
 	h := newHarness(t, "http://native.invalid", func(c *native.Config) {
-		c.Routes = map[string]native.RouteConfig{route.Tx: {Mode: native.ModeCanary, Percent: 30}}
+		c.Routes = map[string]native.RouteConfig{"tx": {Mode: native.ModeCanary, Percent: 30}}
 	})
 	const keys = 10000
 	sides := make([]native.Side, keys)
 	toNative := 0
 	for i := range keys {
-		sides[i] = h.b.Decide(route.Tx, fmt.Sprintf("key-%d", i))
+		sides[i] = h.b.Decide("tx", fmt.Sprintf("key-%d", i))
 		if sides[i] == native.Native {
 			toNative++
 		}
@@ -337,7 +337,7 @@ func TestCanaryIsStickyPerKey(t *testing.T) {
 		t.Errorf("%.3f of keys went to native, want 0.30 ± 0.05", share)
 	}
 	for i := range keys {
-		if got := h.b.Decide(route.Tx, fmt.Sprintf("key-%d", i)); got != sides[i] {
+		if got := h.b.Decide("tx", fmt.Sprintf("key-%d", i)); got != sides[i] {
 			t.Fatalf("key-%d went to %v, then to %v", i, sides[i], got)
 		}
 	}
@@ -401,12 +401,12 @@ func TestRollbackTripsWithinTheWindowAndReloadRearms(t *testing.T) {
 		http.Error(w, "down", http.StatusBadGateway)
 	})
 	h := newHarness(t, ns.srv.URL, func(c *native.Config) {
-		c.Routes = map[string]native.RouteConfig{route.Tx: {Mode: native.ModeNative}}
+		c.Routes = map[string]native.RouteConfig{"tx": {Mode: native.ModeNative}}
 		c.Rollback = native.RollbackConfig{ErrorRatio: 0.5, Window: time.Minute, MinRequests: 20}
 	})
 	fail := func(n int) {
 		for range n {
-			if _, err := h.b.Fetch(context.Background(), route.Tx, "/v1/tx/0x01"); err == nil {
+			if _, err := h.b.Fetch(context.Background(), "tx", "/v1/tx/0x01"); err == nil {
 				t.Fatal("a 502 was served")
 			}
 		}
@@ -414,58 +414,58 @@ func TestRollbackTripsWithinTheWindowAndReloadRearms(t *testing.T) {
 	fail(10)
 	h.clock.Advance(2 * time.Minute) // those ten leave the window
 	fail(19)
-	if r := h.route(t, route.Tx); r.Rollback.RolledBack || h.b.Decide(route.Tx, "k") != native.Native {
+	if r := h.route(t, "tx"); r.Rollback.RolledBack || h.b.Decide("tx", "k") != native.Native {
 		t.Fatalf("rolled back on errors outside the window: %+v", r.Rollback)
 	}
 	fail(1)
-	r := h.route(t, route.Tx)
+	r := h.route(t, "tx")
 	if !r.Rollback.RolledBack || r.EffectiveMode != native.ModeShadow || r.Mode != native.ModeNative ||
 		!strings.Contains(r.Rollback.Reason, "native error ratio 1.000 (20 of 20 calls in 1m0s) passed rollback.error_ratio 0.5") ||
 		r.Rollback.At == nil || !r.Rollback.At.Equal(h.clock.Now()) {
 		t.Fatalf("after 20 failures in the window: %+v, effective %s", r.Rollback, r.EffectiveMode)
 	}
-	if h.b.Decide(route.Tx, "k") != native.Legacy {
+	if h.b.Decide("tx", "k") != native.Legacy {
 		t.Error("a rolled back route still decides native")
 	}
-	if got := metric(t, h.reg, "tradergate_native_rolled_back", route.Tx, ""); got != 1 {
+	if got := metric(t, h.reg, "tradergate_native_rolled_back", "tx", ""); got != 1 {
 		t.Errorf("tradergate_native_rolled_back{tx} = %v, want 1", got)
 	}
 	if !strings.Contains(h.log.String(), `"msg":"native route rolled back to legacy","route":"tx"`) {
 		t.Errorf("no warning line:\n%s", h.log)
 	}
 	h.clock.Advance(time.Hour)
-	if h.b.Decide(route.Tx, "k") != native.Legacy {
+	if h.b.Decide("tx", "k") != native.Legacy {
 		t.Error("the rollback wore off with time; only a reload re-arms it")
 	}
 
 	h.b.Reload(h.cfg)
-	r = h.route(t, route.Tx)
-	if r.Rollback.RolledBack || r.EffectiveMode != native.ModeNative || h.b.Decide(route.Tx, "k") != native.Native {
+	r = h.route(t, "tx")
+	if r.Rollback.RolledBack || r.EffectiveMode != native.ModeNative || h.b.Decide("tx", "k") != native.Native {
 		t.Errorf("after reload: %+v effective %s", r.Rollback, r.EffectiveMode)
 	}
-	if got := metric(t, h.reg, "tradergate_native_rolled_back", route.Tx, ""); got != 0 {
+	if got := metric(t, h.reg, "tradergate_native_rolled_back", "tx", ""); got != 0 {
 		t.Errorf("tradergate_native_rolled_back{tx} = %v after reload, want 0", got)
 	}
 }
 
 func TestRollbackOnDifferencesKeepsShadowing(t *testing.T) {
 	pages := legacyPages(t)
-	p := pages[route.DepositsWithdrawals]
+	p := pages["deposits_withdrawals"]
 	changed := edit(t, p.body, func(item map[string]any) { item["amount"] = item["amount"].(string) + "7" })
 	ns := newNativeServer(t, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, changed) })
 	h := newHarness(t, ns.srv.URL, func(c *native.Config) {
-		c.Routes = map[string]native.RouteConfig{route.DepositsWithdrawals: {Mode: native.ModeCanary, Percent: 100}}
+		c.Routes = map[string]native.RouteConfig{"deposits_withdrawals": {Mode: native.ModeCanary, Percent: 100}}
 		c.Rollback = native.RollbackConfig{DiffRatio: 0.5, MinRequests: 3}
 	})
 	for i := range 5 {
-		h.b.Shadow(route.DepositsWithdrawals, true, p.body, p.target)
-		testkit.Eventually(t, "comparison done", func() bool { return h.route(t, route.DepositsWithdrawals).Different == int64(i+1) })
+		h.b.Shadow("deposits_withdrawals", true, p.body, p.target)
+		testkit.Eventually(t, "comparison done", func() bool { return h.route(t, "deposits_withdrawals").Different == int64(i+1) })
 	}
-	r := h.route(t, route.DepositsWithdrawals)
+	r := h.route(t, "deposits_withdrawals")
 	if !r.Rollback.RolledBack || !strings.Contains(r.Rollback.Reason, "difference ratio 1.000 (3 of 3 comparisons") {
 		t.Errorf("rollback %+v", r.Rollback)
 	}
-	if r.Different != 5 || h.b.Decide(route.DepositsWithdrawals, "k") != native.Legacy {
+	if r.Different != 5 || h.b.Decide("deposits_withdrawals", "k") != native.Legacy {
 		t.Errorf("different %d: the comparisons go on after the rollback, clients on legacy", r.Different)
 	}
 }
@@ -478,23 +478,23 @@ func TestShadowQueueFullDropsAndCounts(t *testing.T) {
 		writeJSON(w, []byte(`{"message":"OK","status_code":"1","data":null}`))
 	})
 	h := newHarness(t, ns.srv.URL, func(c *native.Config) {
-		c.Routes = map[string]native.RouteConfig{route.Tx: {Mode: native.ModeShadow}}
+		c.Routes = map[string]native.RouteConfig{"tx": {Mode: native.ModeShadow}}
 		c.Shadow = native.ShadowConfig{Workers: 1, Queue: 1}
 	})
 	legacy := []byte(`{"message":"OK","status_code":"1","data":null}`)
-	h.b.Shadow(route.Tx, true, legacy, "/v1/tx/0x01")
+	h.b.Shadow("tx", true, legacy, "/v1/tx/0x01")
 	<-entered // the one worker is busy
 	for range 4 {
-		h.b.Shadow(route.Tx, true, legacy, "/v1/tx/0x01") // one queued, three dropped
+		h.b.Shadow("tx", true, legacy, "/v1/tx/0x01") // one queued, three dropped
 	}
-	if r := h.route(t, route.Tx); r.Dropped != 3 {
+	if r := h.route(t, "tx"); r.Dropped != 3 {
 		t.Errorf("dropped %d, want 3", r.Dropped)
 	}
-	if got := metric(t, h.reg, "tradergate_native_shadow_dropped_total", route.Tx, ""); got != 3 {
+	if got := metric(t, h.reg, "tradergate_native_shadow_dropped_total", "tx", ""); got != 3 {
 		t.Errorf("tradergate_native_shadow_dropped_total{tx} = %v, want 3", got)
 	}
 	close(release)
-	testkit.Eventually(t, "both comparisons done", func() bool { return h.route(t, route.Tx).Equal == 2 })
+	testkit.Eventually(t, "both comparisons done", func() bool { return h.route(t, "tx").Equal == 2 })
 }
 
 func TestCloseLeavesNoGoroutine(t *testing.T) {
@@ -506,7 +506,7 @@ func TestCloseLeavesNoGoroutine(t *testing.T) {
 		case <-r.Context().Done():
 		}
 	})
-	cfg := native.Config{BaseURL: ns.srv.URL, KeyEnv: "K", Routes: map[string]native.RouteConfig{route.Tx: {Mode: native.ModeShadow}}}
+	cfg := native.Config{BaseURL: ns.srv.URL, KeyEnv: "K", Routes: map[string]native.RouteConfig{"tx": {Mode: native.ModeShadow}}}
 	cfg.ApplyDefaults()
 	cfg.Validate(env(map[string]string{"K": credential}))
 	b, err := native.New(cfg, native.Options{Routes: route.NewTable().Routes()})
@@ -514,11 +514,11 @@ func TestCloseLeavesNoGoroutine(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 10 {
-		b.Shadow(route.Tx, true, []byte(`{}`), "/v1/tx/0x01") // in flight and queued
+		b.Shadow("tx", true, []byte(`{}`), "/v1/tx/0x01") // in flight and queued
 	}
 	testkit.Eventually(t, "a comparison in flight", func() bool { return ns.calls.Load() > 0 })
 	b.Close()
-	b.Shadow(route.Tx, true, []byte(`{}`), "/v1/tx/0x01") // after Close: dropped
+	b.Shadow("tx", true, []byte(`{}`), "/v1/tx/0x01") // after Close: dropped
 	if r := b.Report().Routes; r == nil {
 		t.Fatal("no report after Close")
 	}

@@ -16,8 +16,8 @@ func ExampleNew() {
 		KeyEnv:  "TRADERGATE_NATIVE_KEY",
 		Routes: map[string]native.RouteConfig{
 			route.Activity:      {Mode: native.ModeShadow},
-			route.Tx:            {Mode: native.ModeCanary, Percent: 10},
-			route.PositionsOpen: {Mode: native.ModeNative},
+			"tx":            {Mode: native.ModeCanary, Percent: 10},
+			"positions_open": {Mode: native.ModeNative},
 		},
 	}
 	cfg.ApplyDefaults()
@@ -37,7 +37,7 @@ func ExampleNew() {
 	}
 	defer b.Close()
 
-	fmt.Println("positions_open:", b.Decide(route.PositionsOpen, "key-a"))
+	fmt.Println("positions_open:", b.Decide("positions_open", "key-a"))
 	fmt.Println("activity:", b.Decide(route.Activity, "key-a"))
 	for _, r := range b.Report().Routes {
 		if r.Mode != native.ModeLegacy {
