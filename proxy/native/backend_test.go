@@ -240,10 +240,10 @@ func TestShadowReportsExactlyTheDifferences(t *testing.T) {
 		result                                  string
 	}
 	for name, w := range map[string]want{
-		route.Activity:            {equal: 1, skipped: 1, paths: []native.PathCount{}, result: "ok"},
+		route.Activity:         {equal: 1, skipped: 1, paths: []native.PathCount{}, result: "ok"},
 		"deposits_withdrawals": {different: 1, paths: []native.PathCount{{Path: "data.items[].amount", Count: 1}}, result: "ok"},
 		"positions_closed":     {breaks: 1, paths: []native.PathCount{{Path: "data.items[].realizedPnl", Count: 1}}, result: "contract_break"},
-		"tx":                  {errs: 1, paths: []native.PathCount{}, result: "5xx"},
+		"tx":                   {errs: 1, paths: []native.PathCount{}, result: "5xx"},
 		"wallet_address":       {errs: 1, paths: []native.PathCount{}, result: "timeout"},
 	} {
 		r := h.route(t, name)

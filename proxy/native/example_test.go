@@ -15,8 +15,8 @@ func ExampleNew() {
 		BaseURL: "https://native.internal",
 		KeyEnv:  "TRADERGATE_NATIVE_KEY",
 		Routes: map[string]native.RouteConfig{
-			route.Activity:      {Mode: native.ModeShadow},
-			"tx":            {Mode: native.ModeCanary, Percent: 10},
+			route.Activity:   {Mode: native.ModeShadow},
+			"tx":             {Mode: native.ModeCanary, Percent: 10},
 			"positions_open": {Mode: native.ModeNative},
 		},
 	}
