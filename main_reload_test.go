@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"tradergate/internal/testkit"
 	"tradergate/proxy"
-	"tradergate/proxy/testkit"
 )
 
 // TestSIGHUPReloadsConfig: a key added to config.yaml works after SIGHUP; a

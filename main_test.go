@@ -21,8 +21,8 @@ import (
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
 
+	"tradergate/internal/testkit"
 	"tradergate/proxy"
-	"tradergate/proxy/testkit"
 )
 
 func TestHashKey(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"tradergate/proxy/testkit"
+	"tradergate/internal/testkit"
 )
 
 // TestSIGHUPReloadsCertificates is TLS mode files through the binary's

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"tradergate/proxy/testkit"
+	"tradergate/internal/testkit"
 )
 
 // fileBytes reads a page file at explicit offsets, as an answer does,

@@ -14,7 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"tradergate/limits/redistest"
+	"tradergate/internal/testkit/redistest"
 )
 
 // Tests of the shared tier against real redis-server processes: several

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"tradergate/proxy/testkit"
+	"tradergate/internal/testkit"
 )
 
 func TestFailStatus(t *testing.T) {

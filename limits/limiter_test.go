@@ -10,8 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"tradergate/limits/redistest"
-	"tradergate/proxy/testkit"
+	"tradergate/internal/testkit"
+	"tradergate/internal/testkit/redistest"
 )
 
 // takeParallel fires n Takes at once against bucket and returns them.

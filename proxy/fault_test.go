@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"tradergate/internal/testkit"
 	"tradergate/legacysim"
 	"tradergate/proxy"
 	"tradergate/proxy/route"
-	"tradergate/proxy/testkit"
 	"tradergate/proxy/upstream"
 )
 

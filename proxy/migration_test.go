@@ -13,10 +13,10 @@ import (
 
 	"tradergate/docs"
 	"tradergate/docs/openapitest"
+	"tradergate/internal/testkit"
+	"tradergate/internal/testkit/redistest"
 	"tradergate/legacysim"
-	"tradergate/limits/redistest"
 	"tradergate/proxy"
-	"tradergate/proxy/testkit"
 )
 
 // The legacy section of the migration tests.

@@ -22,8 +22,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"tradergate/internal/testkit"
 	"tradergate/proxy"
-	"tradergate/proxy/testkit"
 )
 
 // Mode acme end to end against Pebble, Let's Encrypt's ACME test server

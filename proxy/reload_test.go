@@ -3,7 +3,7 @@ package proxy_test
 import (
 	"testing"
 
-	"tradergate/proxy/testkit"
+	"tradergate/internal/testkit"
 )
 
 // Reload warns about restart-only settings by comparing with what runs: a

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"tradergate/internal/testkit"
 	"tradergate/proxy"
-	"tradergate/proxy/testkit"
 )
 
 // wireAnswer is what a test compares of an answer read off the wire.

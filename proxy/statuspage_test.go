@@ -7,10 +7,10 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"tradergate/internal/testkit"
+	"tradergate/internal/testkit/browsertest"
 	"tradergate/legacysim"
 	"tradergate/proxy"
-	"tradergate/proxy/status/browsertest"
-	"tradergate/proxy/testkit"
 )
 
 // The status page of a live edge, in a real browser: after hits, misses,

@@ -19,9 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"tradergate/internal/testkit"
 	"tradergate/legacysim"
 	"tradergate/proxy"
-	"tradergate/proxy/testkit"
 )
 
 // TLS at the edge: mode files, the plain-HTTP listener, HSTS and

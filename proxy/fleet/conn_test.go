@@ -11,8 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"tradergate/limits/redistest"
-	"tradergate/proxy/testkit"
+	"tradergate/internal/testkit"
+	"tradergate/internal/testkit/redistest"
 )
 
 // direct is a plain client of one server, bypassing the Conn, to check

@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"tradergate/limits/redistest"
+	"tradergate/internal/testkit/redistest"
 )
 
 func testCtx(t *testing.T) context.Context {
