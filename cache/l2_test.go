@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"tradergate/internal/testkit"
 	"tradergate/internal/testkit/redistest"
 )
 
@@ -24,7 +25,7 @@ import (
 type fleet struct {
 	srv *redistest.Server
 	rdb *redis.Client
-	clk *clock
+	clk *testkit.Clock
 	cs  []*Cache
 }
 
@@ -148,7 +149,7 @@ func TestL2Hit(t *testing.T) {
 	body := page(20<<10, 1)
 	fetch := func(context.Context) ([]byte, Facts, error) { fetches.Add(1); return body, liveFacts, nil }
 	orig := mustGet(t, f.cs[0], "k", fetch, Miss)
-	f.clk.Add(300 * time.Millisecond)
+	f.clk.Advance(300 * time.Millisecond)
 	for _, c := range f.cs[1:] {
 		e := mustGet(t, c, "k", fetch, HitL2)
 		if !e.Stored.Equal(orig.Stored) || e.ETag != orig.ETag || e.GzipETag() != orig.GzipETag() || e.TTL != orig.TTL {
@@ -192,7 +193,7 @@ func TestL2HolderFails(t *testing.T) {
 		f := newFleet(t, 3, Config{Policy: Policy{StaleWhileRevalidate: -1}}, Options{})
 		var v atomic.Int64
 		mustGet(t, f.cs[0], "k", versions(&v, liveFacts), Miss)
-		f.clk.Add(2 * time.Second) // past the TTL, inside stale_if_error
+		f.clk.Advance(2 * time.Second) // past the TTL, inside stale_if_error
 		f.getAllFailing(t, n, func(i int, e *Entry, st Status, err error) {
 			if err != nil || body(e) != "v1" || (i%3 == 0) != (st == Stale) || (i%3 != 0) != (st == StaleL2) {
 				t.Errorf("replica %d: %v %q %v", i%3, st, body(e), err)
@@ -337,7 +338,7 @@ func TestL2RedisDown(t *testing.T) {
 					return
 				}
 				if i%10 == 0 {
-					f.clk.Add(100 * time.Millisecond)
+					f.clk.Advance(100 * time.Millisecond)
 				}
 			}
 		})
@@ -376,7 +377,7 @@ func TestL2StaleFleet(t *testing.T) {
 	f := newFleet(t, 3, Config{}, Options{}) // fresh 1s, swr 1s
 	var v atomic.Int64
 	mustGet(t, f.cs[0], "k", versions(&v, liveFacts), Miss)
-	f.clk.Add(1500 * time.Millisecond)
+	f.clk.Advance(1500 * time.Millisecond)
 	release := make(chan struct{})
 	var fetches atomic.Int64
 	slow := func(context.Context) ([]byte, Facts, error) {
@@ -457,7 +458,7 @@ func TestL2Zipf(t *testing.T) {
 						t.Error(err)
 						return
 					}
-					f.clk.Add(2 * time.Millisecond)
+					f.clk.Advance(2 * time.Millisecond)
 				}
 			})
 		}
