@@ -1,7 +1,10 @@
 // Package testkit is what the tests of every package share: a clock a test
 // moves by hand, a log buffer safe for concurrent writers, one polling
-// helper with one time bound, and self-signed certificates. It is imported
-// by tests only.
+// helper with one time bound, self-signed certificates, a server run on
+// loopback the way main runs the edge (Serve), and a real server program
+// run until it is ready (Process). Its subpackages run real Redis
+// (redistest), Prometheus (promtest) and Chromium (browsertest). It is
+// imported by tests only, and imports no package of tradergate.
 package testkit
 
 import (
