@@ -125,6 +125,11 @@ func startMain(t *testing.T, m *Main, logs *testkit.LogBuffer) (addr string, sto
 		})
 	}
 	t.Cleanup(stop)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("main's log:\n%s", logs)
+		}
+	})
 	select {
 	case addr = <-ready:
 		return addr, stop
