@@ -10,10 +10,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
+	"tradergate/internal/testkit"
 	"tradergate/proxy"
-	"tradergate/proxy/testkit"
 )
 
 // TestSIGHUPReloadsConfig: a key added to config.yaml works after SIGHUP; a
@@ -52,13 +51,7 @@ func TestSIGHUPReloadsConfig(t *testing.T) {
 		if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(10 * time.Second)
-		for !strings.Contains(logs.String(), wantLog) {
-			if time.Now().After(deadline) {
-				t.Fatalf("no %q in the logs 10s after SIGHUP:\n%s", wantLog, logs.String())
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		testkit.Eventually(t, wantLog+" in the logs after SIGHUP", func() bool { return strings.Contains(logs.String(), wantLog) })
 	}
 	if got := status(newKey); got != 401 {
 		t.Fatalf("unknown key: %d", got)

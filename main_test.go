@@ -22,8 +22,8 @@ import (
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
 
+	"tradergate/internal/testkit"
 	"tradergate/proxy"
-	"tradergate/proxy/testkit"
 )
 
 func TestHashKey(t *testing.T) {
@@ -126,6 +126,11 @@ func startMain(t *testing.T, m *Main, logs *testkit.LogBuffer) (addr string, sto
 		})
 	}
 	t.Cleanup(stop)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("main's log:\n%s", logs)
+		}
+	})
 	select {
 	case addr = <-ready:
 		return addr, stop

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"tradergate/proxy/testkit"
+	"tradergate/internal/testkit"
 )
 
 // fileBytes reads a page file at explicit offsets, as an answer does,
@@ -224,7 +224,7 @@ func TestFileClosedWhenPageLeaves(t *testing.T) {
 	if f == nil || !isOpen(f) {
 		t.Fatal("no open file")
 	}
-	clk.Add(time.Hour) // past every window: the next Get replaces it
+	clk.Advance(time.Hour) // past every window: the next Get replaces it
 	cur := mustGet(t, c, "k", fetch(2), Miss)
 	c.store.rc.Wait()
 	if isOpen(f) {
@@ -323,7 +323,7 @@ func TestFileRace(t *testing.T) {
 		})
 	}
 	for i := range 50 {
-		clk.Add(time.Hour)
+		clk.Advance(time.Hour)
 		body := bodies[i%2]
 		// A reader may fetch first: whichever does, the page is replaced.
 		if _, _, err := c.Get(context.Background(), "k", func(context.Context) ([]byte, Facts, error) { return body, liveFacts, nil }); err != nil {

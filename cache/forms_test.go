@@ -115,7 +115,7 @@ func TestGrowReplaced(t *testing.T) {
 	clk := newClock()
 	c := newTestCache(t, Config{}, clk, Options{})
 	old := mustGet(t, c, "k", func(context.Context) ([]byte, Facts, error) { return page(8<<10, 1), liveFacts, nil }, Miss)
-	clk.Add(3e9)
+	clk.Advance(3e9)
 	cur := mustGet(t, c, "k", func(context.Context) ([]byte, Facts, error) { return page(8<<10, 2), liveFacts, nil }, Miss)
 	before := ledger(c)
 	if old.GzipBody() == nil {

@@ -14,7 +14,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"tradergate/limits/redistest"
+	"tradergate/internal/testkit"
+	"tradergate/internal/testkit/redistest"
 )
 
 // Tests of the shared tier against real redis-server processes: several
@@ -24,7 +25,7 @@ import (
 type fleet struct {
 	srv *redistest.Server
 	rdb *redis.Client
-	clk *clock
+	clk *testkit.Clock
 	cs  []*Cache
 }
 
@@ -84,15 +85,31 @@ func (f *fleet) stats() (s Stats) {
 	return s
 }
 
-// holdUntilWaiting blocks a holder's fetch until every local caller has
-// joined a flight (all) and the flights of the other replicas wait on its
-// lease, so that none comes late and finds the lease free.
-func (f *fleet) holdUntilWaiting(all <-chan struct{}) {
-	<-all
-	deadline := time.Now().Add(10 * time.Second)
-	for f.stats().L2LockWaits < uint64(len(f.cs)-1) && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
+// holdUntilWaiting gates the holder's fetch: hold blocks it until the
+// test goroutine calls release, which waits until every local caller has
+// joined a flight (all) and the flights of the other replicas wait on the
+// holder's lease, so that none comes late and finds the lease free. A
+// test that fails first still lets the fetch go.
+func (f *fleet) holdUntilWaiting(t *testing.T, all <-chan struct{}) (hold, release func()) {
+	gate := make(chan struct{})
+	open := sync.OnceFunc(func() { close(gate) })
+	t.Cleanup(open)
+	release = func() {
+		t.Helper()
+		testkit.Eventually(t, "every caller to join a flight", func() bool {
+			select {
+			case <-all:
+				return true
+			default:
+				return false
+			}
+		})
+		testkit.Eventually(t, "the other replicas to wait on the lease", func() bool {
+			return f.stats().L2LockWaits >= uint64(len(f.cs)-1)
+		})
+		open()
 	}
+	return func() { <-gate }, release
 }
 
 // TestL2FleetCoalesce: 150 concurrent Gets of one cold key, spread round
@@ -102,11 +119,12 @@ func TestL2FleetCoalesce(t *testing.T) {
 	const n = 150
 	f := newFleet(t, 3, Config{}, Options{})
 	all := f.barrierAll(n)
+	hold, release := f.holdUntilWaiting(t, all)
 	var fetches atomic.Int64
 	want := page(20<<10, 9)
 	fetch := func(context.Context) ([]byte, Facts, error) {
 		fetches.Add(1)
-		f.holdUntilWaiting(all)
+		hold()
 		return want, liveFacts, nil
 	}
 	var wg sync.WaitGroup
@@ -130,6 +148,7 @@ func TestL2FleetCoalesce(t *testing.T) {
 			}
 		})
 	}
+	release()
 	wg.Wait()
 	s := f.stats()
 	if fetches.Load() != 1 || local.Load() != n/3 || collapsed.Load() != 2*n/3 {
@@ -148,7 +167,7 @@ func TestL2Hit(t *testing.T) {
 	body := page(20<<10, 1)
 	fetch := func(context.Context) ([]byte, Facts, error) { fetches.Add(1); return body, liveFacts, nil }
 	orig := mustGet(t, f.cs[0], "k", fetch, Miss)
-	f.clk.Add(300 * time.Millisecond)
+	f.clk.Advance(300 * time.Millisecond)
 	for _, c := range f.cs[1:] {
 		e := mustGet(t, c, "k", fetch, HitL2)
 		if !e.Stored.Equal(orig.Stored) || e.ETag != orig.ETag || e.GzipETag() != orig.GzipETag() || e.TTL != orig.TTL {
@@ -192,7 +211,7 @@ func TestL2HolderFails(t *testing.T) {
 		f := newFleet(t, 3, Config{Policy: Policy{StaleWhileRevalidate: -1}}, Options{})
 		var v atomic.Int64
 		mustGet(t, f.cs[0], "k", versions(&v, liveFacts), Miss)
-		f.clk.Add(2 * time.Second) // past the TTL, inside stale_if_error
+		f.clk.Advance(2 * time.Second) // past the TTL, inside stale_if_error
 		f.getAllFailing(t, n, func(i int, e *Entry, st Status, err error) {
 			if err != nil || body(e) != "v1" || (i%3 == 0) != (st == Stale) || (i%3 != 0) != (st == StaleL2) {
 				t.Errorf("replica %d: %v %q %v", i%3, st, body(e), err)
@@ -208,10 +227,11 @@ func TestL2HolderFails(t *testing.T) {
 func (f *fleet) getAllFailing(t *testing.T, n int, check func(i int, e *Entry, st Status, err error)) {
 	t.Helper()
 	all := f.barrierAll(int64(n))
+	hold, release := f.holdUntilWaiting(t, all)
 	var fetches atomic.Int64
 	fetch := func(context.Context) ([]byte, Facts, error) {
 		fetches.Add(1)
-		f.holdUntilWaiting(all)
+		hold()
 		return nil, Facts{}, errors.New("upstream 502")
 	}
 	var wg sync.WaitGroup
@@ -221,6 +241,7 @@ func (f *fleet) getAllFailing(t *testing.T, n int, check func(i int, e *Entry, s
 			check(i, e, st, err)
 		})
 	}
+	release()
 	wg.Wait()
 	if fetches.Load() != 1 {
 		t.Errorf("fetches %d, want 1", fetches.Load())
@@ -330,42 +351,43 @@ func TestL2RedisDown(t *testing.T) {
 	var wg sync.WaitGroup
 	for w := range 6 {
 		wg.Go(func() {
-			for i := 0; !stop.Load() && i < 100000; i++ {
+			for i := 0; !stop.Load(); i++ {
 				key := fmt.Sprint("k", (i*7+w)%40)
 				if _, _, err := f.cs[(i+w)%3].Get(context.Background(), key, counting(&fetches, "page", liveFacts)); err != nil {
 					t.Errorf("Get: %v", err)
 					return
 				}
 				if i%10 == 0 {
-					f.clk.Add(100 * time.Millisecond)
+					f.clk.Advance(100 * time.Millisecond)
 				}
 			}
 		})
 	}
-	time.Sleep(200 * time.Millisecond) // load runs on a live Redis
+	halt := sync.OnceFunc(func() { stop.Store(true); wg.Wait() })
+	t.Cleanup(halt) // before the caches close, when the test fails first
+	// Load runs on a live Redis...
+	testkit.Eventually(t, "load on the live Redis", func() bool {
+		s := f.stats()
+		return s.L2Stores > 0 && s.L2Hits > 0
+	})
 	f.srv.Stop()
-	time.Sleep(300 * time.Millisecond) // and on a dead one
-	if f.stats().L2Errors == 0 {
-		t.Error("no failure counted while Redis was down")
-	}
+	// ...and on a dead one, where every failed call is counted...
+	testkit.Eventually(t, "failures counted while Redis is down", func() bool { return f.stats().L2Errors >= 10 })
 	f.srv.Restart()
-	time.Sleep(200 * time.Millisecond)
-	stop.Store(true)
-	wg.Wait()
+	// ...and on the restarted one.
+	back := f.stats().L2Stores
+	testkit.Eventually(t, "load on the restarted Redis", func() bool { return f.stats().L2Stores > back })
+	halt()
 
 	// Back: a page fetched through one replica is an L2 hit on another.
-	deadline := time.Now().Add(5 * time.Second)
-	for i := 0; ; i++ {
+	i := 0
+	testkit.Eventually(t, "the shared tier back: an L2 hit on another replica", func() bool {
+		i++
 		key := fmt.Sprint("after", i)
 		mustGet(t, f.cs[0], key, counting(&fetches, "page", liveFacts), Miss)
-		if _, st, err := f.cs[1].Get(context.Background(), key, counting(&fetches, "page", liveFacts)); err == nil && st == HitL2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the shared tier did not come back: %+v", f.stats())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		_, st, err := f.cs[1].Get(context.Background(), key, counting(&fetches, "page", liveFacts))
+		return err == nil && st == HitL2
+	})
 	t.Logf("fetches %d, %+v", fetches.Load(), f.stats())
 }
 
@@ -376,7 +398,7 @@ func TestL2StaleFleet(t *testing.T) {
 	f := newFleet(t, 3, Config{}, Options{}) // fresh 1s, swr 1s
 	var v atomic.Int64
 	mustGet(t, f.cs[0], "k", versions(&v, liveFacts), Miss)
-	f.clk.Add(1500 * time.Millisecond)
+	f.clk.Advance(1500 * time.Millisecond)
 	release := make(chan struct{})
 	var fetches atomic.Int64
 	slow := func(context.Context) ([]byte, Facts, error) {
@@ -397,22 +419,15 @@ func TestL2StaleFleet(t *testing.T) {
 		held = append(held, e)
 	}
 	// One refresh holds the lease; the others find it taken and stop.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testkit.Eventually(t, "two refreshes done and one fetch", func() bool {
 		done := 0
 		for _, e := range held {
 			if !e.refreshing.Load() {
 				done++
 			}
 		}
-		if done >= 2 && fetches.Load() == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("refreshes: %d done, %d fetches", done, fetches.Load())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return done >= 2 && fetches.Load() == 1
+	})
 	close(release)
 	for _, c := range f.cs {
 		c.wg.Wait()
@@ -457,7 +472,7 @@ func TestL2Zipf(t *testing.T) {
 						t.Error(err)
 						return
 					}
-					f.clk.Add(2 * time.Millisecond)
+					f.clk.Advance(2 * time.Millisecond)
 				}
 			})
 		}

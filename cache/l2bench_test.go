@@ -35,7 +35,7 @@ func BenchmarkL2Hit(b *testing.B) {
 		ctx := context.Background()
 		b.Run(size.name+"/l2hit", func(b *testing.B) {
 			f := newFleet(b, 2, Config{}, Options{})
-			f.clk.ns.Store(t0.UnixNano())
+			f.clk.Set(t0)
 			for i := range b.N {
 				mustGetB(b, f.cs[1], "k"+strconv.Itoa(i), body)
 			}
@@ -51,7 +51,7 @@ func BenchmarkL2Hit(b *testing.B) {
 		})
 		b.Run(size.name+"/l2miss", func(b *testing.B) {
 			f := newFleet(b, 1, Config{}, Options{})
-			f.clk.ns.Store(t0.UnixNano())
+			f.clk.Set(t0)
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
 			b.ResetTimer()

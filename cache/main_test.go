@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"tradergate/internal/testkit"
 )
 
 // TestMain fails the package if any goroutine outlives the tests: flights,
@@ -15,20 +17,11 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// clock is an injected clock that tests move by hand.
-type clock struct{ ns atomic.Int64 }
-
-func newClock() *clock {
-	c := new(clock)
-	c.ns.Store(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC).UnixNano())
-	return c
-}
-
-func (c *clock) Now() time.Time      { return time.Unix(0, c.ns.Load()) }
-func (c *clock) Add(d time.Duration) { c.ns.Add(int64(d)) }
+// newClock is the injected clock tests move by hand.
+func newClock() *testkit.Clock { return testkit.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)) }
 
 // newTestCache builds a cache on clk, closed at the end of the test.
-func newTestCache(t testing.TB, cfg Config, clk *clock, opt Options) *Cache {
+func newTestCache(t testing.TB, cfg Config, clk *testkit.Clock, opt Options) *Cache {
 	t.Helper()
 	if clk != nil {
 		opt.Now = clk.Now

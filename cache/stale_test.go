@@ -36,7 +36,7 @@ func TestFreshness(t *testing.T) {
 	if body(e) != "v1" || e.TTL != time.Second || e.Immutable || !e.Stored.Equal(t0) {
 		t.Fatalf("entry %q ttl %v immutable %v stored %v", e.Body(), e.TTL, e.Immutable, e.Stored)
 	}
-	clk.Add(time.Second - time.Nanosecond)
+	clk.Advance(time.Second - time.Nanosecond)
 	if e := mustGet(t, c, "k", fetch, Hit); body(e) != "v1" || e.FreshFor(clk.Now()) != time.Nanosecond {
 		t.Fatalf("hit %q fresh for %v", body(e), e.FreshFor(clk.Now()))
 	}
@@ -50,7 +50,7 @@ func TestFreshness(t *testing.T) {
 		<-release
 		return []byte("v2"), liveFacts, nil
 	}
-	clk.Add(500 * time.Millisecond)
+	clk.Advance(500 * time.Millisecond)
 	for range 10 {
 		if e := mustGet(t, c, "k", slow, Stale); body(e) != "v1" || e.FreshFor(clk.Now()) != 0 {
 			t.Fatalf("stale %q", body(e))
@@ -102,14 +102,14 @@ func TestChangeSeenAfterWindows(t *testing.T) {
 	var n atomic.Int64
 	fetch := versions(&n, liveFacts)
 	mustGet(t, c, "k", fetch, Miss)
-	clk.Add(3 * time.Second) // exactly TTL + SWR: still stale
+	clk.Advance(3 * time.Second) // exactly TTL + SWR: still stale
 	if e := mustGet(t, c, "k", func(context.Context) ([]byte, Facts, error) {
 		return nil, Facts{}, errors.New("refresh not wanted here")
 	}, Stale); body(e) != "v1" {
 		t.Fatalf("got %q", body(e))
 	}
 	c.wg.Wait()
-	clk.Add(time.Nanosecond)
+	clk.Advance(time.Nanosecond)
 	if e := mustGet(t, c, "k", fetch, Miss); body(e) != "v2" {
 		t.Fatalf("after TTL+SWR got %q, want the changed answer v2", body(e))
 	}
@@ -132,12 +132,12 @@ func TestRefreshSharesFlightWithMiss(t *testing.T) {
 		<-release
 		return []byte("v2"), liveFacts, nil
 	}
-	clk.Add(1500 * time.Millisecond)
+	clk.Advance(1500 * time.Millisecond)
 	mustGet(t, c, "k", slow, Stale) // starts the refresh
 	<-started
 	hook, joined := barrier(1)
 	c.testHookWaiting = hook
-	clk.Add(time.Second) // past the SWR window: a miss
+	clk.Advance(time.Second) // past the SWR window: a miss
 	done := make(chan *Entry)
 	go func() { done <- mustGet(t, c, "k", slow, Miss) }()
 	<-joined
@@ -175,13 +175,13 @@ func TestStaleIfError(t *testing.T) {
 		c := newTestCache(t, cfg, clk, Options{StaleOK: staleOK})
 		var n, fails atomic.Int64
 		mustGet(t, c, "k", versions(&n, liveFacts), Miss)
-		clk.Add(2*time.Second + time.Nanosecond) // past SWR: a miss, which fails
+		clk.Advance(2*time.Second + time.Nanosecond) // past SWR: a miss, which fails
 		if e := mustGet(t, c, "k", failing(&fails, errUpstream), Stale); body(e) != "v1" {
 			t.Fatalf("got %q", body(e))
 		}
-		clk.Add(time.Minute - time.Second - time.Nanosecond) // exactly TTL + SIE
+		clk.Advance(time.Minute - time.Second - time.Nanosecond) // exactly TTL + SIE
 		mustGet(t, c, "k", failing(&fails, errUpstream), Stale)
-		clk.Add(time.Nanosecond)
+		clk.Advance(time.Nanosecond)
 		if _, _, err := c.Get(context.Background(), "k", failing(&fails, errUpstream)); !errors.Is(err, errUpstream) {
 			t.Fatalf("beyond TTL+SIE: %v, want the error", err)
 		}
@@ -197,7 +197,7 @@ func TestStaleIfError(t *testing.T) {
 		c := newTestCache(t, cfg, clk, Options{StaleOK: staleOK})
 		var n, fails atomic.Int64
 		mustGet(t, c, "k", versions(&n, liveFacts), Miss)
-		clk.Add(5 * time.Second)
+		clk.Advance(5 * time.Second)
 		if _, _, err := c.Get(context.Background(), "k", failing(&fails, errClient)); !errors.Is(err, errClient) {
 			t.Fatalf("got %v, want the client error", err)
 		}
@@ -214,7 +214,7 @@ func TestStaleIfError(t *testing.T) {
 		c := newTestCache(t, Config{Policy: Policy{StaleIfError: -1}}, clk, Options{})
 		var n, fails atomic.Int64
 		mustGet(t, c, "k", versions(&n, liveFacts), Miss)
-		clk.Add(3 * time.Second)
+		clk.Advance(3 * time.Second)
 		if _, _, err := c.Get(context.Background(), "k", failing(&fails, errUpstream)); !errors.Is(err, errUpstream) {
 			t.Fatalf("got %v", err)
 		}
@@ -224,7 +224,7 @@ func TestStaleIfError(t *testing.T) {
 		c := newTestCache(t, cfg, clk, Options{})
 		var n, fails atomic.Int64
 		mustGet(t, c, "k", versions(&n, liveFacts), Miss)
-		clk.Add(1500 * time.Millisecond)
+		clk.Advance(1500 * time.Millisecond)
 		mustGet(t, c, "k", failing(&fails, errUpstream), Stale)
 		c.wg.Wait()
 		// The refresh failed: the page is still held, and a later stale
@@ -306,7 +306,7 @@ func TestImmutableAndNegative(t *testing.T) {
 	if !found.Immutable || found.TTL != DefaultImmutableTTL || missing.Immutable || missing.TTL != DefaultNegativeTTL {
 		t.Fatalf("found %v/%v, null %v/%v", found.Immutable, found.TTL, missing.Immutable, missing.TTL)
 	}
-	clk.Add(time.Hour)
+	clk.Advance(time.Hour)
 	mustGet(t, c, "tx1", counting(&n, "", Facts{}), Hit)
 }
 

@@ -90,7 +90,7 @@ func TestByteBound(t *testing.T) {
 		if sum := heldCost(c); sum > maxBytes {
 			t.Fatalf("round %d: entries held cost %d > %d", round, sum, maxBytes)
 		}
-		clk.Add(3 * time.Second) // held pages expire: the next round replaces them
+		clk.Advance(3 * time.Second) // held pages expire: the next round replaces them
 	}
 	s := c.Stats()
 	if s.Evictions == 0 || s.Entries == 0 {

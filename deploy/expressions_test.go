@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 	"go.yaml.in/yaml/v3"
 
-	"tradergate/deploy/promtest"
+	"tradergate/internal/testkit/promtest"
 )
 
 // exported is every metric the edge exports, with its labels (job and

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"tradergate/deploy/promtest"
+	"tradergate/internal/testkit/promtest"
 )
 
 // TestPrometheusRunsEveryExpression loads the rule file into the real

@@ -11,7 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"tradergate/proxy/testkit"
+	"tradergate/internal/testkit"
 )
 
 // promtool runs promtool with args in dir prometheus/ and returns its

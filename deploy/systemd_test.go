@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"tradergate/internal/testkit"
 	"tradergate/proxy"
-	"tradergate/proxy/testkit"
 )
 
 const unitFile = "systemd/tradergate.service"

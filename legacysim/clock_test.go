@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"tradergate/proxy/testkit"
+	"tradergate/internal/testkit"
 )
 
 // A test sets End in the future and moves its clock to make the upstream

@@ -1,6 +1,7 @@
 package legacysim
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"tradergate/proxy/testkit"
+	"tradergate/internal/testkit"
 )
 
 func TestFailStatus(t *testing.T) {
@@ -291,13 +292,28 @@ func TestStatsAndRecent(t *testing.T) {
 	}
 }
 
-// Faults may change while requests are served.
+// Faults may change while requests are served: each answer is the one of
+// a single switch setting (a request reads the switches once), and the
+// answer after the switches are cleared is the clean page again.
 func TestSetFaultsConcurrently(t *testing.T) {
 	s, srv := fixed(t, Config{})
 	path := srv.URL + "/open-api/v1/trader/" + s.Wallets()[0] + "/activity?limit=5"
-	var wg sync.WaitGroup
+	answer := func() (int, []byte, error) {
+		resp, err := srv.Client().Get(path)
+		if err != nil {
+			return 0, nil, err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return resp.StatusCode, b, err
+	}
+	_, clean, err := answer()
+	if err != nil || !json.Valid(clean) {
+		t.Fatalf("clean answer %s, %v", clean, err)
+	}
+	var clients, setter sync.WaitGroup
 	stop := make(chan struct{})
-	wg.Go(func() {
+	setter.Go(func() {
 		fs := []Faults{{}, {FailStatus: 500, FailRate: 0.5}, {PadBytes: 10}, {Malformed: true}}
 		for i := 0; ; i++ {
 			select {
@@ -310,16 +326,26 @@ func TestSetFaultsConcurrently(t *testing.T) {
 		}
 	})
 	for range 4 {
-		wg.Go(func() {
+		clients.Go(func() {
 			for range 50 {
-				if resp, err := srv.Client().Get(path); err == nil {
-					_, _ = io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
+				code, body, err := answer()
+				switch {
+				case err != nil:
+					t.Errorf("no answer: %v", err)
+				case code == 500: // FailStatus
+				case code != 200:
+					t.Errorf("status %d: %s", code, body)
+				case !json.Valid(body): // Malformed
+				case string(bytes.TrimRight(body, " \t\r\n")) != string(bytes.TrimRight(clean, " \t\r\n")):
+					t.Errorf("200 answer is neither the page nor the page padded: %s", body)
 				}
 			}
 		})
 	}
-	time.Sleep(200 * time.Millisecond)
+	clients.Wait()
 	close(stop)
-	wg.Wait()
+	setter.Wait()
+	if code, body, err := answer(); err != nil || code != 200 || string(body) != string(clean) {
+		t.Errorf("after clearing the faults: %d %s, %v; want the clean page", code, body, err)
+	}
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"tradergate/limits/redistest"
+	"tradergate/internal/testkit/redistest"
 )
 
 // BenchmarkTake measures the limiter's cost per request:

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"tradergate/proxy/testkit"
+	"tradergate/internal/testkit"
 )
 
 func TestSetHeaders(t *testing.T) {

@@ -9,9 +9,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"tradergate/limits/redistest"
+	"tradergate/internal/testkit"
+	"tradergate/internal/testkit/redistest"
 	"tradergate/proxy/fleet"
-	"tradergate/proxy/testkit"
 )
 
 // slack is added to the Redis timeout in "no hang" checks: it absorbs scheduling

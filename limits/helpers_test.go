@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"tradergate/limits/redistest"
+	"tradergate/internal/testkit/redistest"
 	"tradergate/proxy/fleet"
 )
 

@@ -33,7 +33,9 @@ func TestShieldCapsConcurrency(t *testing.T) {
 			if got := s.InFlight(); got > limit {
 				t.Errorf("InFlight() = %d", got)
 			}
-			time.Sleep(5 * time.Millisecond) // a slow legacy call
+			// A slow legacy call: the latency under test, which lets the
+			// callers overlap; nothing waits on it.
+			time.Sleep(5 * time.Millisecond)
 			inFlight.Add(-1)
 			release()
 			release() // a second release must not free a second slot
@@ -85,6 +87,19 @@ func TestShieldRateQueueTimeout(t *testing.T) {
 	}
 }
 
+// waitedCtx closes waited the first time someone asks for Done: a caller
+// about to wait on the context.
+type waitedCtx struct {
+	context.Context
+	once   sync.Once
+	waited chan struct{}
+}
+
+func (c *waitedCtx) Done() <-chan struct{} {
+	c.once.Do(func() { close(c.waited) })
+	return c.Context.Done()
+}
+
 func TestShieldContext(t *testing.T) {
 	s := NewShield(ShieldConfig{MaxConcurrent: 1, QueueTimeout: time.Minute})
 	release, err := s.Acquire(bg)
@@ -93,8 +108,10 @@ func TestShieldContext(t *testing.T) {
 	}
 	defer release()
 
-	ctx, cancel := context.WithCancel(bg)
-	go func() { time.Sleep(10 * time.Millisecond); cancel() }()
+	// Cancelled once Acquire waits on it: the wait for a slot ends.
+	inner, cancel := context.WithCancel(bg)
+	ctx := &waitedCtx{Context: inner, waited: make(chan struct{})}
+	go func() { <-ctx.waited; cancel() }()
 	if _, err := s.Acquire(ctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}

@@ -4,8 +4,8 @@ import (
 	"net/http"
 	"testing"
 
+	"tradergate/internal/testkit"
 	"tradergate/proxy"
-	"tradergate/proxy/testkit"
 )
 
 // With admin.token_env set, every admin path but the health checks needs

@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"tradergate/internal/testkit"
 	"tradergate/legacysim"
 	"tradergate/proxy"
 )
@@ -285,7 +286,7 @@ func farFromSnapshot(t *testing.T, e *edge, token string, n int) int64 {
 // A legacy failure in the middle of a rebuild is the usual 5xx, never a
 // partial book, and leaves nothing running once the edge is stopped.
 func TestBookUpstreamFailureMidRebuild(t *testing.T) {
-	leaks := append([]goleak.Option{goleak.IgnoreCurrent()}, append(certmagicGoroutines, fasthttpGoroutines...)...)
+	leaks := append([]goleak.Option{goleak.IgnoreCurrent()}, append(certmagicGoroutines, testkit.FasthttpGoroutines...)...)
 	t.Cleanup(func() { goleak.VerifyNone(t, leaks...) }) // runs last, after the edge's own cleanups
 	e := bookEdge(t)
 	token := e.sim.Markets()[1].Tokens[0]

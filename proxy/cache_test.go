@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"tradergate/internal/testkit"
 	"tradergate/legacysim"
-	"tradergate/proxy/testkit"
 )
 
 func TestCoalescing(t *testing.T) {

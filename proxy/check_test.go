@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"tradergate/internal/testkit"
 	"tradergate/proxy"
-	"tradergate/proxy/testkit"
 )
 
 // shippedConfig is config.yaml as shipped, with one key: the shipped file

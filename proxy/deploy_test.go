@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"tradergate/deploy"
-	"tradergate/deploy/promtest"
+	"tradergate/internal/testkit"
+	"tradergate/internal/testkit/promtest"
+	"tradergate/internal/testkit/redistest"
 	"tradergate/legacysim"
-	"tradergate/limits/redistest"
 	"tradergate/proxy"
-	"tradergate/proxy/testkit"
 )
 
 // deploy/'s dashboard and alert rules, against a real Prometheus scraping

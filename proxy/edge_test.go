@@ -11,12 +11,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"tradergate/internal/testkit"
 	"tradergate/legacysim"
 	"tradergate/proxy"
 )
@@ -159,30 +159,11 @@ func newEdge(t testing.TB, opts ...edgeOption) *edge {
 	}
 	t.Cleanup(func() { _ = srv.Close() })
 	e := &edge{t: t, sim: sim, up: up, srv: srv, cfg: cfg}
-	e.addr, e.stop, e.wait = serve(t, srv)
+	e.addr, e.stop, e.wait = testkit.Serve(t, srv)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	t.Cleanup(client.CloseIdleConnections)
 	e.front = &frontEnd{URL: "http://" + e.addr, client: client}
 	return e
-}
-
-// serve runs srv on a loopback listener through Server.Serve until the
-// test ends (or stop is called), and waits for it to return.
-func serve(t testing.TB, srv *proxy.Server) (addr string, stop context.CancelFunc, wait func() error) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ctx, ln) }()
-	wait = sync.OnceValue(func() error { return <-errc })
-	t.Cleanup(func() {
-		cancel()
-		_ = wait()
-	})
-	return ln.Addr().String(), cancel, wait
 }
 
 // get sends a GET with the all-routes key unless headers say otherwise.

@@ -8,8 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"tradergate/internal/testkit"
 	"tradergate/proxy/route"
-	"tradergate/proxy/testkit"
 )
 
 // A panic in a step is a 500 in the envelope and a log line with its stack.

@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"tradergate/internal/testkit"
 	"tradergate/legacysim"
 	"tradergate/proxy"
 	"tradergate/proxy/route"
-	"tradergate/proxy/testkit"
 	"tradergate/proxy/upstream"
 )
 
@@ -24,28 +24,14 @@ import (
 // reached the legacy host (legacysim's counts), and, through TestMain's
 // goleak, that no goroutine is left behind.
 
-// faultTally sums what the suite sent and saw, for the closing note.
-type faultTally struct {
-	mu                       sync.Mutex
-	requests, failures, lost int
+// noteFaults logs what a case sent and how many of its answers were
+// failures in the variant A envelope (docs/CONTRACT.md "Errors"), the
+// figures of the suite's closing note; go test -v -run TestFault lists
+// them case by case.
+func noteFaults(t *testing.T, requests, failures int) {
+	t.Helper()
+	t.Logf("fault case: %d client requests, %d failures answered as variant A errors", requests, failures)
 }
-
-func (f *faultTally) add(n, failed int) {
-	f.mu.Lock()
-	f.requests += n
-	f.failures += failed
-	f.mu.Unlock()
-}
-
-// lose records requests that got no answer, or a wrong one, where the
-// suite expected every one to complete.
-func (f *faultTally) lose(n int) {
-	f.mu.Lock()
-	f.lost += n
-	f.mu.Unlock()
-}
-
-var tally faultTally
 
 // activity is the first activity page of wallet i: a fresh page.
 func activity(e *edge, i int) string {
@@ -61,7 +47,7 @@ func TestFaultLegacyDown(t *testing.T) {
 	if retried, _ := e.srv.RetryStats(); retried != 2 {
 		t.Errorf("retried %d times, want 2", retried)
 	}
-	tally.add(1, 1)
+	noteFaults(t, 1, 1)
 }
 
 func TestFaultLegacyHangsAndIsSlow(t *testing.T) {
@@ -80,7 +66,7 @@ func TestFaultLegacyHangsAndIsSlow(t *testing.T) {
 			t.Errorf("%+v: legacy host saw %d calls, want 1", f, n)
 		}
 		testkit.Eventually(t, "the hung call to end", func() bool { return e.sim.Stats().InFlight == 0 })
-		tally.add(1, 1)
+		noteFaults(t, 1, 1)
 	}
 }
 
@@ -93,7 +79,7 @@ func TestFaultRetriesAndBudget(t *testing.T) {
 		if n := e.sim.Stats().Requests; n != 3 {
 			t.Errorf("legacy host saw %d calls, want 3 (two retries)", n)
 		}
-		tally.add(1, 1)
+		noteFaults(t, 1, 1)
 	})
 	t.Run("a Retry-After longer than max_backoff is not waited for", func(t *testing.T) {
 		e := newEdge(t)
@@ -103,7 +89,7 @@ func TestFaultRetriesAndBudget(t *testing.T) {
 		if n := e.sim.Stats().Requests; n != 1 || time.Since(start) > 2*time.Second {
 			t.Errorf("legacy host saw %d calls in %v, want 1 at once", n, time.Since(start))
 		}
-		tally.add(1, 1)
+		noteFaults(t, 1, 1)
 	})
 	t.Run("500 and malformed bodies are answers, not retried", func(t *testing.T) {
 		for _, f := range []legacysim.Faults{{FailStatus: 500}, {Malformed: true}, {PadBytes: 64 << 10}} {
@@ -113,7 +99,7 @@ func TestFaultRetriesAndBudget(t *testing.T) {
 			if resp.StatusCode != 502 || e.sim.Stats().Requests != 1 {
 				t.Errorf("%+v: %d after %d calls", f, resp.StatusCode, e.sim.Stats().Requests)
 			}
-			tally.add(1, 1)
+			noteFaults(t, 1, 1)
 		}
 	})
 	t.Run("truncated body is a broken connection, retried", func(t *testing.T) {
@@ -124,7 +110,7 @@ func TestFaultRetriesAndBudget(t *testing.T) {
 		if n := e.sim.Stats().Requests; n != 3 {
 			t.Errorf("legacy host saw %d calls, want 3", n)
 		}
-		tally.add(1, 1)
+		noteFaults(t, 1, 1)
 	})
 	t.Run("the budget caps retries in an outage", func(t *testing.T) {
 		e := newEdge(t, withConfig(func(c *proxy.Config) {
@@ -143,7 +129,7 @@ func TestFaultRetriesAndBudget(t *testing.T) {
 		if calls < n || calls > n+5+n/10+1 || refused == 0 || int64(retried) != calls-n {
 			t.Errorf("%d client requests made %d legacy calls (%d retries, %d refused)", n, calls, retried, refused)
 		}
-		tally.add(n, n)
+		noteFaults(t, n, n)
 	})
 }
 
@@ -199,8 +185,10 @@ func TestFault5xxStormOpensTheBreaker(t *testing.T) {
 		t.Errorf("legacy host saw %d activity calls while open, want still 4", n)
 	}
 
-	// Half-open, still failing: one probe, open again.
-	time.Sleep(350 * time.Millisecond)
+	// Half-open, still failing: one probe, open again. The breaker keeps
+	// the wall clock: wait for its open_timeout to pass.
+	halfOpen := func() bool { return e.srv.BreakerState(route.Activity) == "half-open" }
+	testkit.Eventually(t, "the breaker half-open", halfOpen)
 	e.get(activity(e, 50))
 	if n := e.sim.Stats().ByRoute["activity"]; n != 5 {
 		t.Errorf("after one probe: %d activity calls, want 5", n)
@@ -211,7 +199,7 @@ func TestFault5xxStormOpensTheBreaker(t *testing.T) {
 
 	// The host recovers: the next probe closes the breaker.
 	e.sim.SetFaults(legacysim.Faults{})
-	time.Sleep(350 * time.Millisecond)
+	testkit.Eventually(t, "the breaker half-open again", halfOpen)
 	if resp, _ := e.get(activity(e, 51)); resp.StatusCode != 200 {
 		t.Errorf("probe after recovery: %d", resp.StatusCode)
 	}
@@ -223,7 +211,7 @@ func TestFault5xxStormOpensTheBreaker(t *testing.T) {
 			t.Errorf("after recovery: %d", resp.StatusCode)
 		}
 	}
-	tally.add(4+20+2+1+1+1+1+5, 4+20+1)
+	noteFaults(t, 4+20+2+1+1+1+1+5, 4+20+1)
 }
 
 func TestFault429StormHoldsBack(t *testing.T) {
@@ -256,7 +244,7 @@ func TestFault429StormHoldsBack(t *testing.T) {
 		resp, _ := e.get(activity(e, 20))
 		return resp.StatusCode == 200
 	})
-	tally.add(12, 11)
+	noteFaults(t, 12, 11)
 }
 
 // serveEdge is the edge's listener and how to stop it: every test edge
@@ -290,7 +278,7 @@ func TestFaultSlowClient(t *testing.T) {
 	if resp != nil {
 		resp.Body.Close()
 	}
-	tally.add(2, 1)
+	noteFaults(t, 2, 1)
 }
 
 func TestFaultClientGoesMidResponse(t *testing.T) {
@@ -318,7 +306,7 @@ func TestFaultClientGoesMidResponse(t *testing.T) {
 	if resp.StatusCode != 200 || len(body) < 100000 {
 		t.Errorf("after clients left mid-body: %d, %d bytes", resp.StatusCode, len(body))
 	}
-	tally.add(6, 0)
+	noteFaults(t, 6, 0)
 }
 
 func TestFaultRequestLimits(t *testing.T) {
@@ -339,7 +327,7 @@ func TestFaultRequestLimits(t *testing.T) {
 	if n := e.sim.Stats().Requests; n != 0 {
 		t.Errorf("%d refused requests reached the legacy host", n)
 	}
-	tally.add(2, 2)
+	noteFaults(t, 2, 2)
 }
 
 func TestFaultShutdownUnderLoad(t *testing.T) {
@@ -384,8 +372,10 @@ func TestFaultShutdownUnderLoad(t *testing.T) {
 	if _, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
 		t.Error("still accepting connections after shutdown")
 	}
-	tally.add(n, 0)
-	tally.lose(lost)
+	if lost != 0 {
+		t.Errorf("%d of %d requests accepted before the signal were lost", lost, n)
+	}
+	noteFaults(t, n, 0)
 }
 
 func TestFaultShutdownDeadline(t *testing.T) {
@@ -430,14 +420,5 @@ func TestFaultShutdownDeadline(t *testing.T) {
 	}
 	_ = wait()
 	_ = e.srv.Close() // ends the hung legacy calls
-	tally.add(n, n)
-}
-
-// TestFaultZSummary is declared last, so it runs after every case of the
-// suite (go test runs a file's tests in order); it only logs the figures
-// for the closing note.
-func TestFaultZSummary(t *testing.T) {
-	tally.mu.Lock()
-	defer tally.mu.Unlock()
-	t.Logf("fault suite: %d client requests, %d failures answered as variant A errors, %d lost", tally.requests, tally.failures, tally.lost)
+	noteFaults(t, n, n)
 }

@@ -11,10 +11,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"tradergate/internal/testkit"
+	"tradergate/internal/testkit/redistest"
 	"tradergate/legacysim"
-	"tradergate/limits/redistest"
 	"tradergate/proxy"
-	"tradergate/proxy/testkit"
 )
 
 // fleetOf starts n replicas over one Redis, in front of one legacy host.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"tradergate/proxy/testkit"
+	"tradergate/internal/testkit"
 )
 
 // The TLS listener serves both fronts: a client that negotiates h2 gets

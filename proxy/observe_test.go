@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"tradergate/internal/testkit"
 	"tradergate/proxy"
-	"tradergate/proxy/testkit"
 )
 
 // withAdmin opens the admin listener on a free loopback port.

@@ -22,8 +22,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"tradergate/internal/testkit"
 	"tradergate/proxy"
-	"tradergate/proxy/testkit"
 )
 
 // Mode acme end to end against Pebble, Let's Encrypt's ACME test server
@@ -143,12 +143,11 @@ func installPebble() (pebbleFiles, error) {
 
 // pebble is one running Pebble.
 type pebble struct {
-	files  pebbleFiles
-	dir    string         // the ACME directory URL
-	roots  *x509.CertPool // the root Pebble issues under: what clients trust
-	cmd    *exec.Cmd
-	exited chan struct{}
-	out    *testkit.LogBuffer
+	files pebbleFiles
+	dir   string         // the ACME directory URL
+	roots *x509.CertPool // the root Pebble issues under: what clients trust
+	proc  testkit.Process
+	log   string // the path of its output
 }
 
 // pebbleSetup chooses how Pebble validates challenges.
@@ -190,22 +189,17 @@ func startPebble(t *testing.T, s pebbleSetup) *pebble {
 		t.Fatal(err)
 	}
 
-	p := &pebble{files: f, dir: "https://" + acme + "/dir", out: &testkit.LogBuffer{}, exited: make(chan struct{})}
-	p.cmd = exec.Command(f.bin, "-config", cfgFile)
-	p.cmd.Env = append(os.Environ(),
+	p := &pebble{files: f, dir: "https://" + acme + "/dir", log: filepath.Join(t.TempDir(), "pebble.log")}
+	cmd := exec.Command(f.bin, "-config", cfgFile)
+	cmd.Env = append(os.Environ(),
 		"PEBBLE_VA_NOSLEEP=1",      // no random pauses before validating
 		"PEBBLE_WFE_NONCEREJECT=0", // no deliberately rejected nonces
 		"PEBBLE_VA_ALWAYS_VALID="+map[bool]string{true: "0", false: "1"}[s.validate],
 	)
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = p.cmd.Wait(); close(p.exited) }()
 	t.Cleanup(func() {
 		p.kill()
 		if t.Failed() {
-			t.Logf("pebble output:\n%s", p.out)
+			t.Logf("end of the pebble output:\n%s", testkit.Tail(p.log))
 		}
 	})
 
@@ -232,35 +226,28 @@ func startPebble(t *testing.T, s pebbleSetup) *pebble {
 		}
 		return b, err
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		root, err := get("https://" + mgmt + "/roots/0")
-		if err == nil {
-			_, err = get(p.dir)
+	var root []byte
+	ready := func(context.Context, int) bool {
+		var err error
+		if root, err = get("https://" + mgmt + "/roots/0"); err != nil {
+			return false
 		}
-		if err == nil {
-			p.roots = x509.NewCertPool()
-			if !p.roots.AppendCertsFromPEM(root) {
-				t.Fatalf("pebble's root is no PEM certificate: %q", root)
-			}
-			return p
-		}
-		select {
-		case <-p.exited:
-			t.Fatalf("pebble exited: %v\n%s", p.cmd.ProcessState, p.out)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pebble not ready within 20s: %v\n%s", err, p.out)
-		}
-		time.Sleep(50 * time.Millisecond)
+		_, err = get(p.dir)
+		return err == nil
 	}
+	if err := p.proc.Start(cmd, p.log, 20*time.Second, ready); err != nil {
+		t.Fatal(err)
+	}
+	p.roots = x509.NewCertPool()
+	if !p.roots.AppendCertsFromPEM(root) {
+		t.Fatalf("pebble's root is no PEM certificate: %q", root)
+	}
+	return p
 }
 
 // kill stops Pebble and waits for it; its state goes with it.
 func (p *pebble) kill() {
-	_ = p.cmd.Process.Kill()
-	<-p.exited
+	p.proc.Stop()
 }
 
 func mustAtoi(t *testing.T, s string) int {

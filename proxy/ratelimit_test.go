@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"tradergate/internal/testkit"
+	"tradergate/internal/testkit/redistest"
 	"tradergate/legacysim"
 	"tradergate/limits"
-	"tradergate/limits/redistest"
 	"tradergate/proxy"
-	"tradergate/proxy/testkit"
 )
 
 const keyLimited = "test-key-limited"

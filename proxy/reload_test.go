@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"tradergate/internal/testkit"
 	"tradergate/proxy"
-	"tradergate/proxy/testkit"
 )
 
 // Reload warns about restart-only settings by comparing with what runs: a

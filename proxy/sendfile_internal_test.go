@@ -78,7 +78,10 @@ func TestFileBodySends(t *testing.T) {
 	server, client := tcpPair(t)
 	got := make(chan []byte)
 	go func() {
-		time.Sleep(50 * time.Millisecond) // the sender waits on a full socket
+		// A slow reader, the condition under test: the sender meets a
+		// full socket. Nothing waits on this pause; the answers are
+		// checked whenever it ends.
+		time.Sleep(50 * time.Millisecond)
 		b := make([]byte, 2*len(body))
 		_, _ = io.ReadFull(client, b)
 		got <- b

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"tradergate/internal/testkit"
 	"tradergate/proxy"
-	"tradergate/proxy/testkit"
 )
 
 // wireAnswer is what a test compares of an answer read off the wire.
@@ -130,10 +130,7 @@ func TestPageFilesOnTheWire(t *testing.T) {
 	if got := exchangeOn(t, files.addr, reqs[1:3]); !bytes.Equal(got[0].body, a[1].body) || !bytes.Equal(got[1].body, a[2].body) {
 		t.Error("after clients hung up, the page changed")
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for openFiles(t) > before && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Eventually(t, "the descriptors of the clients that left closed", func() bool { return openFiles(t) <= before })
 	if n := openFiles(t); n > before {
 		t.Errorf("%d descriptors open after the clients left, %d before", n, before)
 	}

@@ -111,7 +111,7 @@ func TestSoak(t *testing.T) {
 			}
 			if c, err := net.Dial("tcp", e.addr); err == nil {
 				_, _ = c.Write([]byte("GET " + hits[0] + " HTTP/1.1\r\nHost: x\r\n"))
-				time.Sleep(50 * time.Millisecond)
+				time.Sleep(50 * time.Millisecond) // a slow client: the load under test
 				c.Close()
 			}
 		}
@@ -132,6 +132,8 @@ func TestSoak(t *testing.T) {
 		}
 	})
 
+	// The soak's length is what it tests (growth over time under load):
+	// these sleeps are its duration, not synchronisation.
 	warm := min(d/4, 30*time.Second)
 	time.Sleep(warm)
 	g0, rss0 := runtime.NumGoroutine(), settledRSS()

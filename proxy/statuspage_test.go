@@ -1,16 +1,19 @@
 package proxy_test
 
 import (
+	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
+	"tradergate/internal/testkit"
+	"tradergate/internal/testkit/browsertest"
 	"tradergate/legacysim"
 	"tradergate/proxy"
-	"tradergate/proxy/status/browsertest"
-	"tradergate/proxy/testkit"
+	"tradergate/proxy/status"
 )
 
 // The status page of a live edge, in a real browser: after hits, misses,
@@ -36,10 +39,26 @@ func TestStatusPageOfALiveEdge(t *testing.T) {
 	if got := e.srv.BreakerState("wallet_address"); got != "open" {
 		t.Fatalf("breaker %q, want open", got)
 	}
-	// The page's figures are the last minute's full seconds: wait for the
-	// second these requests ended in to be over, or a page drawn within it
-	// shows none of them.
-	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
+	// The page's figures are the last minute's full seconds: a page drawn
+	// within the second these requests ended in shows none of them. Wait
+	// until the snapshot the page is drawn from holds them.
+	testkit.Eventually(t, "the requests in /status.json", func() bool {
+		resp, err := http.Get("http://" + e.srv.AdminAddr() + "/status.json")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var s status.Snapshot
+		if json.NewDecoder(resp.Body).Decode(&s) != nil || s.Cache.HitRatio == 0 {
+			return false
+		}
+		for _, p := range s.Limits.Refused {
+			if p.Plan == "free" && p.LastMinute == 2 {
+				return true
+			}
+		}
+		return false
+	})
 
 	ctx := browsertest.Browser(t)
 	if err := chromedp.Do(ctx,

@@ -19,9 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"tradergate/internal/testkit"
 	"tradergate/legacysim"
 	"tradergate/proxy"
-	"tradergate/proxy/testkit"
 )
 
 // TLS at the edge: mode files, the plain-HTTP listener, HSTS and
@@ -167,23 +167,19 @@ func (te *tlsEdge) getTLS(t *testing.T, c *http.Client, path string, reused *boo
 // for mode acme, whose certificate arrives after the listener opens.
 func (te *tlsEdge) waitHTTPS(t *testing.T, c *http.Client) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := c.Get(te.url("/"))
-		if err == nil {
-			resp.Body.Close()
-			return
-		}
+	testkit.Eventually(t, "a TLS answer from the edge", func() bool {
 		select {
 		case <-te.stopped:
 			t.Fatalf("Serve returned while waiting for TLS: %v", te.err)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no TLS answer within 60s: %v", err)
+		resp, err := c.Get(te.url("/"))
+		if err != nil {
+			return false
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		resp.Body.Close()
+		return true
+	})
 }
 
 // httpsClient trusts only roots and expects serverName; it speaks HTTP/2

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"tradergate/docs/openapitest"
+	"tradergate/internal/testkit"
 	"tradergate/legacysim"
 	"tradergate/proxy"
 )
@@ -20,14 +21,17 @@ const (
 	legacyKey = "openapitest-legacy-credential"
 )
 
-// edge is tradergate in front of legacysim, both on loopback httptest
-// servers, as the proxy's own tests build it. All use of package proxy is
-// in newEdge: ParseConfig, HashKey, (*Config).Validate, New,
-// (*Server).Handler and (*Server).Close.
+// edge is tradergate in front of legacysim, both on loopback: legacysim on
+// an httptest server, the edge through Server.Serve (testkit.Serve), as the
+// proxy's own tests and main run it, so answers come from the production
+// fronts (fasthttp for HTTP/1.1). All use of package proxy is in newEdge:
+// ParseConfig, HashKey, (*Config).Validate, New, (*Server).Serve and
+// (*Server).Close.
 type edge struct {
-	sim   *legacysim.Sim
-	front *httptest.Server
-	v     *openapitest.Validator
+	sim    *legacysim.Sim
+	url    string // http://host:port of the edge
+	client *http.Client
+	v      *openapitest.Validator
 }
 
 func newEdge(t *testing.T) *edge {
@@ -64,16 +68,17 @@ plans:
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Close() })
-	front := httptest.NewServer(srv.Handler())
-	t.Cleanup(front.Close)
-	return &edge{sim: sim, front: front, v: openapitest.New(t)}
+	addr, _, _ := testkit.Serve(t, srv)
+	client := &http.Client{Transport: &http.Transport{}, Timeout: 10 * time.Second}
+	t.Cleanup(client.CloseIdleConnections)
+	return &edge{sim: sim, url: "http://" + addr, client: client, v: openapitest.New(t)}
 }
 
 // do sends method path with the given key ("" sends none) and extra
 // header pairs, and returns the request, the answer and its body.
 func (e *edge) do(t *testing.T, method, path, key string, headers ...string) (*http.Request, *http.Response, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(method, e.front.URL+path, nil)
+	req, err := http.NewRequest(method, e.url+path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,9 +88,7 @@ func (e *edge) do(t *testing.T, method, path, key string, headers ...string) (*h
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	client := e.front.Client()
-	client.Timeout = 10 * time.Second
-	resp, err := client.Do(req)
+	resp, err := e.client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,8 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"tradergate/limits/redistest"
-	"tradergate/proxy/testkit"
+	"tradergate/internal/testkit"
+	"tradergate/internal/testkit/redistest"
 )
 
 // direct is a plain client of one server, bypassing the Conn, to check
@@ -159,11 +159,10 @@ func TestBreakerKilledRedis(t *testing.T) {
 
 	// Down for several OpenFor periods: probes fail, the breaker cycles
 	// open, half-open, open, and the log still has one line.
-	deadline := time.Now().Add(2*OpenFor + OpenFor/2)
-	for time.Now().Before(deadline) {
+	testkit.Eventually(t, "two half-open probes", func() bool {
 		_ = rdb.Get(bg, key).Err()
-		time.Sleep(20 * time.Millisecond)
-	}
+		return value(t, c.transitions.WithLabelValues("half-open")) >= 2
+	})
 	if n := value(t, c.transitions.WithLabelValues("half-open")); n < 1 {
 		t.Errorf("no half-open probe in %v", 2*OpenFor)
 	}

@@ -17,11 +17,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"tradergate/docs"
+	"tradergate/internal/testkit"
 	"tradergate/legacysim"
 	"tradergate/normalize"
 	"tradergate/proxy/native"
 	"tradergate/proxy/route"
-	"tradergate/proxy/testkit"
 )
 
 const credential = "native-credential-s3cret"

@@ -9,7 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"tradergate/limits/redistest"
+	"tradergate/internal/testkit"
+	"tradergate/internal/testkit/redistest"
 )
 
 func testCtx(t *testing.T) context.Context {
@@ -91,21 +92,14 @@ func TestBoardReplicaExpires(t *testing.T) {
 	if got, err := long.collect(ctx); err != nil || len(got) != 2 {
 		t.Fatalf("collected %+v, %v", got, err)
 	}
-	// Redis expires the key on its own clock; wait for it, boundedly.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	// Redis expires the key on its own clock; wait for it.
+	testkit.Eventually(t, "the short-lived replica to expire", func() bool {
 		got, err := long.collect(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(got) == 1 && got[0].ID == "stays" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the replica did not expire: %+v", got)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return len(got) == 1 && got[0].ID == "stays"
+	})
 	// The read that found its post gone took its id out of the index.
 	if ids, err := client.SMembers(ctx, long.index()).Result(); err != nil || len(ids) != 1 || ids[0] != "stays" {
 		t.Errorf("index %v, %v; want [stays]", ids, err)
@@ -162,23 +156,16 @@ func TestBoardRun(t *testing.T) {
 		b.Run(rctx, 100*time.Millisecond, func() Snapshot { return Snapshot{Replica: "edge-run", Ready: true, Cache: cacheView{Entries: 7}} })
 	}()
 	defer func() { stop(); <-done }()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testkit.Eventually(t, "Run to publish", func() bool {
 		got, err := b.collect(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(got) == 1 {
-			if got[0].ID != "edge-run" || got[0].Figures.CacheEntries != 7 {
-				t.Fatalf("published %+v", got[0])
-			}
-			break
+		if len(got) == 1 && (got[0].ID != "edge-run" || got[0].Figures.CacheEntries != 7) {
+			t.Fatalf("published %+v", got[0])
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("Run published nothing")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return len(got) == 1
+	})
 }
 
 func TestBoardRedisDown(t *testing.T) {

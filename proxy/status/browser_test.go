@@ -10,7 +10,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"tradergate/proxy/status/browsertest"
+	"tradergate/internal/testkit/browsertest"
 )
 
 // text is the text of the first element sel selects, once it is visible.

@@ -4,16 +4,12 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"tradergate/internal/testkit"
 )
 
-// clock is a settable clock for a Window.
-type clock struct{ t time.Time }
-
-func (c *clock) now() time.Time      { return c.t }
-func (c *clock) set(t time.Time)     { c.t = t }
-func (c *clock) add(d time.Duration) { c.t = c.t.Add(d) }
-func near(a, b float64) bool         { return math.Abs(a-b) < 1e-9 }
-func fill(w *Window) (s Snapshot)    { w.Fill(&s); return s }
+func near(a, b float64) bool      { return math.Abs(a-b) < 1e-9 }
+func fill(w *Window) (s Snapshot) { w.Fill(&s); return s }
 func mustRoute(t *testing.T, s *Snapshot, name string) *Route {
 	t.Helper()
 	r := s.Route(name)
@@ -27,10 +23,10 @@ var t0 = time.Date(2026, 5, 1, 12, 0, 0, 500e6, time.UTC)
 
 // newTestWindow returns a Window that started two minutes before t0, so the
 // minute is full, and its clock, at t0.
-func newTestWindow() (*Window, *clock) {
-	c := &clock{t: t0.Add(-2 * time.Minute)}
-	w := NewWindow(WindowOptions{Now: c.now})
-	c.set(t0)
+func newTestWindow() (*Window, *testkit.Clock) {
+	c := testkit.NewClock(t0.Add(-2 * time.Minute))
+	w := NewWindow(WindowOptions{Now: c.Now})
+	c.Set(t0)
 	return w, c
 }
 
@@ -42,7 +38,7 @@ func TestWindowRatesRatiosPercentiles(t *testing.T) {
 		w.ObserveRequest(Request{Route: "activity", Status: 200, Duration: 3 * time.Millisecond, Cache: CacheHit, KeyID: "k1"})
 		w.ObserveRequest(Request{Route: "activity", Status: 503, Duration: 30 * time.Millisecond, Cache: CacheMiss, KeyID: "k1"})
 		w.ObserveUpstream(Call{Route: "activity", Status: 503})
-		c.add(time.Second)
+		c.Advance(time.Second)
 	}
 	// And a route the page does not list: totals only.
 	w.ObserveRequest(Request{Route: "none", Status: 404, Cache: CacheNone})
@@ -84,12 +80,12 @@ func TestWindowRatesRatiosPercentiles(t *testing.T) {
 
 	// Half a minute later, half the figures have left the window; a
 	// minute later, all of them, but the since-start ratio stays.
-	c.add(30 * time.Second)
+	c.Advance(30 * time.Second)
 	s = fill(w)
 	if r := mustRoute(t, &s, "activity"); !near(r.RequestsPerSec, 1) {
 		t.Errorf("30 s later: %v/s, want 30 of 60 seconds at 2/s", r.RequestsPerSec)
 	}
-	c.add(31 * time.Second)
+	c.Advance(31 * time.Second)
 	s = fill(w)
 	if r := mustRoute(t, &s, "activity"); r.RequestsPerSec != 0 || r.P50Seconds != 0 || s.Totals.RequestsPerSec != 0 {
 		t.Errorf("a minute later: %+v, totals %+v", r, s.Totals)
@@ -100,12 +96,12 @@ func TestWindowRatesRatiosPercentiles(t *testing.T) {
 }
 
 func TestWindowYoungerThanAMinute(t *testing.T) {
-	c := &clock{t: t0}
-	w := NewWindow(WindowOptions{Now: c.now})
+	c := testkit.NewClock(t0)
+	w := NewWindow(WindowOptions{Now: c.Now})
 	for range 10 {
 		w.ObserveRequest(Request{Route: "tx", Status: 200, Cache: CacheBypass})
 	}
-	c.add(5 * time.Second)
+	c.Advance(5 * time.Second)
 	s := fill(w)
 	if r := mustRoute(t, &s, "tx"); !near(r.RequestsPerSec, 2) {
 		t.Errorf("10 requests in the first of 5 seconds: %v/s, want 2", r.RequestsPerSec)
@@ -128,7 +124,7 @@ func TestWindowTopKeysAndRefusals(t *testing.T) {
 	w.ObserveRefused("free")
 	w.ObserveRefused("free")
 	w.ObserveRefused("anonymous")
-	c.add(time.Second)
+	c.Advance(time.Second)
 	s := fill(w)
 	want := []KeyLoad{{"g", 7}, {"f", 6}, {"e", 5}, {"d", 4}, {"c", 3}}
 	if len(s.Limits.TopKeys) != len(want) {
@@ -146,7 +142,7 @@ func TestWindowTopKeysAndRefusals(t *testing.T) {
 	if !near(s.Totals.RefusedPerSec, 3.0/60) {
 		t.Errorf("refused %v/s", s.Totals.RefusedPerSec)
 	}
-	c.add(time.Minute)
+	c.Advance(time.Minute)
 	s = fill(w)
 	if s.Limits.Refused[1].LastMinute != 0 || s.Limits.Refused[1].Total != 2 {
 		t.Errorf("a minute later: %+v", s.Limits.Refused)
@@ -169,7 +165,7 @@ func TestWindowUpstreamLastError(t *testing.T) {
 		t.Errorf("no failure, yet last error %q", s.Upstream.LastError)
 	}
 	w.ObserveUpstream(Call{Route: "tx", Err: "timeout"})
-	c.add(time.Second)
+	c.Advance(time.Second)
 	w.ObserveUpstream(Call{Route: "tx", Status: 404}) // an answer: not an error
 	if s := fill(w); s.Upstream.LastError != "timeout" || !s.Upstream.LastErrorAt.Equal(t0) {
 		t.Errorf("last error %q at %v", s.Upstream.LastError, s.Upstream.LastErrorAt)

@@ -15,17 +15,12 @@ import (
 	"go.uber.org/goleak"
 
 	"tradergate/bench/fixture"
+	"tradergate/internal/testkit"
 )
 
-// fasthttp leaves two goroutines of its own behind: the Date header's
-// once-a-second updater, started once per process and never stopped (by
-// design), and a stopped server's worker-pool cleaner, which returns when
-// its sleep of MaxIdleWorkerDuration ends.
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"),
-		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*workerPool).Start.func2"))
-}
+// fasthttp leaves two goroutines of its own behind
+// (testkit.FasthttpGoroutines).
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, testkit.FasthttpGoroutines...) }
 
 // TestEnginesServeTheSameAnswer runs both engines on loopback and checks
 // that, with -headers, each sends the page's bytes and tradergate's

@@ -12,7 +12,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"tradergate/proxy/testkit"
+	"tradergate/internal/testkit"
 )
 
 // Chromium finds the browser, or ends the test: skipped, or failed when CI

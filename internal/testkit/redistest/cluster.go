@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"tradergate/proxy/testkit"
+	"tradergate/internal/testkit"
 )
 
 // clusterTimeout bounds building a cluster: redis-cli's slot assignment and

@@ -4,6 +4,10 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -99,5 +103,41 @@ func TestProcess(t *testing.T) {
 	p.Stop()
 	if p.Pid() != 0 {
 		t.Errorf("pid %d after Stop", p.Pid())
+	}
+}
+
+// httpServer serves h through net/http until its context ends.
+type httpServer struct{ h http.Handler }
+
+func (s httpServer) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{Handler: s.h}
+	go func() { <-ctx.Done(); _ = srv.Close() }()
+	return srv.Serve(ln)
+}
+
+func TestServe(t *testing.T) {
+	addr, stop, wait := Serve(t, httpServer{http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("hi"))
+	})})
+	client := &http.Client{Transport: &http.Transport{}}
+	t.Cleanup(client.CloseIdleConnections)
+	resp, err := client.Get("http://" + addr + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(body) != "hi" {
+		t.Errorf("body %q", body)
+	}
+	stop()
+	if err := wait(); !errors.Is(err, http.ErrServerClosed) {
+		t.Errorf("Serve returned %v, want http.ErrServerClosed", err)
+	}
+	if err := wait(); !errors.Is(err, http.ErrServerClosed) {
+		t.Errorf("second wait: %v", err)
+	}
+	if _, err := client.Get("http://" + addr + "/"); err == nil {
+		t.Error("still serving after stop")
 	}
 }

@@ -30,7 +30,7 @@ import (
 	"testing"
 	"time"
 
-	"tradergate/proxy/testkit"
+	"tradergate/internal/testkit"
 )
 
 // startTimeout bounds how long a starting server may take to answer PING.

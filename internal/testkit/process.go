@@ -14,8 +14,8 @@ import (
 )
 
 // What tests that run a real program share (redis-server, prometheus,
-// chromium): finding it, a free port for it, running it until it is
-// ready, killing it, the end of its log.
+// chromium, pebble): finding it, a free port for it, running it until it
+// is ready, killing it, the end of its log.
 
 // Binary finds the first of names on PATH. Missing, it skips the test,
 // or fails it when the environment variable CI is set: CI installs the

@@ -31,7 +31,7 @@ import (
 	"github.com/prometheus/common/model"
 	"go.yaml.in/yaml/v3"
 
-	"tradergate/proxy/testkit"
+	"tradergate/internal/testkit"
 )
 
 const (

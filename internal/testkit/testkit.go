@@ -1,7 +1,10 @@
 // Package testkit is what the tests of every package share: a clock a test
 // moves by hand, a log buffer safe for concurrent writers, one polling
-// helper with one time bound, and self-signed certificates. It is imported
-// by tests only.
+// helper with one time bound, self-signed certificates, a server run on
+// loopback the way main runs the edge (Serve), and a real server program
+// run until it is ready (Process). Its subpackages run real Redis
+// (redistest), Prometheus (promtest) and Chromium (browsertest). It is
+// imported by tests only, and imports no package of tradergate.
 package testkit
 
 import (
@@ -9,41 +12,42 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
 
 // Clock is a clock the test moves: code under test takes its Now instead
-// of time.Now, so no test has to sleep to see time pass. Safe for
-// concurrent use.
+// of time.Now, so no test has to sleep to see time pass. It is the one
+// fake clock of every package's tests. Safe for concurrent use; Now takes
+// no lock, so benchmarks may read it from every P.
 type Clock struct {
-	mu sync.Mutex
-	t  time.Time
+	t atomic.Pointer[time.Time]
 }
 
 // NewClock returns a clock showing t.
-func NewClock(t time.Time) *Clock { return &Clock{t: t} }
+func NewClock(t time.Time) *Clock {
+	c := new(Clock)
+	c.t.Store(&t)
+	return c
+}
 
 // Now is the clock's time.
-func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
+func (c *Clock) Now() time.Time { return *c.t.Load() }
 
 // Advance moves the clock forward by d.
 func (c *Clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
+	for {
+		old := c.t.Load()
+		next := old.Add(d)
+		if c.t.CompareAndSwap(old, &next) {
+			return
+		}
+	}
 }
 
 // Set moves the clock to t.
-func (c *Clock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
+func (c *Clock) Set(t time.Time) { c.t.Store(&t) }
 
 // LogBuffer collects log lines from any goroutine.
 type LogBuffer struct {

@@ -1,0 +1,52 @@
+package testkit
+
+import (
+	"context"
+	"net"
+	"sync"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// Server is what Serve runs: a server that serves a listener until its
+// context ends, the way main runs the edge (proxy.Server.Serve).
+type Server interface {
+	Serve(ctx context.Context, ln net.Listener) error
+}
+
+// Serve runs srv on a fresh loopback listener until the test ends, or
+// until stop is called, and returns the listener's host:port. wait
+// returns what Serve returned, once it has; any number of calls return
+// the same. The test's cleanup stops srv and waits for it, so nothing it
+// started outlives the test.
+//
+// Tests of the edge reach it through Serve, not through an httptest
+// server around one of its handlers: a plain listener is served by the
+// same front as in production (fasthttp for HTTP/1.1).
+func Serve(tb testing.TB, srv Server) (addr string, stop context.CancelFunc, wait func() error) {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ctx, ln) }()
+	wait = sync.OnceValue(func() error { return <-errc })
+	tb.Cleanup(func() {
+		cancel()
+		_ = wait()
+	})
+	return ln.Addr().String(), cancel, wait
+}
+
+// FasthttpGoroutines are goleak options for fasthttp's own goroutines, for
+// the TestMain of a package whose tests Serve an edge: the Date header's
+// once-a-second updater, started once per process and never stopped (by
+// design), and a stopped server's worker-pool cleaner, which returns when
+// its sleep of MaxIdleWorkerDuration ends.
+var FasthttpGoroutines = []goleak.Option{
+	goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"),
+	goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*workerPool).Start.func2"),
+}
