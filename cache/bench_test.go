@@ -67,18 +67,24 @@ func mustGetB(b *testing.B, c *Cache, key string, body []byte) {
 	}
 }
 
+// missBench is a cache for a benchmark of misses and a fetch of an n-byte
+// page that costs nothing.
+func missBench(b *testing.B, n int) (*Cache, Fetch) {
+	c := benchCache(b)
+	body := page(n, 1)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	return c, func(context.Context, func() bool) ([]byte, Facts, error) { return body, liveFacts, nil }
+}
+
 // BenchmarkGetMiss: the miss path on unique keys with a fetch that costs
 // nothing, so what is measured is the cache's own work: flight, policy,
 // ETag, Set and Wait (the gzip copy waits for the first gzip hit).
 func BenchmarkGetMiss(b *testing.B) {
 	for _, size := range benchSizes {
 		b.Run(size.name+"/fresh", func(b *testing.B) {
-			c := benchCache(b)
-			body := page(size.n, 1)
-			fetch := func(context.Context, func() bool) ([]byte, Facts, error) { return body, liveFacts, nil }
+			c, fetch := missBench(b, size.n)
 			ctx := context.Background()
-			b.SetBytes(int64(len(body)))
-			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
 				i++
@@ -96,12 +102,8 @@ func BenchmarkGetMiss(b *testing.B) {
 func BenchmarkFirstGzipHit(b *testing.B) {
 	for _, size := range benchSizes {
 		b.Run(size.name, func(b *testing.B) {
-			c := benchCache(b)
-			body := page(size.n, 1)
-			fetch := func(context.Context, func() bool) ([]byte, Facts, error) { return body, liveFacts, nil }
+			c, fetch := missBench(b, size.n)
 			ctx := context.Background()
-			b.SetBytes(int64(len(body)))
-			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
 				i++

@@ -22,20 +22,17 @@ import (
 	"golang.org/x/sync/singleflight"
 )
 
-// ErrClosed is returned by Get once Close has begun.
-var ErrClosed = errors.New("cache: closed")
+// errClosed is returned by Get once Close has begun.
+var errClosed = errors.New("cache: closed")
 
-// Fetch produces a fresh page: the variant A body and its Facts. It is
-// called at most once per key at a time. Its ctx carries the values of the
-// call that started it but not its cancellation (other callers wait on the
-// same fetch); it is cancelled only by Close, so Fetch applies its own
-// upstream deadline. abandoned reports whether every caller that waited on
-// the fetch has stopped waiting, so that a fetch nobody wants any more
-// makes no retry; it stays false for a background refresh. Fetch may run
-// after the Get that passed it has returned (a background refresh, or a
-// flight whose starter left), so it must not use per-request state such as
-// an http.ResponseWriter. The cache owns body once Fetch returns it and
-// never modifies it.
+// Fetch produces a fresh page: the variant A body and its Facts, for one
+// key at a time. ctx carries the starting call's values, not its
+// cancellation (others wait on the same fetch); only Close cancels it, so
+// Fetch applies its own upstream deadline. abandoned reports whether every
+// caller has stopped waiting (never for a background refresh), so that a
+// fetch nobody wants makes no retry. Fetch may outlive the Get that passed
+// it, so it must not use per-request state; the cache owns body once
+// returned and never modifies it.
 type Fetch func(ctx context.Context, abandoned func() bool) (body []byte, facts Facts, err error)
 
 // Options are the injected dependencies of a Cache.
@@ -174,8 +171,8 @@ func (c *Cache) SetConfig(cfg Config) error {
 
 // Close cancels the contexts of running fetches, waits for every flight and
 // background refresh to end, and closes the store. Calls of Get that are
-// still running may return ErrClosed or a fetch error; call Close after the
-// server has stopped serving.
+// still running may return an error saying the cache is closed, or a fetch
+// error; call Close after the server has stopped serving.
 func (c *Cache) Close() {
 	c.mu.Lock()
 	if c.closed {

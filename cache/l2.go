@@ -12,29 +12,16 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The shared tier (L2): pages in Redis, shared by every replica of the
-// edge, so that the fleet makes one upstream call per key per TTL.
-//
-// A flight (miss.go) that finds nothing in L1 reads L2 first (l2flight.go).
-// On a miss it takes a short lease on the key (SET NX PX): the winner
-// fetches, stores the value, releases the lease (compare-and-delete on its
-// token) and publishes a notice; the others wait for it. This is the
-// "aside" pattern of redis/rueidis (rueidisaside), with the notice a
-// pub/sub message on one channel per prefix, since go-redis has no
-// client-side caching to wake waiters. Waiters also poll every
-// pollInterval: pub/sub is fire-and-forget, and a holder that died sends
-// nothing (its lease expires by itself).
-//
-// A holder whose fetch fails writes a failure marker (its token, then the
-// error as Options.EncodeErr encodes it) before releasing, so its waiters
-// answer as its own callers do instead of each calling the upstream in
-// turn. A waiter only believes a marker carrying its holder's token.
-//
-// Redis never fails a client: each call is bounded by L2Timeout, and a
-// failed one makes the flight work alone (L1 and local coalescing), counted
-// in Stats.L2Errors. Nothing is remembered of a failure: the next flight
-// asks Redis again, and the breaker on the client (package fleet) makes a
-// dead Redis fail fast.
+// The shared tier (L2): pages in Redis, shared by every replica, so that
+// the fleet makes one upstream call per key per TTL. On a miss a flight
+// takes a short lease on the key (SET NX PX); the winner fetches, stores
+// the value, releases the lease and publishes a notice on the prefix's
+// channel; the others wait for the notice, polling every pollInterval too
+// (pub/sub may lose a message, and a dead holder sends none): the "aside"
+// pattern of redis/rueidis. A holder whose fetch fails leaves a marker with
+// its token and the encoded error, so its waiters answer as its callers do.
+// Each call is bounded by L2Timeout; a failed one makes the flight work
+// alone (Stats.L2Errors), and the next flight asks Redis again.
 
 // defaultL2MaxEntryBytes bounds the values stored in L2: a larger page
 // stays in L1 only.

@@ -128,7 +128,7 @@ func (cl *call) run() (v any, err error) {
 	cl.ran.Store(true)
 	c := cl.c
 	if !c.enter() {
-		return nil, ErrClosed
+		return nil, errClosed
 	}
 	defer c.wg.Done()
 	defer func() {

@@ -322,7 +322,7 @@ func TestPanicInFetch(t *testing.T) {
 }
 
 // TestClose: Close cancels running fetches, waits for them, and later calls
-// get ErrClosed.
+// get errClosed.
 func TestClose(t *testing.T) {
 	c, err := New(Config{}, Options{})
 	if err != nil {
@@ -343,7 +343,7 @@ func TestClose(t *testing.T) {
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Errorf("running Get: %v", err)
 	}
-	if _, _, err := c.Get(context.Background(), "k", counting(new(atomic.Int64), "x", liveFacts)); !errors.Is(err, ErrClosed) {
+	if _, _, err := c.Get(context.Background(), "k", counting(new(atomic.Int64), "x", liveFacts)); !errors.Is(err, errClosed) {
 		t.Errorf("Get after Close: %v", err)
 	}
 	c.Close() // twice is fine

@@ -9,28 +9,15 @@ import (
 	"github.com/dgraph-io/ristretto/v2"
 )
 
-// The L1 store: ristretto, bounded in bytes.
-//
-// Cost: an entry is charged the bytes it holds: the capacities of its forms
-// (forms.go), its key and entryOverhead. entryOverhead counts ristretto's
-// own record, so ristretto runs with IgnoreInternalCost and its ledger
-// (Stats.Bytes) is the sum of the costs handed in.
-//
-// Admission: ristretto's Set is buffered and may be refused, so nothing
-// depends on a Set landing: a flight hands its entry to its waiters itself.
-// put Waits after the Set, so that a flight starting right after finds the
-// entry (the re-check inside the flight, miss.go).
-//
-// Replacement is a Del then a Set: ristretto updates a key in place without
-// evicting for the cost it adds, which would let a growing page push the
-// store past MaxBytes.
-//
-// Growth: a form made on a hit (forms.go) adds to the cost of a stored
-// entry. The entry is Set again in place with its new cost, not replaced (a
-// Del would take a hot page out and through admission again); ristretto
-// evicts for it on the next insert, so the ledger may pass MaxBytes by the
-// forms made since. A striped lock per key orders grow against put, and
-// grow only touches the entry the store still holds.
+// The L1 store: ristretto, bounded in bytes. An entry is charged what it
+// holds: its forms (forms.go), its key and entryOverhead, which counts
+// ristretto's own record (hence IgnoreInternalCost). A Set may be refused,
+// so a flight hands its entry to its waiters itself, and put Waits so that
+// the next flight's re-check finds it (miss.go). A replacement is a Del
+// then a Set (an update in place would not evict for its cost). Growth: a
+// form made on a hit is charged by setting the same entry again (a Del would
+// drop a hot page); the ledger may pass MaxBytes by such forms until the
+// next insert evicts for them. A striped lock per key orders grow and put.
 
 // entryOverhead is the fixed per-entry charge beyond the forms and the key,
 // rounded up: the Entry struct (~270 B), its two ETag strings (~60 B),
@@ -96,16 +83,12 @@ func (s *store) onEvict(it *ristretto.Item[*Entry]) {
 	}
 }
 
-// onExit runs whenever ristretto lets go of a value: evicted, expired,
-// refused, deleted (put, drop), cleared by close, and also replaced by an
-// update, which grow makes with the entry itself: an entry the store still
-// holds has not left. One that has left gets its page files closed
-// (files.go). While closing, ristretto calls this under its own shard lock,
-// where a Get would deadlock; every entry is leaving then anyway.
-//
-// A grow that re-adds an entry its eviction just took out (grow checks,
-// then sets) leaves it stored with its files closed: its answers are then
-// written from the heap, which is correct, only not as cheap.
+// onExit runs whenever ristretto lets go of a value, also when grow
+// replaces an entry with itself: an entry the store still holds has not
+// left. One that has left gets its page files closed (files.go); an entry
+// that a grow re-adds after its eviction is then served from the heap.
+// While closing, ristretto calls this under its own shard lock, where a Get
+// would deadlock; every entry is leaving then anyway.
 func (s *store) onExit(e *Entry) {
 	if e == nil {
 		return

@@ -14,16 +14,12 @@ import (
 	"github.com/sony/gobreaker/v2"
 )
 
-// The breaker around every command of the shared client.
-//
-// It trips after TripAfter consecutive failures: a dead Redis fails every
-// call, so a handful of requests is enough evidence, and a count needs no
-// minimum volume the way a ratio over a window would (a quiet replica would
-// never trip). One success in between resets the count, so a Redis that
-// loses the odd call stays in use. Open, it refuses every command at once
-// for OpenFor, then lets one probe through (half-open); the probe's success
-// closes it. Recovery needs no goroutine of its own: the next call after
-// OpenFor is the probe.
+// The breaker around every command of the shared client. It trips after
+// TripAfter consecutive failures: a dead Redis fails every call, and a count
+// needs no minimum volume (a quiet replica would never fill a ratio's
+// window), while one success between resets it. Open, it refuses every
+// command for OpenFor, then lets one probe through, whose success closes it:
+// the next call after OpenFor is the probe, with no goroutine of its own.
 const (
 	// TripAfter is how many consecutive failures open the breaker.
 	TripAfter = 5
