@@ -97,6 +97,13 @@ func factsOf(req *route.Request, page *upstream.Page) cache.Facts {
 // "Cache headers"), gzip-compressed to clients that accept it, and answers
 // If-None-Match.
 func (s *Server) writeEntry(x *exchange, e *cache.Entry, status cache.Status) {
+	s.setCacheFields(x, e, status)
+	writeForm(x, e)
+}
+
+// setCacheFields sets X-Cache, Cache-Status, Age, Cache-Control and Vary
+// of an answer from the cache.
+func (s *Server) setCacheFields(x *exchange, e *cache.Entry, status cache.Status) {
 	x.setHeader("X-Cache", status.String())
 	n := ageNumbersOf(e, x.now)
 	var values string
@@ -118,7 +125,11 @@ func (s *Server) writeEntry(x *exchange, e *cache.Entry, status cache.Status) {
 	// The answer depends on Accept-Encoding whenever a gzip copy exists;
 	// saying so always keeps downstream caches simple.
 	x.setHeader("Vary", "Accept-Encoding")
+}
 
+// writeForm answers with the form of the page the client accepts, gzip or
+// identity, its ETag, and 304 when If-None-Match names it.
+func writeForm(x *exchange, e *cache.Entry) {
 	// Each form of the page is made once, on the first answer that wants
 	// it (cache: a page is stored as it arrived).
 	etag := e.ETag

@@ -63,40 +63,10 @@ func Open(cfg Config, getenv func(string) string, opt Options) (*Conn, error) {
 	if errs := cfg.Validate(getenv); len(errs) > 0 {
 		return nil, errors.New(strings.Join(errs, "; "))
 	}
-	uo := &redis.UniversalOptions{
-		Addrs:      cfg.Addrs,
-		MasterName: cfg.MasterName,
-		DB:         cfg.DB,
-		Username:   cfg.Username,
-		// One dial attempt and no command retries: a retry would double
-		// what a request waits, and the breaker decides when to try again.
-		DialerRetries: 1,
-		MaxRetries:    -1,
-		DialTimeout:   cfg.Timeout,
-		ReadTimeout:   cfg.Timeout,
-		WriteTimeout:  cfg.Timeout,
-		PoolTimeout:   cfg.Timeout,
-		// A caller's shorter deadline is honoured on the socket.
-		ContextTimeoutEnabled: true,
-		// Neither is needed, and each costs a round trip on every new
-		// connection (CLIENT SETINFO; CLIENT MAINT_NOTIFICATIONS).
-		DisableIdentity:          true,
-		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
+	uo, err := clientOptions(cfg, getenv)
+	if err != nil {
+		return nil, err
 	}
-	if cfg.PasswordEnv != "" {
-		uo.Password = getenv(cfg.PasswordEnv)
-	}
-	if cfg.TLS {
-		uo.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
-		if cfg.CAFile != "" {
-			pool, err := loadCA(cfg.CAFile)
-			if err != nil {
-				return nil, fmt.Errorf("redis.ca_file: %w", err)
-			}
-			uo.TLSConfig.RootCAs = pool
-		}
-	}
-
 	c := &Conn{
 		prefix:  cfg.Prefix,
 		timeout: cfg.Timeout,
@@ -132,6 +102,46 @@ func Open(cfg Config, getenv func(string) string, opt Options) (*Conn, error) {
 
 	c.log.Info("redis configured", "mode", mode(cfg), "addrs", cfg.Addrs, "prefix", cfg.Prefix, "timeout", cfg.Timeout)
 	return c, nil
+}
+
+// clientOptions are go-redis's options for cfg: one attempt per call,
+// each bounded by redis.timeout, the breaker deciding when to try again.
+func clientOptions(cfg Config, getenv func(string) string) (*redis.UniversalOptions, error) {
+	uo := &redis.UniversalOptions{
+		Addrs:      cfg.Addrs,
+		MasterName: cfg.MasterName,
+		DB:         cfg.DB,
+		Username:   cfg.Username,
+		// One dial attempt and no command retries: a retry would double
+		// what a request waits, and the breaker decides when to try again.
+		DialerRetries: 1,
+		MaxRetries:    -1,
+		DialTimeout:   cfg.Timeout,
+		ReadTimeout:   cfg.Timeout,
+		WriteTimeout:  cfg.Timeout,
+		PoolTimeout:   cfg.Timeout,
+		// A caller's shorter deadline is honoured on the socket.
+		ContextTimeoutEnabled: true,
+		// Neither is needed, and each costs a round trip on every new
+		// connection (CLIENT SETINFO; CLIENT MAINT_NOTIFICATIONS).
+		DisableIdentity:          true,
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
+	}
+	if cfg.PasswordEnv != "" {
+		uo.Password = getenv(cfg.PasswordEnv)
+	}
+	if cfg.TLS {
+		uo.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+		if cfg.CAFile != "" {
+			pool, err := loadCA(cfg.CAFile)
+			if err != nil {
+				return nil, fmt.Errorf("redis.ca_file: %w", err)
+			}
+			uo.TLSConfig.RootCAs = pool
+		}
+	}
+
+	return uo, nil
 }
 
 func mode(cfg Config) string {

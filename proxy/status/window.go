@@ -274,7 +274,12 @@ func (w *Window) Fill(s *Snapshot) {
 		}
 	}
 	w.lastErr.mu.Unlock()
+	w.fillLimits(s, first, last, perSec)
+}
 
+// fillLimits writes the refusals per plan and the busiest keys of the
+// seconds first to last into s.
+func (w *Window) fillLimits(s *Snapshot, first, last uint32, perSec func(uint64) float64) {
 	s.Limits.Refused = nil
 	var refused uint64
 	w.plans.each(func(plan string, ser *series) {
