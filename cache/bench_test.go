@@ -60,59 +60,50 @@ func BenchmarkGetHit(b *testing.B) {
 
 func mustGetB(b *testing.B, c *Cache, key string, body []byte) {
 	b.Helper()
-	if _, _, err := c.Get(context.Background(), key, func(context.Context) ([]byte, Facts, error) {
+	if _, _, err := c.Get(context.Background(), key, func(context.Context, func() bool) ([]byte, Facts, error) {
 		return body, liveFacts, nil
 	}); err != nil {
 		b.Fatal(err)
 	}
 }
 
+// missBench is a cache for a benchmark of misses and a fetch of an n-byte
+// page that costs nothing.
+func missBench(b *testing.B, n int) (*Cache, Fetch) {
+	c := benchCache(b)
+	body := page(n, 1)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	return c, func(context.Context, func() bool) ([]byte, Facts, error) { return body, liveFacts, nil }
+}
+
 // BenchmarkGetMiss: the miss path on unique keys with a fetch that costs
 // nothing, so what is measured is the cache's own work: flight, policy,
-// ETag, Set and Wait (the gzip copy waits for the first gzip hit). "nowait"
-// skips the Wait after the Set, to show what it costs.
+// ETag, Set and Wait (the gzip copy waits for the first gzip hit).
 func BenchmarkGetMiss(b *testing.B) {
 	for _, size := range benchSizes {
-		for _, v := range []struct {
-			name   string
-			facts  Facts
-			noWait bool
-		}{
-			{"fresh", liveFacts, false},
-			{"fresh-nowait", liveFacts, true},
-		} {
-			b.Run(size.name+"/"+v.name, func(b *testing.B) {
-				c := benchCache(b)
-				c.store.skipWait = v.noWait
-				body := page(size.n, 1)
-				fetch := func(context.Context) ([]byte, Facts, error) { return body, v.facts, nil }
-				ctx := context.Background()
-				b.SetBytes(int64(len(body)))
-				b.ReportAllocs()
-				i := 0
-				for b.Loop() {
-					i++
-					if _, st, err := c.Get(ctx, "k"+strconv.Itoa(i), fetch); err != nil || st != Miss {
-						b.Fatalf("%v %v", st, err)
-					}
+		b.Run(size.name+"/fresh", func(b *testing.B) {
+			c, fetch := missBench(b, size.n)
+			ctx := context.Background()
+			i := 0
+			for b.Loop() {
+				i++
+				if _, st, err := c.Get(ctx, "k"+strconv.Itoa(i), fetch); err != nil || st != Miss {
+					b.Fatalf("%v %v", st, err)
 				}
-			})
-		}
+			}
+		})
 	}
 }
 
 // BenchmarkFirstGzipHit: the hit that makes an entry's gzip copy and
-// charges it to the store (forms.go), the cost a miss no longer pays, less
+// charges it to the store (forms.go), the cost a miss does not pay, less
 // the lookup. The miss that stores each entry runs outside the timer.
 func BenchmarkFirstGzipHit(b *testing.B) {
 	for _, size := range benchSizes {
 		b.Run(size.name, func(b *testing.B) {
-			c := benchCache(b)
-			body := page(size.n, 1)
-			fetch := func(context.Context) ([]byte, Facts, error) { return body, liveFacts, nil }
+			c, fetch := missBench(b, size.n)
 			ctx := context.Background()
-			b.SetBytes(int64(len(body)))
-			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
 				i++
@@ -126,7 +117,7 @@ func BenchmarkFirstGzipHit(b *testing.B) {
 				// The entry the miss returned: a Get would find it unless
 				// ristretto has evicted it by now (the run inserts more
 				// than max_bytes); the lookup itself is BenchmarkGetHit.
-				if e.GzipBody() == nil && size.n > DefaultCompressMinBytes {
+				if e.GzipBody() == nil && size.n > defaultCompressMinBytes {
 					b.Fatal("no gzip copy")
 				}
 			}

@@ -22,18 +22,18 @@ import (
 	"golang.org/x/sync/singleflight"
 )
 
-// ErrClosed is returned by Get once Close has begun.
-var ErrClosed = errors.New("cache: closed")
+// errClosed is returned by Get once Close has begun.
+var errClosed = errors.New("cache: closed")
 
-// Fetch produces a fresh page: the variant A body and its Facts. It is
-// called at most once per key at a time. Its ctx carries the values of the
-// call that started it but not its cancellation (other callers wait on the
-// same fetch); it is cancelled only by Close, so Fetch applies its own
-// upstream deadline. Fetch may run after the Get that passed it has returned
-// (a background refresh, or a flight whose starter left), so it must not
-// use per-request state such as an http.ResponseWriter. The cache owns body
-// once Fetch returns it and never modifies it.
-type Fetch func(ctx context.Context) (body []byte, facts Facts, err error)
+// Fetch produces a fresh page: the variant A body and its Facts, for one
+// key at a time. ctx carries the starting call's values, not its
+// cancellation (others wait on the same fetch); only Close cancels it, so
+// Fetch applies its own upstream deadline. abandoned reports whether every
+// caller has stopped waiting (never for a background refresh), so that a
+// fetch nobody wants makes no retry. Fetch may outlive the Get that passed
+// it, so it must not use per-request state; the cache owns body once
+// returned and never modifies it.
+type Fetch func(ctx context.Context, abandoned func() bool) (body []byte, facts Facts, err error)
 
 // Options are the injected dependencies of a Cache.
 type Options struct {
@@ -52,22 +52,23 @@ type Options struct {
 	// no shared tier, the cache is this replica's alone. Config.L2 can turn
 	// it off without removing the client. The cache never closes it.
 	L2 redis.UniversalClient
-	// L2Prefix starts every Redis key and the notice channel; replicas
-	// that share pages must share it, and it must not contain braces.
-	// Empty: DefaultL2Prefix.
+	// L2Prefix starts every Redis key and the notice channel (the proxy
+	// gives fleet's Conn.Key("page") and a colon); replicas that share pages
+	// must share it, and it must not contain braces. Required with L2.
 	L2Prefix string
-	// L2Timeout bounds each Redis call; one that takes longer counts as a
-	// failure and the flight works alone. Zero: DefaultL2Timeout.
+	// L2Timeout bounds each Redis call (the redis section's timeout,
+	// fleet's Conn.Timeout); one that takes longer counts as a failure and
+	// the flight works alone. Required with L2.
 	L2Timeout time.Duration
 	// LeaseTimeout is how long a replica holds the lease of a key while it
 	// fetches, and how long the others wait for its page before fetching
-	// themselves: the upstream timeout. Zero: DefaultLeaseTimeout.
+	// themselves: the upstream timeout. Required with L2.
 	LeaseTimeout time.Duration
 	// EncodeErr encodes a fetch error for the replicas waiting on the
 	// failed fetch, and DecodeErr decodes it there; the decoded error goes
 	// through StaleOK and is returned by Get like a local one. nil
-	// EncodeErr: nothing is encoded; nil DecodeErr: waiters get
-	// ErrPeerFetch.
+	// EncodeErr: nothing is encoded; nil DecodeErr: waiters get an error
+	// saying that the fetch failed on another replica.
 	EncodeErr func(error) []byte
 	DecodeErr func([]byte) error
 	// Tracer, when set, records a span for a wait on another caller's
@@ -101,12 +102,8 @@ type Cache struct {
 	fileErrLogged atomic.Bool
 	// maxFiles bounds the page files open at once (files.go).
 	maxFiles int64
-	wants    wants // callers waiting per key, for Abandoned
+	wants    wants // callers waiting per key, for the fetch's abandoned
 	l2       *l2   // nil: no shared tier
-
-	// testHookWaiting, when set by a test, runs once a miss waits on its
-	// flight: a barrier that needs no sleeping.
-	testHookWaiting func()
 }
 
 // New builds a Cache from cfg (zero fields take their defaults).
@@ -174,8 +171,8 @@ func (c *Cache) SetConfig(cfg Config) error {
 
 // Close cancels the contexts of running fetches, waits for every flight and
 // background refresh to end, and closes the store. Calls of Get that are
-// still running may return ErrClosed or a fetch error; call Close after the
-// server has stopped serving.
+// still running may return an error saying the cache is closed, or a fetch
+// error; call Close after the server has stopped serving.
 func (c *Cache) Close() {
 	c.mu.Lock()
 	if c.closed {

@@ -11,28 +11,15 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
-// barrier returns a hook for Cache.testHookWaiting that closes the returned
-// channel once n calls wait on their flight.
-func barrier(n int64) (hook func(), all <-chan struct{}) {
-	ch := make(chan struct{})
-	var k atomic.Int64
-	return func() {
-		if k.Add(1) == n {
-			close(ch)
-		}
-	}, ch
-}
-
 // TestCoalesce: 100 goroutines on one cold key make exactly one fetch
 // (groupcache TestDoDupSuppress). The fetch blocks until all 100 wait on its
 // flight, so none can come late and find the stored entry instead.
 func TestCoalesce(t *testing.T) {
 	const n = 100
 	c := newTestCache(t, Config{}, newClock(), Options{})
-	hook, all := barrier(n)
-	c.testHookWaiting = hook
+	all := waiting(n, c)
 	var fetches atomic.Int64
-	fetch := func(context.Context) ([]byte, Facts, error) {
+	fetch := func(context.Context, func() bool) ([]byte, Facts, error) {
 		fetches.Add(1)
 		<-all
 		return []byte(`{"data":1}`), liveFacts, nil
@@ -72,9 +59,7 @@ type ctxKey struct{}
 // other waiters get the page.
 func TestCoalesceCancelledWaiter(t *testing.T) {
 	c := newTestCache(t, Config{}, newClock(), Options{})
-	hookFirst, first := barrier(1)
-	hookAll, all := barrier(3)
-	c.testHookWaiting = func() { hookFirst(); hookAll() }
+	first, all := waiting(1, c), waiting(3, c)
 	release := make(chan struct{})
 	type seen struct {
 		err error
@@ -82,7 +67,7 @@ func TestCoalesceCancelledWaiter(t *testing.T) {
 	}
 	seenCh := make(chan seen, 1)
 	var fetches atomic.Int64
-	fetch := func(ctx context.Context) ([]byte, Facts, error) {
+	fetch := func(ctx context.Context, _ func() bool) ([]byte, Facts, error) {
 		fetches.Add(1)
 		<-release
 		seenCh <- seen{ctx.Err(), ctx.Value(ctxKey{})}
@@ -146,9 +131,8 @@ func TestCoalescedWaitSpans(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tracer := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)).Tracer("test")
 	c := newTestCache(t, Config{}, newClock(), Options{Tracer: tracer})
-	hook, all := barrier(n)
-	c.testHookWaiting = hook
-	fetch := func(context.Context) ([]byte, Facts, error) {
+	all := waiting(n, c)
+	fetch := func(context.Context, func() bool) ([]byte, Facts, error) {
 		<-all
 		return []byte(`{"data":1}`), liveFacts, nil
 	}

@@ -10,15 +10,10 @@ import (
 	"github.com/klauspost/compress/gzip"
 )
 
-// gzipLevel is klauspost's level 1 for every page. A fresh page is
-// compressed again every TTL (a second) for as long as its key is read, so
-// speed wins there; an immutable page is compressed once a day, which made
-// level 6 tempting, but the compression is paid on the miss itself: the
-// bench harness measured the gzip copy at 20% of a miss's CPU at
-// level 6, and level 1 takes about half that time for an output ~10%
-// larger (BenchmarkCompress on a 400 KB order book page). The copy is now
-// made on the first gzip hit (forms.go) rather than on the miss, but the
-// same trade holds: one hit per entry pays it.
+// gzipLevel is klauspost's fastest for every page: a fresh page is
+// compressed again every TTL for as long as its key is read, and the first
+// gzip hit of an entry pays for it, so speed wins over a slightly smaller
+// copy (docs/BENCHMARKS.md).
 const gzipLevel = gzip.BestSpeed
 
 // compressor makes the gzip copy of a page, and the identity body of a page

@@ -27,24 +27,20 @@ type Config struct {
 	// SendfileMinBytes: a form of a page (identity or gzip) at least this
 	// long is also kept in a page file in SendfileDir, made on its first
 	// plain HTTP/1.1 answer and sent from then on with sendfile(2), which
-	// spares the kernel a copy of the page (files.go). Zero:
-	// DefaultSendfileMinBytes. Negative: never, which can be cheaper on
-	// a host where system calls are dear: a page file answer makes four
-	// where a heap answer makes one (README.md, Caching). Linux only;
-	// elsewhere pages are always sent from memory.
+	// spares the kernel a copy of the page (files.go). Zero: 64 KiB.
+	// Negative: never, which can be cheaper on a host where system calls
+	// are dear (README.md, Caching). Linux only; elsewhere pages are always
+	// sent from memory.
 	SendfileMinBytes int `yaml:"sendfile_min_bytes"`
 	// SendfileMaxBytes: a form longer than this is sent from memory even
-	// with page files on. Zero: DefaultSendfileMaxBytes, no upper bound,
-	// as nginx sends every cached file: on most machines measured a
-	// ~500 KB page cost far less CPU from its file than copied from the
-	// heap (half, on some), but on one the copy was cheaper
-	// (docs/BENCHMARKS.md), so a host like that one can set a bound.
-	// Negative: no upper bound.
+	// with page files on, for a host where copying a large page costs less
+	// than sending its file (docs/BENCHMARKS.md). Zero or negative: no
+	// upper bound, as nginx sends every cached file.
 	SendfileMaxBytes int `yaml:"sendfile_max_bytes"`
 	// SendfileDir is where page files are made, unnamed (O_TMPFILE): a
-	// directory on a disk filesystem. Zero: DefaultSendfileDir. One that
-	// cannot hold them (missing, not writable, tmpfs) turns page files
-	// off, with a log line.
+	// directory on a disk filesystem. Zero: /var/tmp. One that cannot hold
+	// them (missing, not writable, tmpfs) turns page files off, with a log
+	// line.
 	SendfileDir string `yaml:"sendfile_dir"`
 	// Policy holds the figures of every route (docs/ARCHITECTURE.md "Cache
 	// policy"). A zero field takes the default named on Policy.
@@ -99,17 +95,17 @@ type Policy struct {
 // Defaults of the zero values above.
 const (
 	DefaultMaxBytes         = 256 << 20
-	DefaultCompressMinBytes = 1024
+	defaultCompressMinBytes = 1024
 	DefaultSendfileMinBytes = 64 << 10
-	DefaultSendfileMaxBytes = -1 // no upper bound
-	DefaultSendfileDir      = "/var/tmp"
+	defaultSendfileMaxBytes = -1 // no upper bound
+	defaultSendfileDir      = "/var/tmp"
 
-	DefaultFreshTTL             = time.Second
-	DefaultImmutableTTL         = 24 * time.Hour
-	DefaultNegativeTTL          = 2 * time.Second
-	DefaultSettleWindow         = 5 * time.Minute
-	DefaultStaleWhileRevalidate = time.Second
-	DefaultStaleIfError         = 5 * time.Minute
+	defaultFreshTTL             = time.Second
+	defaultImmutableTTL         = 24 * time.Hour
+	defaultNegativeTTL          = 2 * time.Second
+	defaultSettleWindow         = 5 * time.Minute
+	defaultStaleWhileRevalidate = time.Second
+	defaultStaleIfError         = 5 * time.Minute
 )
 
 // Bounds checked by Validate.
@@ -128,23 +124,23 @@ func (c *Config) ApplyDefaults() {
 		c.MaxBytes = DefaultMaxBytes
 	}
 	if c.CompressMinBytes == 0 {
-		c.CompressMinBytes = DefaultCompressMinBytes
+		c.CompressMinBytes = defaultCompressMinBytes
 	}
 	if c.SendfileMinBytes == 0 {
 		c.SendfileMinBytes = DefaultSendfileMinBytes
 	}
 	if c.SendfileMaxBytes == 0 {
-		c.SendfileMaxBytes = DefaultSendfileMaxBytes
+		c.SendfileMaxBytes = defaultSendfileMaxBytes
 	}
 	if c.SendfileDir == "" {
-		c.SendfileDir = DefaultSendfileDir
+		c.SendfileDir = defaultSendfileDir
 	}
 	if c.L2.Enabled == nil {
 		on := true
 		c.L2.Enabled = &on
 	}
 	if c.L2.MaxEntryBytes == 0 {
-		c.L2.MaxEntryBytes = DefaultL2MaxEntryBytes
+		c.L2.MaxEntryBytes = defaultL2MaxEntryBytes
 	}
 	c.Policy = c.Policy.withDefaults()
 	for name, p := range c.Routes {
@@ -156,12 +152,12 @@ func (c *Config) ApplyDefaults() {
 // is thereby the default policy.
 func (p Policy) withDefaults() Policy {
 	return p.inherit(Policy{
-		FreshTTL:             DefaultFreshTTL,
-		ImmutableTTL:         DefaultImmutableTTL,
-		NegativeTTL:          DefaultNegativeTTL,
-		SettleWindow:         DefaultSettleWindow,
-		StaleWhileRevalidate: DefaultStaleWhileRevalidate,
-		StaleIfError:         DefaultStaleIfError,
+		FreshTTL:             defaultFreshTTL,
+		ImmutableTTL:         defaultImmutableTTL,
+		NegativeTTL:          defaultNegativeTTL,
+		SettleWindow:         defaultSettleWindow,
+		StaleWhileRevalidate: defaultStaleWhileRevalidate,
+		StaleIfError:         defaultStaleIfError,
 	})
 }
 
@@ -192,7 +188,7 @@ func (c Config) Validate(routes []string) error {
 	case c.MaxBytes > 0 && c.MaxBytes < minMaxBytes:
 		add("cache.max_bytes", "must be at least %d (1 MiB; the unit is bytes), got %d", minMaxBytes, c.MaxBytes)
 	}
-	if fileMin, fileMax := cmp.Or(c.SendfileMinBytes, DefaultSendfileMinBytes), cmp.Or(c.SendfileMaxBytes, DefaultSendfileMaxBytes); fileMin > 0 && fileMax > 0 && fileMax < fileMin {
+	if fileMin, fileMax := cmp.Or(c.SendfileMinBytes, DefaultSendfileMinBytes), cmp.Or(c.SendfileMaxBytes, defaultSendfileMaxBytes); fileMin > 0 && fileMax > 0 && fileMax < fileMin {
 		add("cache.sendfile_max_bytes", "must be at least cache.sendfile_min_bytes (%d), or negative for no bound, got %d", fileMin, fileMax)
 	}
 	if c.L2.MaxEntryBytes < 0 || c.L2.MaxEntryBytes > maxIdentity {

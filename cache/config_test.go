@@ -13,13 +13,13 @@ func TestApplyDefaults(t *testing.T) {
 	}
 	c.ApplyDefaults()
 	want := Policy{
-		FreshTTL: 2 * time.Second, ImmutableTTL: DefaultImmutableTTL, NegativeTTL: DefaultNegativeTTL,
-		SettleWindow: DefaultSettleWindow, StaleWhileRevalidate: DefaultStaleWhileRevalidate, StaleIfError: DefaultStaleIfError,
+		FreshTTL: 2 * time.Second, ImmutableTTL: defaultImmutableTTL, NegativeTTL: defaultNegativeTTL,
+		SettleWindow: defaultSettleWindow, StaleWhileRevalidate: defaultStaleWhileRevalidate, StaleIfError: defaultStaleIfError,
 	}
 	if c.Policy != want {
 		t.Errorf("policy = %+v, want %+v", c.Policy, want)
 	}
-	if c.MaxBytes != DefaultMaxBytes || c.CompressMinBytes != DefaultCompressMinBytes {
+	if c.MaxBytes != DefaultMaxBytes || c.CompressMinBytes != defaultCompressMinBytes {
 		t.Errorf("max_bytes %d, compress_min_bytes %d", c.MaxBytes, c.CompressMinBytes)
 	}
 	tx := want

@@ -3,60 +3,11 @@ package cache
 import (
 	"encoding/binary"
 	"encoding/hex"
-	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
 )
-
-// Status is how Get answered, and which tier answered: String gives the
-// X-Cache header value, which is the same for both tiers; L2 tells the
-// shared tier's answers apart, for a Cache-Status header (RFC 9211).
-type Status uint8
-
-const (
-	// Hit: a fresh entry from memory, or one stored by a flight that ended
-	// just before this call's own flight began.
-	Hit Status = iota + 1
-	// Miss: the page was fetched for this call, or for a concurrent identical
-	// call whose fetch this one shared.
-	Miss
-	// Stale: an entry past its TTL, inside stale_while_revalidate (a refresh
-	// runs) or stale_if_error (the fetch failed).
-	Stale
-	// Bypass: fetched and not stored, because the policy gives ttl <= 0.
-	Bypass
-	// HitL2: not in memory; a fresh page from the shared tier (l2.go),
-	// fetched earlier by this replica or another.
-	HitL2
-	// StaleL2: as Stale, with the page from the shared tier: inside
-	// stale_while_revalidate (one refresh runs across the fleet), or inside
-	// stale_if_error after a failed fetch here or on the replica this call
-	// waited for.
-	StaleL2
-	// MissL2: as Miss, with the fetch made by another replica, for a
-	// concurrent identical call there: this call waited for it and read the
-	// page from the shared tier (RFC 9211 "collapsed").
-	MissL2
-)
-
-// L2 reports whether the shared tier answered.
-func (s Status) L2() bool { return s >= HitL2 && s <= MissL2 }
-
-func (s Status) String() string {
-	switch s {
-	case Hit, HitL2:
-		return "HIT"
-	case Miss, MissL2:
-		return "MISS"
-	case Stale, StaleL2:
-		return "STALE"
-	case Bypass:
-		return "BYPASS"
-	}
-	return "Status(" + strconv.Itoa(int(s)) + ")"
-}
 
 // Entry is one cached page. Its exported fields are never written after the
 // entry is built, so it is shared by every goroutine that serves it. The page
@@ -86,28 +37,9 @@ type Entry struct {
 	// background refresh of this entry runs, so a burst of stale hits starts
 	// one refresh.
 	refreshing atomic.Bool
-	// note is the edge's, not the cache's (Note).
-	note atomic.Value
 
 	forms
 }
-
-// Note returns what SetNote last kept with the entry, or nil. The cache
-// never reads it: it lets the edge keep what it works out from an entry
-// and reuses across answers (proxy/pages.go keeps the header values that
-// change with the page's age, at most once a second) for as long as the
-// entry lives, without a table of its own to look entries up in.
-func (e *Entry) Note() any { return e.note.Load() }
-
-// SetNote replaces the entry's note. Every note of an entry must have the
-// same type (sync/atomic.Value), and hold at most NoteBytes: the store
-// charges that much for it in every entry's cost, so that max_bytes still
-// bounds what the cache holds.
-func (e *Entry) SetNote(v any) { e.note.Store(v) }
-
-// NoteBytes is the most memory an entry's note may hold, its own struct
-// and what it points to.
-const NoteBytes = 160
 
 // Age is how long ago the page was fetched (Age header); never negative.
 func (e *Entry) Age(now time.Time) time.Duration {
@@ -157,9 +89,8 @@ func (e *Entry) servableOnError(now time.Time) bool {
 	return e.sie > 0 && now.Sub(e.Stored) <= e.TTL+e.sie
 }
 
-// etags returns the identity and gzip ETags of body. Computed once, at
-// insert; xxHash runs at many GB/s, so even a 1000-event page costs
-// microseconds.
+// etags returns the identity and gzip ETags of body, computed once, at
+// insert: xxHash is cheap next to the fetch that brought the body.
 func etags(body []byte) (identity, gzipped string) {
 	var sum [8]byte
 	binary.BigEndian.PutUint64(sum[:], xxhash.Sum64(body))

@@ -6,6 +6,7 @@ import (
 
 	"tradergate/cache"
 	"tradergate/normalize"
+	"tradergate/proxy/route"
 )
 
 // A wallet lookup that finds nothing is kept for negative_ttl; the second
@@ -19,10 +20,10 @@ func ExampleNew() {
 	defer c.Close()
 
 	fetches := 0
-	fetch := func(context.Context) ([]byte, cache.Facts, error) {
+	fetch := func(context.Context, func() bool) ([]byte, cache.Facts, error) {
 		fetches++
 		body := []byte(`{"message":"OK","status_code":"1","data":{"walletAddress":null}}`)
-		return body, cache.Facts{Route: "wallet_address", Class: cache.ClassLookup, Meta: normalize.Meta{DataNull: true}}, nil
+		return body, cache.Facts{Route: "wallet_address", Class: route.ClassLookup, Meta: normalize.Meta{DataNull: true}}, nil
 	}
 	ctx := context.Background()
 	key := "wallet_address|0x00000000000000000000000000000000000000aa"

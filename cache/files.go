@@ -9,39 +9,21 @@ import (
 	"sync/atomic"
 )
 
-// Page files. An answer over plain HTTP/1.1 can hand a page to the kernel
-// with sendfile(2) instead of writing it from the heap: the kernel then
-// sends the file's pages from its page cache as they are, where a write
-// first copies the page into socket buffers. On a large page that copy is
-// much of the answer's CPU; on a small one the extra system call costs
-// more than the copy saves (docs/BENCHMARKS.md). So a form of a page of
-// at least sendfile_min_bytes gets, on the first answer that asks for it,
-// a copy in an unnamed file (O_TMPFILE) in sendfile_dir, charged to the
-// store like a form (forms.go). This is how nginx sends its cache files.
-// Nothing else changes: the bytes on the heap stay the page, for HTTP/2,
-// TLS, HEAD, If-None-Match and the shared tier.
+// Page files. An answer over plain HTTP/1.1 can hand a large page to the
+// kernel with sendfile(2) instead of writing it from the heap, sparing a
+// copy into socket buffers; on a small page the extra system call costs
+// more than that (docs/BENCHMARKS.md), hence sendfile_min_bytes. The copy
+// lives in an unnamed file (O_TMPFILE) in sendfile_dir, on a disk
+// filesystem (tmpfs holds it in small pages, which sendfile moves dearly),
+// charged to the store like a form, as nginx sends its cache files. The
+// heap bytes stay the page for HTTP/2, TLS, HEAD and the shared tier.
 //
-// The directory must be on a disk filesystem: the page cache there holds
-// a file in large folios, which sendfile moves cheaply. tmpfs (and a
-// memfd, which is tmpfs) usually holds it in 4 KiB pages, and sending
-// from it measured dearer than writing from the heap; such a directory
-// turns page files off, with a log line (files_linux.go).
-//
-// Each file holds a descriptor. The store's bound already limits them to
-// max_bytes / sendfile_min_bytes; they are also kept to a quarter of the
-// process's limit on descriptors (RLIMIT_NOFILE, which Go raises to its
-// hard limit at start), so that a low limit leaves room for connections:
-// past it, pages are sent from memory.
-//
-// Lifetime. A file is closed, and its unnamed inode freed, when its entry
-// leaves the store (evicted, expired, replaced, dropped, refused, or the
-// store closed: ristretto's OnExit, store.go), not when the garbage
-// collector finds the entry: its bytes are outside the Go heap, so no
-// collection would be paced by them. The collector only closes what that
-// missed (runtime.AddCleanup). An answer sending a file holds a reference
-// to it (os.File's SyscallConn Control), so close(2) waits for that answer
-// to end; an answer that finds the file closed sends the form's bytes from
-// the heap instead.
+// A file holds a descriptor: page files keep to a quarter of RLIMIT_NOFILE,
+// leaving the rest to connections. It is closed when its entry leaves the
+// store (ristretto's OnExit, store.go), not when the collector finds the
+// entry, whose file bytes pace no collection; runtime.AddCleanup closes
+// what that misses. An answer sending a file holds it open (SyscallConn's
+// Control); one that finds it closed sends the heap bytes instead.
 
 // pageFile is the file of one form of an entry.
 type pageFile struct {
@@ -68,15 +50,12 @@ func (h *fileHandle) close() {
 }
 
 // File returns a file holding the identity form of the page (gzip false)
-// or its gzip form, made on the first call, or nil: the form is shorter
-// than sendfile_min_bytes or longer than sendfile_max_bytes, page files
-// are off, the entry is not stored, or the file could not be made
-// (logged).
-//
-// Send it under its SyscallConn's Control, which keeps it open while the
-// answer lasts; Control fails once the entry has left the store, and the
-// caller then sends the form's bytes (Body, GzipBody) instead. Never write
-// to it or move its offset: every answer reads it at explicit offsets.
+// or its gzip form, made on the first call, or nil: the form's length is
+// outside the sendfile bounds, page files are off, the entry is not
+// stored, or the file could not be made (logged). Send it under its
+// SyscallConn's Control, which fails once the entry has left the store
+// (send Body or GzipBody then). Never write to it or move its offset:
+// every answer reads it at explicit offsets.
 func (e *Entry) File(gzip bool) *os.File {
 	if e.home == nil || runtime.GOOS != "linux" {
 		return nil

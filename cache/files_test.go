@@ -29,14 +29,14 @@ func fileBytes(t *testing.T, f *os.File, n int) []byte {
 }
 
 // fileDir is a directory that can hold page files: the test's own, or
-// one in DefaultSendfileDir where the test's is on tmpfs.
+// one in defaultSendfileDir where the test's is on tmpfs.
 func fileDir(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	if checkFileDir(dir) == nil {
 		return dir
 	}
-	dir, err := os.MkdirTemp(DefaultSendfileDir, "tradergate-test-")
+	dir, err := os.MkdirTemp(defaultSendfileDir, "tradergate-test-")
 	if err != nil {
 		t.Fatalf("no directory for page files: %v", err)
 	}
@@ -63,7 +63,7 @@ func isOpen(f *os.File) bool {
 func TestFileHoldsThePage(t *testing.T) {
 	c := newTestCache(t, Config{SendfileDir: fileDir(t)}, newClock(), Options{})
 	body := page(400<<10, 1)
-	e := mustGet(t, c, "big", func(context.Context) ([]byte, Facts, error) { return body, liveFacts, nil }, Miss)
+	e := mustGet(t, c, "big", func(context.Context, func() bool) ([]byte, Facts, error) { return body, liveFacts, nil }, Miss)
 	before := ledger(c)
 	f := e.File(false)
 	if f == nil {
@@ -101,7 +101,7 @@ func TestFileHoldsThePage(t *testing.T) {
 func TestFileNone(t *testing.T) {
 	c := newTestCache(t, Config{SendfileDir: fileDir(t)}, newClock(), Options{})
 	short := bytes.Clone(page(DefaultSendfileMinBytes, 2)[:DefaultSendfileMinBytes-1])
-	e := mustGet(t, c, "short", func(context.Context) ([]byte, Facts, error) { return short, liveFacts, nil }, Miss)
+	e := mustGet(t, c, "short", func(context.Context, func() bool) ([]byte, Facts, error) { return short, liveFacts, nil }, Miss)
 	e.GzipBody() // made and charged here, not by File
 	before := ledger(c)
 	if e.File(false) != nil || e.File(true) != nil || ledger(c) != before {
@@ -109,14 +109,14 @@ func TestFileNone(t *testing.T) {
 	}
 
 	off := newTestCache(t, Config{SendfileMinBytes: -1, SendfileDir: fileDir(t)}, newClock(), Options{})
-	e = mustGet(t, off, "big", func(context.Context) ([]byte, Facts, error) { return page(400<<10, 3), liveFacts, nil }, Miss)
+	e = mustGet(t, off, "big", func(context.Context, func() bool) ([]byte, Facts, error) { return page(400<<10, 3), liveFacts, nil }, Miss)
 	if e.File(false) != nil {
 		t.Error("sendfile_min_bytes -1 made a file")
 	}
 
 	// A page larger than the whole store is served, never stored.
 	small := newTestCache(t, Config{MaxBytes: 1 << 20, SendfileDir: fileDir(t)}, newClock(), Options{})
-	e = mustGet(t, small, "huge", func(context.Context) ([]byte, Facts, error) { return page(2<<20, 4), liveFacts, nil }, Miss)
+	e = mustGet(t, small, "huge", func(context.Context, func() bool) ([]byte, Facts, error) { return page(2<<20, 4), liveFacts, nil }, Miss)
 	if e.File(false) != nil || small.Stats().Files != 0 {
 		t.Error("a page the store refused got a file")
 	}
@@ -130,7 +130,7 @@ func TestFileMaxBytes(t *testing.T) {
 	const bound = 256 << 10
 	c := newTestCache(t, Config{SendfileDir: fileDir(t), SendfileMaxBytes: bound}, newClock(), Options{})
 	body := page(600<<10, 7)
-	e := mustGet(t, c, "big", func(context.Context) ([]byte, Facts, error) { return body, liveFacts, nil }, Miss)
+	e := mustGet(t, c, "big", func(context.Context, func() bool) ([]byte, Facts, error) { return body, liveFacts, nil }, Miss)
 	gz := e.GzipBody()
 	if len(body) <= bound || len(gz) > bound || len(gz) < DefaultSendfileMinBytes {
 		t.Fatalf("forms of %d and %d bytes: not astride the bounds", len(body), len(gz))
@@ -185,7 +185,7 @@ func TestFileDir(t *testing.T) {
 	var logs testkit.LogBuffer
 	missing := t.TempDir() + "/none"
 	c := newTestCache(t, Config{SendfileDir: missing}, newClock(), Options{Logger: logs.Logger()})
-	e := mustGet(t, c, "big", func(context.Context) ([]byte, Facts, error) { return page(200<<10, 5), liveFacts, nil }, Miss)
+	e := mustGet(t, c, "big", func(context.Context, func() bool) ([]byte, Facts, error) { return page(200<<10, 5), liveFacts, nil }, Miss)
 	if e.File(false) != nil {
 		t.Error("a file made in a missing directory")
 	}
@@ -204,7 +204,7 @@ func TestFileDir(t *testing.T) {
 	if err := c.SetConfig(Config{SendfileDir: fileDir(t)}); err != nil {
 		t.Fatal(err)
 	}
-	e = mustGet(t, c, "big2", func(context.Context) ([]byte, Facts, error) { return page(200<<10, 6), liveFacts, nil }, Miss)
+	e = mustGet(t, c, "big2", func(context.Context, func() bool) ([]byte, Facts, error) { return page(200<<10, 6), liveFacts, nil }, Miss)
 	if e.File(false) == nil {
 		t.Error("no file once a usable directory is configured")
 	}
@@ -217,7 +217,7 @@ func TestFileClosedWhenPageLeaves(t *testing.T) {
 	clk := newClock()
 	c := newTestCache(t, Config{MaxBytes: 4 << 20, SendfileDir: fileDir(t)}, clk, Options{})
 	fetch := func(seed uint64) Fetch {
-		return func(context.Context) ([]byte, Facts, error) { return page(200<<10, seed), liveFacts, nil }
+		return func(context.Context, func() bool) ([]byte, Facts, error) { return page(200<<10, seed), liveFacts, nil }
 	}
 	old := mustGet(t, c, "k", fetch(1), Miss)
 	f := old.File(false)
@@ -295,7 +295,7 @@ func TestFileRace(t *testing.T) {
 					return
 				default:
 				}
-				e, _, err := c.Get(context.Background(), "k", func(context.Context) ([]byte, Facts, error) { return bodies[0], liveFacts, nil })
+				e, _, err := c.Get(context.Background(), "k", func(context.Context, func() bool) ([]byte, Facts, error) { return bodies[0], liveFacts, nil })
 				if err != nil {
 					t.Error(err)
 					return
@@ -326,7 +326,7 @@ func TestFileRace(t *testing.T) {
 		clk.Advance(time.Hour)
 		body := bodies[i%2]
 		// A reader may fetch first: whichever does, the page is replaced.
-		if _, _, err := c.Get(context.Background(), "k", func(context.Context) ([]byte, Facts, error) { return body, liveFacts, nil }); err != nil {
+		if _, _, err := c.Get(context.Background(), "k", func(context.Context, func() bool) ([]byte, Facts, error) { return body, liveFacts, nil }); err != nil {
 			t.Error(err)
 		}
 	}
@@ -348,7 +348,7 @@ func TestFileLimit(t *testing.T) {
 	c := newTestCache(t, Config{SendfileDir: fileDir(t)}, clk, Options{})
 	c.maxFiles = 1
 	fetch := func(seed uint64) Fetch {
-		return func(context.Context) ([]byte, Facts, error) { return page(100<<10, seed), liveFacts, nil }
+		return func(context.Context, func() bool) ([]byte, Facts, error) { return page(100<<10, seed), liveFacts, nil }
 	}
 	a := mustGet(t, c, "a", fetch(1), Miss)
 	b := mustGet(t, c, "b", fetch(2), Miss)

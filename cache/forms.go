@@ -8,14 +8,10 @@ import (
 
 // The forms of a page. A page is stored in the form it arrived in: identity
 // from a fetch, gzip from the shared tier (l2.go). The other form is made on
-// the first hit that wants it, once per entry however many hits race for it
-// (a sync.Once per form), and charged to the store from then on. Making the
-// gzip copy at insert cost a miss most of its CPU, for clients that may
-// never ask for gzip; a hit that does ask pays it once instead.
-//
-// A page at or below compress_min_bytes never gets a gzip copy, and neither
-// does one that gzip does not shrink: that verdict is the Once's too, so it
-// is reached once per entry.
+// the first hit that wants it, once per entry (a sync.Once per form), and
+// charged to the store from then on: a miss does not pay for a gzip copy
+// that no client may ask for. A page at or below compress_min_bytes, or one
+// that gzip does not shrink, never gets one.
 
 // forms are the bodies of an Entry and what it needs to make and charge
 // the missing one.

@@ -40,7 +40,7 @@ func TestGzipLazy(t *testing.T) {
 	for _, n := range []int{1025, 8 << 10, 400 << 10} {
 		key := fmt.Sprint("big", n)
 		body := page(n, uint64(n))
-		e := mustGet(t, c, key, func(context.Context) ([]byte, Facts, error) { return body, liveFacts, nil }, Miss)
+		e := mustGet(t, c, key, func(context.Context, func() bool) ([]byte, Facts, error) { return body, liveFacts, nil }, Miss)
 		before := ledger(c)
 		if want := int64(cap(body)+len(key)) + entryOverhead; e.cost.Load() != want {
 			t.Fatalf("%d B: cost at insert %d, want %d (identity only)", n, e.cost.Load(), want)
@@ -73,14 +73,14 @@ func TestGzipNever(t *testing.T) {
 	noise := make([]byte, 4096)
 	_, _ = rand.NewChaCha8([32]byte{1}).Read(noise)
 	for name, body := range map[string][]byte{"small": page(1024, 1)[:1024], "noise": noise} {
-		e := mustGet(t, c, name, func(context.Context) ([]byte, Facts, error) { return body, liveFacts, nil }, Miss)
+		e := mustGet(t, c, name, func(context.Context, func() bool) ([]byte, Facts, error) { return body, liveFacts, nil }, Miss)
 		before := ledger(c)
 		if e.GzipBody() != nil || e.GzipBody() != nil || ledger(c) != before {
 			t.Errorf("%s: got a gzip copy or a charge", name)
 		}
 	}
 	off := newTestCache(t, Config{CompressMinBytes: -1}, newClock(), Options{})
-	e := mustGet(t, off, "k", func(context.Context) ([]byte, Facts, error) { return page(8<<10, 1), liveFacts, nil }, Miss)
+	e := mustGet(t, off, "k", func(context.Context, func() bool) ([]byte, Facts, error) { return page(8<<10, 1), liveFacts, nil }, Miss)
 	if e.GzipBody() != nil {
 		t.Error("compress_min_bytes -1 still compressed")
 	}
@@ -90,7 +90,7 @@ func TestGzipNever(t *testing.T) {
 func TestGzipOnce(t *testing.T) {
 	c := newTestCache(t, Config{}, newClock(), Options{})
 	body := page(64<<10, 3)
-	e := mustGet(t, c, "k", func(context.Context) ([]byte, Facts, error) { return body, liveFacts, nil }, Miss)
+	e := mustGet(t, c, "k", func(context.Context, func() bool) ([]byte, Facts, error) { return body, liveFacts, nil }, Miss)
 	base := e.cost.Load()
 	const n = 50
 	got := make([][]byte, n)
@@ -114,9 +114,9 @@ func TestGzipOnce(t *testing.T) {
 func TestGrowReplaced(t *testing.T) {
 	clk := newClock()
 	c := newTestCache(t, Config{}, clk, Options{})
-	old := mustGet(t, c, "k", func(context.Context) ([]byte, Facts, error) { return page(8<<10, 1), liveFacts, nil }, Miss)
+	old := mustGet(t, c, "k", func(context.Context, func() bool) ([]byte, Facts, error) { return page(8<<10, 1), liveFacts, nil }, Miss)
 	clk.Advance(3e9)
-	cur := mustGet(t, c, "k", func(context.Context) ([]byte, Facts, error) { return page(8<<10, 2), liveFacts, nil }, Miss)
+	cur := mustGet(t, c, "k", func(context.Context, func() bool) ([]byte, Facts, error) { return page(8<<10, 2), liveFacts, nil }, Miss)
 	before := ledger(c)
 	if old.GzipBody() == nil {
 		t.Fatal("no copy")

@@ -12,44 +12,20 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The shared tier (L2): pages in Redis, shared by every replica of the
-// edge, so that the fleet makes one upstream call per key per TTL.
-//
-// A flight (miss.go) that finds nothing in L1 reads L2 first. On a miss it
-// takes a short lease on the key (SET NX PX, in a script that also returns
-// the holder's token when the lease is taken): the winner fetches, stores
-// the value, releases the lease (compare-and-delete on its token) and
-// publishes a notice; the others wait for it. This is the "aside" pattern of
-// redis/rueidis (rueidisaside): a lease only on a miss, waiters woken by a
-// notice rather than polling. rueidisaside wakes them through client-side
-// caching invalidations; go-redis has no such tracking, so the notice is a
-// pub/sub message on one channel per prefix, whose subscriber dispatches it
-// to the local waiters of the key. Waiters also poll every pollInterval:
-// pub/sub is fire-and-forget, so a notice sent while a replica resubscribes
-// is lost, and a holder that died sends none (its lease expires by itself;
-// a waiter polling then finds it gone and takes it).
-//
-// A holder whose fetch fails writes a failure marker (its token, then the
-// error as Options.EncodeErr encodes it) before releasing, so its waiters
-// answer as its own callers do (stale if they hold a page, else the error)
-// instead of each calling the upstream in turn. A waiter only believes a
-// marker carrying the token of the holder it waited for.
-//
-// Redis never fails a client: each call is bounded by L2Timeout, and a
-// failed one makes the flight work alone (L1 and local coalescing), counted
-// in Stats.L2Errors. Nothing is remembered of a failure: the next flight
-// asks Redis again, so the tier comes back by itself (a circuit breaker on
-// the client, installed by whoever builds it, makes a dead Redis fail fast).
+// The shared tier (L2): pages in Redis, shared by every replica, so that
+// the fleet makes one upstream call per key per TTL. On a miss a flight
+// takes a short lease on the key (SET NX PX); the winner fetches, stores
+// the value, releases the lease and publishes a notice on the prefix's
+// channel; the others wait for the notice, polling every pollInterval too
+// (pub/sub may lose a message, and a dead holder sends none): the "aside"
+// pattern of redis/rueidis. A holder whose fetch fails leaves a marker with
+// its token and the encoded error, so its waiters answer as its callers do.
+// Each call is bounded by L2Timeout; a failed one makes the flight work
+// alone (Stats.L2Errors), and the next flight asks Redis again.
 
-// Defaults of the zero L2 options.
-const (
-	DefaultL2Prefix     = "tradergate:page:"
-	DefaultL2Timeout    = 100 * time.Millisecond
-	DefaultLeaseTimeout = 10 * time.Second
-	// DefaultL2MaxEntryBytes bounds the values stored in L2: a larger page
-	// stays in L1 only.
-	DefaultL2MaxEntryBytes = 1 << 20
-)
+// defaultL2MaxEntryBytes bounds the values stored in L2: a larger page
+// stays in L1 only.
+const defaultL2MaxEntryBytes = 1 << 20
 
 // pollInterval is how often a waiter checks the lease and the value when
 // no notice comes (see above).
@@ -85,9 +61,6 @@ type l2 struct {
 
 	ps   *redis.PubSub
 	done chan struct{} // closed when listen's loop has ended
-	// noNotice turns the notices off, for the benchmark that compares them
-	// with polling alone.
-	noNotice bool
 
 	mu      sync.Mutex
 	waiters map[string][]chan struct{} // by key hash, under mu
@@ -103,36 +76,34 @@ func newL2(opt Options) (*l2, error) {
 		decodeErr: opt.DecodeErr,
 		waiters:   map[string][]chan struct{}{},
 	}
-	if l.prefix == "" {
-		l.prefix = DefaultL2Prefix
-	}
-	if strings.ContainsAny(l.prefix, "{}") {
+	switch {
+	case l.prefix == "":
+		return nil, errors.New("cache: Options.L2Prefix is required with L2")
+	case strings.ContainsAny(l.prefix, "{}"):
 		return nil, fmt.Errorf("cache: L2Prefix %q must not contain braces (the keys carry a Redis Cluster hash tag)", l.prefix)
-	}
-	if l.timeout <= 0 {
-		l.timeout = DefaultL2Timeout
-	}
-	if l.lease <= 0 {
-		l.lease = DefaultLeaseTimeout
+	case l.timeout <= 0:
+		return nil, errors.New("cache: Options.L2Timeout is required with L2 (the redis section's timeout)")
+	case l.lease <= 0:
+		return nil, errors.New("cache: Options.LeaseTimeout is required with L2 (the upstream timeout)")
 	}
 	if l.encodeErr == nil {
 		l.encodeErr = func(error) []byte { return nil }
 	}
 	if l.decodeErr == nil {
-		l.decodeErr = func([]byte) error { return ErrPeerFetch }
+		l.decodeErr = func([]byte) error { return errPeerFetch }
 	}
 	l.channel = l.prefix + "notify"
 	return l, nil
 }
 
-// ErrPeerFetch is the error a waiter returns when the replica it waited for
+// errPeerFetch is the error a waiter returns when the replica it waited for
 // failed to fetch the page and Options.DecodeErr is nil.
-var ErrPeerFetch = errors.New("cache: the fetch failed on another replica")
+var errPeerFetch = errors.New("cache: the fetch failed on another replica")
 
-// listen subscribes to the notices and dispatches them until close. The
-// subscription is (re)made by go-redis, in the background, for as long as
-// Redis is unreachable. The loop is not in Cache.wg, which counts the work
-// that ends by itself (tests wait on it for refreshes); close waits for it.
+// listen subscribes to the notices and dispatches them until close. go-redis
+// (re)makes the subscription in the background while Redis is unreachable.
+// The loop is not in Cache.wg, which counts the work that ends by itself;
+// close waits for it.
 func (l *l2) listen(stop context.Context) {
 	l.ps = l.rdb.Subscribe(stop, l.channel)
 	ch := l.ps.Channel()
@@ -252,9 +223,7 @@ func (l *l2) finish(ctx context.Context, k sharedKeys, token string, value []byt
 		if token != "" {
 			p.Eval(ctx, releaseSrc, []string{k.lock}, token)
 		}
-		if !l.noNotice {
-			p.Publish(ctx, l.channel, k.hash)
-		}
+		p.Publish(ctx, l.channel, k.hash)
 		return nil
 	})
 	return err

@@ -29,6 +29,9 @@ type fleet struct {
 	cs  []*Cache
 }
 
+// testL2Prefix starts the Redis keys of the tests' fleets.
+const testL2Prefix = "tradergate:page:"
+
 // peerErr is an error the "proxy" encodes for the other replicas.
 type peerErr struct{ msg string }
 
@@ -44,6 +47,9 @@ func newFleet(t testing.TB, n int, cfg Config, opt Options) *fleet {
 	})
 	t.Cleanup(func() { _ = f.rdb.Close() }) // after the caches' Close (LIFO)
 	opt.L2 = f.rdb
+	if opt.L2Prefix == "" {
+		opt.L2Prefix = testL2Prefix
+	}
 	if opt.L2Timeout == 0 {
 		opt.L2Timeout = time.Second // -race on a shared machine
 	}
@@ -62,11 +68,7 @@ func newFleet(t testing.TB, n int, cfg Config, opt Options) *fleet {
 
 // barrierAll sets one barrier over every cache of f.
 func (f *fleet) barrierAll(n int64) <-chan struct{} {
-	hook, all := barrier(n)
-	for _, c := range f.cs {
-		c.testHookWaiting = hook
-	}
-	return all
+	return waiting(n, f.cs...)
 }
 
 func (f *fleet) stats() (s Stats) {
@@ -122,7 +124,7 @@ func TestL2FleetCoalesce(t *testing.T) {
 	hold, release := f.holdUntilWaiting(t, all)
 	var fetches atomic.Int64
 	want := page(20<<10, 9)
-	fetch := func(context.Context) ([]byte, Facts, error) {
+	fetch := func(context.Context, func() bool) ([]byte, Facts, error) {
 		fetches.Add(1)
 		hold()
 		return want, liveFacts, nil
@@ -165,7 +167,7 @@ func TestL2Hit(t *testing.T) {
 	f := newFleet(t, 3, Config{}, Options{})
 	var fetches atomic.Int64
 	body := page(20<<10, 1)
-	fetch := func(context.Context) ([]byte, Facts, error) { fetches.Add(1); return body, liveFacts, nil }
+	fetch := func(context.Context, func() bool) ([]byte, Facts, error) { fetches.Add(1); return body, liveFacts, nil }
 	orig := mustGet(t, f.cs[0], "k", fetch, Miss)
 	f.clk.Advance(300 * time.Millisecond)
 	for _, c := range f.cs[1:] {
@@ -189,7 +191,7 @@ func TestL2Hit(t *testing.T) {
 	}
 	// Nothing of the request is readable in Redis.
 	keys, err := f.rdb.Keys(context.Background(), "*").Result()
-	if err != nil || len(keys) != 1 || !strings.HasPrefix(keys[0], DefaultL2Prefix+"{") || strings.Contains(keys[0], "k}") || len(keys[0]) != len(DefaultL2Prefix)+34+1 {
+	if err != nil || len(keys) != 1 || !strings.HasPrefix(keys[0], testL2Prefix+"{") || strings.Contains(keys[0], "k}") || len(keys[0]) != len(testL2Prefix)+34+1 {
 		t.Errorf("keys %q %v", keys, err)
 	}
 }
@@ -229,7 +231,7 @@ func (f *fleet) getAllFailing(t *testing.T, n int, check func(i int, e *Entry, s
 	all := f.barrierAll(int64(n))
 	hold, release := f.holdUntilWaiting(t, all)
 	var fetches atomic.Int64
-	fetch := func(context.Context) ([]byte, Facts, error) {
+	fetch := func(context.Context, func() bool) ([]byte, Facts, error) {
 		fetches.Add(1)
 		hold()
 		return nil, Facts{}, errors.New("upstream 502")
@@ -401,7 +403,7 @@ func TestL2StaleFleet(t *testing.T) {
 	f.clk.Advance(1500 * time.Millisecond)
 	release := make(chan struct{})
 	var fetches atomic.Int64
-	slow := func(context.Context) ([]byte, Facts, error) {
+	slow := func(context.Context, func() bool) ([]byte, Facts, error) {
 		fetches.Add(1)
 		<-release
 		return []byte("v2"), liveFacts, nil
@@ -457,7 +459,7 @@ func TestL2Zipf(t *testing.T) {
 	run := func(replicas int) int64 {
 		f := newFleet(t, replicas, Config{}, Options{})
 		var fetches atomic.Int64
-		fetch := func(context.Context) ([]byte, Facts, error) {
+		fetch := func(context.Context, func() bool) ([]byte, Facts, error) {
 			fetches.Add(1)
 			return []byte("page"), liveFacts, nil
 		}

@@ -31,7 +31,7 @@ func BenchmarkL2Hit(b *testing.B) {
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	for _, size := range benchSizes {
 		body := page(size.n, 1)
-		fetch := func(context.Context) ([]byte, Facts, error) { return body, liveFacts, nil }
+		fetch := func(context.Context, func() bool) ([]byte, Facts, error) { return body, liveFacts, nil }
 		ctx := context.Background()
 		b.Run(size.name+"/l2hit", func(b *testing.B) {
 			f := newFleet(b, 2, Config{}, Options{})
@@ -68,15 +68,12 @@ func BenchmarkL2Hit(b *testing.B) {
 var mgetCalls = regexp.MustCompile(`cmdstat_mget:calls=(\d+)`)
 
 // BenchmarkL2Wake: how long after the holder's fetch returns a waiter on
-// another replica has the page, woken by the notice or by polling alone,
-// and how many peeks (MGET) each wait costs Redis.
+// another replica has the page, woken by the notice, and how many peeks
+// (MGET) each wait costs Redis.
 func BenchmarkL2Wake(b *testing.B) {
-	for _, mode := range []string{"notice", "poll"} {
+	for _, mode := range []string{"notice"} {
 		b.Run(mode, func(b *testing.B) {
 			f := newFleet(b, 2, Config{}, Options{})
-			for _, c := range f.cs {
-				c.l2.noNotice = mode == "poll"
-			}
 			peeks := func() int {
 				info, _ := f.rdb.Info(context.Background(), "commandstats").Result()
 				m := mgetCalls.FindStringSubmatch(info)
@@ -95,7 +92,7 @@ func BenchmarkL2Wake(b *testing.B) {
 				done := make(chan struct{})
 				go func() {
 					defer close(done)
-					_, _, _ = f.cs[0].Get(context.Background(), key, func(context.Context) ([]byte, Facts, error) {
+					_, _, _ = f.cs[0].Get(context.Background(), key, func(context.Context, func() bool) ([]byte, Facts, error) {
 						for f.cs[1].Stats().L2LockWaits == waits {
 							time.Sleep(time.Millisecond)
 						}

@@ -10,222 +10,239 @@ import (
 )
 
 // The flight of a key when the shared tier is on (l2.go): read L2, else
-// take the lease and fetch, or wait for the holder's fetch.
+// take the lease and fetch for the fleet, or wait for the holder's fetch.
 
 // leaseHeld is what a flight that fetches for the fleet must finish: the
-// lease token (empty when the flight fetches without it, after waiting in
-// vain) and the keys to store the page under.
+// keys to store the page under and the lease token (empty when the flight
+// fetches without the lease, after waiting for it in vain).
 type leaseHeld struct {
 	k     sharedKeys
 	token string
 }
 
-// next is what a waiter does after await.
-type next uint8
+// waitEnd is how a wait for another replica's fetch ended (await).
+type waitEnd uint8
 
 const (
-	answered next = iota // await has the answer
-	retake               // the lease is free and nothing was stored: bid again
-	alone                // fetch without sharing: Redis failed, or the page is not shared
-	timedOut             // waited the whole bound: fetch, and share the page
+	waitAnswered   waitEnd = iota // the holder's page or error, or the caller's ctx ended
+	waitLeaseFree                 // the lease is free and no page was stored: bid for it again
+	waitFetchAlone                // Redis failed, or the holder did not share the page: fetch unshared
+	waitTimedOut                  // waited the whole bound: fetch, and share the page
 )
 
-// sharedFlight is the flight of key after the L1 re-check, with held the
-// page it may serve stale.
-func (c *Cache) sharedFlight(ctx context.Context, key string, fetch Fetch, held *Entry, s *settings) (any, error) {
+// shared is the flight of a key through the shared tier: a fresh page
+// from L2, or one fetched under the lease, or the holder's.
+func (f *flight) shared() (result, error) {
+	c := f.c
 	if c.tracer != nil {
 		var span trace.Span
-		ctx, span = c.tracer.Start(ctx, "cache.l2")
+		f.ctx, span = c.tracer.Start(f.ctx, "cache.l2")
 		defer span.End()
 	}
-	l := c.l2
-	k := l.keys(key)
-	now := c.now()
+	k := c.l2.keys(f.key)
 	// A refresh never waits: when another replica holds the lease, the page
 	// is being fetched, and the held one serves meanwhile.
-	refresh := held != nil && held.state(now) == revalidate
-	heldL2 := false
-	b, err := l.get(ctx, k)
+	refresh := f.held != nil && f.held.state(c.now()) == revalidate
+	if r, ok, err := f.readShared(k, refresh); ok {
+		return r, err
+	}
+	return f.leaseOrWait(k, refresh)
+}
+
+// readShared reads the page from L2. ok is true when that answered the
+// flight: a fresh page, a stale one to serve at once, or a Redis failure
+// after which the flight fetched alone. A page L2 holds past its freshness
+// becomes the held page when it is newer than the caller's.
+func (f *flight) readShared(k sharedKeys, refresh bool) (_ result, ok bool, _ error) {
+	c := f.c
+	b, err := c.l2.get(f.ctx, k)
 	switch {
 	case err != nil:
-		c.l2Failed(ctx, "read", err)
-		return c.fetchLocal(ctx, key, fetch, held, false, nil)
+		c.l2Failed(f.ctx, "read", err)
+		r, err := f.fetchLocal()
+		return r, true, err
 	case b == nil:
 		c.stats.l2Misses.Add(1)
-	default:
-		e, err := c.fromShared(b)
-		if err != nil {
-			c.stats.l2Corrupt.Add(1)
-			break
-		}
-		switch e.state(now) {
-		case fresh:
-			c.stats.l2Hits.Add(1)
-			c.store.put(key, e, c.lifetime(e))
-			return result{e: e, st: HitL2}, nil
-		case revalidate:
-			c.stats.l2Stale.Add(1)
-			if !refresh {
-				// Served at once, as a stale page of L1 is; the callers start
-				// the one refresh (miss).
-				c.store.put(key, e, c.lifetime(e))
-				return result{e: e, st: StaleL2, refresh: true}, nil
-			}
-			if e.Stored.After(held.Stored) {
-				held, heldL2 = e, true
-			}
-		case expired:
-			c.stats.l2Stale.Add(1)
-			if held == nil || e.Stored.After(held.Stored) {
-				held, heldL2 = e, true
-			}
-		default:
-			c.stats.l2Misses.Add(1)
-		}
+		return result{}, false, nil
 	}
+	e, err := c.fromShared(b)
+	if err != nil {
+		c.stats.l2Corrupt.Add(1)
+		return result{}, false, nil
+	}
+	switch e.state(c.now()) {
+	case fresh:
+		c.stats.l2Hits.Add(1)
+		c.store.put(f.key, e, c.lifetime(e))
+		return result{e: e, st: HitL2}, true, nil
+	case revalidate:
+		c.stats.l2Stale.Add(1)
+		if !refresh {
+			// Served at once, as a stale page of L1 is; the callers start
+			// the one refresh (miss).
+			c.store.put(f.key, e, c.lifetime(e))
+			return result{e: e, st: StaleL2, refresh: true}, true, nil
+		}
+		if e.Stored.After(f.held.Stored) {
+			f.held, f.heldL2 = e, true
+		}
+	case expired:
+		c.stats.l2Stale.Add(1)
+		if f.held == nil || e.Stored.After(f.held.Stored) {
+			f.held, f.heldL2 = e, true
+		}
+	default:
+		c.stats.l2Misses.Add(1)
+	}
+	return result{}, false, nil
+}
 
+// leaseOrWait bids for the lease of the page: the winner fetches for the
+// fleet; the others wait for the holder's page, bidding again when the
+// lease comes free without one.
+func (f *flight) leaseOrWait(k sharedKeys, refresh bool) (result, error) {
+	c, l := f.c, f.c.l2
 	waited := false
 	var deadline time.Time
 	for {
-		token, holder, err := l.acquire(ctx, k)
+		token, holder, err := l.acquire(f.ctx, k)
 		switch {
 		case err != nil:
-			c.l2Failed(ctx, "lease", err)
-			return c.fetchLocal(ctx, key, fetch, held, heldL2, nil)
+			c.l2Failed(f.ctx, "lease", err)
+			return f.fetchLocal()
 		case token != "":
-			ls := &leaseHeld{k, token}
-			// Look again under the lease, as the flight looks again in L1:
-			// the holder before us may have stored the page and let the
-			// lease go between our read and our lease.
-			if b, err := l.get(ctx, k); err == nil && b != nil {
-				if e, err := c.fromShared(b); err == nil && e.state(c.now()) == fresh {
-					c.finish(ctx, ls, nil, 0, nil) // let the lease go
-					c.stats.l2Hits.Add(1)
-					c.store.put(key, e, c.lifetime(e))
-					return result{e: e, st: HitL2}, nil
-				}
-			}
-			return c.fetchLocal(ctx, key, fetch, held, heldL2, ls)
+			return f.fetchUnderLease(&leaseHeld{k, token})
 		case refresh:
-			return result{e: held, st: staleStatus(heldL2)}, nil
+			return result{e: f.held, st: staleStatus(f.heldL2)}, nil
 		}
 		if !waited {
 			waited = true
 			deadline = time.Now().Add(l.lease)
 			c.stats.l2LockWaits.Add(1)
 		}
-		r, err, then := c.await(ctx, key, k, holder, deadline, held, heldL2)
-		switch then {
-		case answered:
-			if err != nil {
-				return nil, err
-			}
-			return r, nil
-		case alone:
-			return c.fetchLocal(ctx, key, fetch, held, heldL2, nil)
-		case timedOut:
+		r, err, end := f.await(k, holder, deadline)
+		switch end {
+		case waitAnswered:
+			return r, err
+		case waitLeaseFree:
+			continue
+		case waitFetchAlone:
+			return f.fetchLocal()
+		case waitTimedOut:
 			c.stats.l2LockWaitTimeouts.Add(1)
-			return c.fetchLocal(ctx, key, fetch, held, heldL2, &leaseHeld{k: k})
+			return f.fetchForFleet(&leaseHeld{k: k})
 		}
 	}
 }
 
+// fetchUnderLease looks in L2 once more, as the flight looks again in L1:
+// the holder before this one may have stored the page and let the lease go
+// between the read and the lease. Else it fetches for the fleet.
+func (f *flight) fetchUnderLease(ls *leaseHeld) (result, error) {
+	c := f.c
+	if b, err := c.l2.get(f.ctx, ls.k); err == nil && b != nil {
+		if e, err := c.fromShared(b); err == nil && e.state(c.now()) == fresh {
+			c.finish(f.ctx, ls, nil, 0, nil) // let the lease go
+			c.stats.l2Hits.Add(1)
+			c.store.put(f.key, e, c.lifetime(e))
+			return result{e: e, st: HitL2}, nil
+		}
+	}
+	return f.fetchForFleet(ls)
+}
+
 // await waits for the holder's fetch, until deadline: woken by its notice,
 // or by polling when none comes.
-func (c *Cache) await(ctx context.Context, key string, k sharedKeys, holder string, deadline time.Time, held *Entry, heldL2 bool) (result, error, next) {
-	l := c.l2
+func (f *flight) await(k sharedKeys, holder string, deadline time.Time) (result, error, waitEnd) {
+	c, l := f.c, f.c.l2
 	wake, stop := l.watch(k.hash)
 	defer stop()
 	tick := time.NewTimer(pollInterval)
 	defer tick.Stop()
 	for {
-		value, mark, cur, err := l.peek(ctx, k)
+		value, mark, cur, err := l.peek(f.ctx, k)
 		if err != nil {
-			c.l2Failed(ctx, "wait", err)
-			return result{}, nil, alone
+			c.l2Failed(f.ctx, "wait", err)
+			return result{}, nil, waitFetchAlone
 		}
 		if value != nil {
 			// The value present while the holder fetches is the old one, past
 			// its TTL: only a fresh one is the holder's.
 			if e, err := c.fromShared(value); err == nil && e.state(c.now()) == fresh {
-				c.store.put(key, e, c.lifetime(e))
-				return result{e: e, st: MissL2}, nil, answered
+				c.store.put(f.key, e, c.lifetime(e))
+				return result{e: e, st: MissL2}, nil, waitAnswered
 			}
 		}
 		if kind, payload, ok := readMarker(mark, holder); ok {
 			if kind == markFailed {
-				v, err := c.failed(ctx, key, held, heldL2, l.decodeErr(payload))
-				r, _ := v.(result)
-				return r, err, answered
+				r, err := f.failed(l.decodeErr(payload))
+				return r, err, waitAnswered
 			}
-			return result{}, nil, alone
+			return result{}, nil, waitFetchAlone
 		}
 		switch cur {
 		case holder:
 		case "":
 			// Released with nothing for us, or expired with its holder.
-			return result{}, nil, retake
+			return result{}, nil, waitLeaseFree
 		default:
 			holder = cur // a new holder: wait for it instead
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
-			return result{}, nil, timedOut
+			return result{}, nil, waitTimedOut
 		}
 		tick.Reset(min(pollInterval, left))
 		select {
 		case <-wake:
 		case <-tick.C:
-		case <-ctx.Done():
-			return result{}, ctx.Err(), answered
+		case <-f.ctx.Done():
+			return result{}, f.ctx.Err(), waitAnswered
 		}
 	}
 }
 
-// fetchLocal fetches the page, stores it in L1 by policy and, when ls is
-// not nil, shares it through L2 and ends the lease.
-func (c *Cache) fetchLocal(ctx context.Context, key string, fetch Fetch, held *Entry, heldL2 bool, ls *leaseHeld) (any, error) {
-	start := c.now()
-	c.stats.fetches.Add(1)
-	body, facts, err := fetch(ctx)
+// fetchForFleet fetches as fetchLocal does, then ends the lease: the page
+// shared through L2, or a marker telling the waiters why not.
+func (f *flight) fetchForFleet(ls *leaseHeld) (result, error) {
+	c := f.c
+	e, err := f.fetchEntry()
 	if err != nil {
-		if ls != nil && ls.token != "" {
-			c.finish(ctx, ls, nil, 0, marker(ls.token, markFailed, c.l2.encodeErr(err)))
+		if ls.token != "" {
+			c.finish(f.ctx, ls, nil, 0, marker(ls.token, markFailed, c.l2.encodeErr(err)))
 		}
-		return c.failed(ctx, key, held, heldL2, err)
+		return f.failed(err)
 	}
-	s := c.cfg.Load()
-	p := s.policy(facts.Route)
-	ttl, immutable := p.Classify(facts, start)
-	e := c.newEntry(s, p, body, start, ttl, immutable)
-	if ttl <= 0 {
-		if ls != nil && ls.token != "" {
-			c.finish(ctx, ls, nil, 0, marker(ls.token, markAlone, nil))
-		}
-		return result{e: e, st: Bypass}, nil
+	r := f.keep(e)
+	if r.st == Bypass {
+		c.unshared(f.ctx, ls)
+		return r, nil
 	}
-	c.store.put(key, e, c.lifetime(e))
-	if ls != nil {
-		c.share(ctx, ls, e, s)
-	}
-	return result{e: e, st: Miss}, nil
+	c.share(f.ctx, ls, e)
+	return r, nil
 }
 
 // share stores e in L2 and ends the lease. The gzip form it stores is made
 // here, once, and serves the L1 entry as well.
-func (c *Cache) share(ctx context.Context, ls *leaseHeld, e *Entry, s *settings) {
+func (c *Cache) share(ctx context.Context, ls *leaseHeld, e *Entry) {
 	body, identity := e.GzipBody(), false
 	if body == nil {
 		body, identity = e.Body(), true
 	}
-	if valueHeader+len(e.ETag)+len(body)+valueSum > s.l2Max {
-		if ls.token != "" {
-			c.finish(ctx, ls, nil, 0, marker(ls.token, markAlone, nil))
-		}
+	if valueHeader+len(e.ETag)+len(body)+valueSum > c.cfg.Load().l2Max {
+		c.unshared(ctx, ls)
 		return
 	}
 	if c.finish(ctx, ls, encodeValue(e, body, identity), c.lifetime(e), nil) {
 		c.stats.l2Stores.Add(1)
+	}
+}
+
+// unshared ends the lease with a marker telling the waiters to fetch
+// alone: the page is not shared (BYPASS, or too large for L2).
+func (c *Cache) unshared(ctx context.Context, ls *leaseHeld) {
+	if ls.token != "" {
+		c.finish(ctx, ls, nil, 0, marker(ls.token, markAlone, nil))
 	}
 }
 
@@ -240,26 +257,6 @@ func (c *Cache) finish(ctx context.Context, ls *leaseHeld, value []byte, ttl tim
 		return false
 	}
 	return value != nil
-}
-
-// failed is the answer to a failed fetch: the held page when the error
-// allows it (stale-if-error), else the error, which is never cached.
-func (c *Cache) failed(ctx context.Context, key string, held *Entry, heldL2 bool, err error) (any, error) {
-	now := c.now()
-	if held != nil && held.servableOnError(now) && c.staleOK(err) {
-		// The error is not returned, so it is logged.
-		c.log.LogAttrs(ctx, slog.LevelWarn, "cache: fetch failed; the held page stays in use",
-			slog.String("key", key), slog.Duration("age", held.Age(now)), slog.Any("error", err))
-		return result{e: held, st: staleStatus(heldL2)}, nil
-	}
-	return nil, err
-}
-
-func staleStatus(fromL2 bool) Status {
-	if fromL2 {
-		return StaleL2
-	}
-	return Stale
 }
 
 // l2Failed counts a failed Redis call; the flight goes on alone. Debug

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/goleak"
 
 	"tradergate/internal/testkit"
+	"tradergate/proxy/route"
 )
 
 // TestMain fails the package if any goroutine outlives the tests: flights,
@@ -35,11 +36,11 @@ func newTestCache(t testing.TB, cfg Config, clk *testkit.Clock, opt Options) *Ca
 }
 
 // liveFacts are the facts of an always-fresh page on route "r".
-var liveFacts = Facts{Route: "r", Class: ClassLive}
+var liveFacts = Facts{Route: "r", Class: route.ClassLive}
 
 // counting returns a Fetch that answers body with facts and counts calls.
 func counting(n *atomic.Int64, body string, facts Facts) Fetch {
-	return func(context.Context) ([]byte, Facts, error) {
+	return func(context.Context, func() bool) ([]byte, Facts, error) {
 		n.Add(1)
 		return []byte(body), facts, nil
 	}

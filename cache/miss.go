@@ -13,8 +13,9 @@ import (
 )
 
 // A miss goes through a flight: one singleflight call per key at a time
-// which fetches, classifies, builds the entry, stores it
-// and hands it to every caller waiting on the key.
+// that checks the store again, fetches (through the shared tier when it is
+// on, l2flight.go), classifies and stores the page, and hands it to every
+// caller waiting on the key.
 
 // call is one caller's bid to start the flight of a key. Only the first
 // caller's run executes; ran tells the others that they were coalesced.
@@ -56,9 +57,6 @@ func (c *Cache) miss(ctx context.Context, key string, fetch Fetch, held *Entry) 
 	ch := c.group.DoChan(key, cl.run)
 	c.stats.waiting.Add(1)
 	defer c.stats.waiting.Add(-1)
-	if c.testHookWaiting != nil {
-		c.testHookWaiting() // this call has joined (or started) the flight
-	}
 	select {
 	case r := <-ch:
 		// The receive orders this load after run's store.
@@ -130,7 +128,7 @@ func (cl *call) run() (v any, err error) {
 	cl.ran.Store(true)
 	c := cl.c
 	if !c.enter() {
-		return nil, ErrClosed
+		return nil, errClosed
 	}
 	defer c.wg.Done()
 	defer func() {
@@ -141,12 +139,32 @@ func (cl *call) run() (v any, err error) {
 			v, err = nil, fmt.Errorf("cache: flight of %q panicked: %v", cl.key, p)
 		}
 	}()
-	return c.flight(cl.ctx, cl.key, cl.fetch, cl.held)
+	r, err := c.flight(cl.ctx, cl.key, cl.fetch, cl.held)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// flight is the running flight of one key: what its steps share.
+type flight struct {
+	c *Cache
+	// ctx carries the starting caller's values (request id) and ends only
+	// with Close: the fetch serves every waiter and the store, so no one
+	// caller's cancellation may end it.
+	ctx   context.Context
+	key   string
+	fetch Fetch
+	want  *want // the callers waiting, for the fetch's abandoned
+	// held is the page to serve if the fetch fails (stale-if-error);
+	// heldL2 says it came from the shared tier.
+	held   *Entry
+	heldL2 bool
 }
 
 // flight checks the store again, then asks the shared tier (l2flight.go)
-// or fetches and stores by policy.
-func (c *Cache) flight(parent context.Context, key string, fetch Fetch, held *Entry) (any, error) {
+// or fetches and stores the page itself.
+func (c *Cache) flight(parent context.Context, key string, fetch Fetch, held *Entry) (result, error) {
 	// Check again inside the flight (groupcache load()): a flight that ended
 	// between the caller's lookup and this one has stored the page.
 	if e := c.store.get(key); e != nil {
@@ -158,20 +176,74 @@ func (c *Cache) flight(parent context.Context, key string, fetch Fetch, held *En
 		}
 	}
 
-	// The fetch serves every waiter and the store, so no one caller's
-	// cancellation may end it; the caller's values (request id) stay. Close
-	// ends it through c.stop.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
 	defer cancel()
 	defer context.AfterFunc(c.stop, cancel)()
 	w := c.wants.acquire(key)
 	defer c.wants.release(key, w)
-	ctx = context.WithValue(ctx, wantKey{}, w)
+	f := &flight{c: c, ctx: ctx, key: key, fetch: fetch, want: w, held: held}
 
 	if s := c.cfg.Load(); c.l2 != nil && s.l2 {
-		return c.sharedFlight(ctx, key, fetch, held, s)
+		return f.shared()
 	}
-	return c.fetchLocal(ctx, key, fetch, held, false, nil)
+	return f.fetchLocal()
+}
+
+// fetchLocal fetches the page and stores it in this replica's memory by
+// policy: Miss, or Bypass when the policy does not keep it; on failure,
+// the held page or the error (failed).
+func (f *flight) fetchLocal() (result, error) {
+	e, err := f.fetchEntry()
+	if err != nil {
+		return f.failed(err)
+	}
+	return f.keep(e), nil
+}
+
+// fetchEntry calls the Fetch and builds the entry of its page, classified
+// by the policy of its route.
+func (f *flight) fetchEntry() (*Entry, error) {
+	c := f.c
+	start := c.now()
+	c.stats.fetches.Add(1)
+	body, facts, err := f.fetch(f.ctx, f.want.abandoned)
+	if err != nil {
+		return nil, err
+	}
+	s := c.cfg.Load()
+	p := s.policy(facts.Route)
+	ttl, immutable := p.classify(facts, start)
+	return c.newEntry(s, p, body, start, ttl, immutable), nil
+}
+
+// keep stores e in memory unless the policy gave it no TTL (Bypass).
+func (f *flight) keep(e *Entry) result {
+	if e.TTL <= 0 {
+		return result{e: e, st: Bypass}
+	}
+	f.c.store.put(f.key, e, f.c.lifetime(e))
+	return result{e: e, st: Miss}
+}
+
+// failed is the answer to a failed fetch: the held page when the error
+// allows it (stale-if-error), else the error, which is never cached.
+func (f *flight) failed(err error) (result, error) {
+	c, held := f.c, f.held
+	now := c.now()
+	if held != nil && held.servableOnError(now) && c.staleOK(err) {
+		// The error is not returned, so it is logged.
+		c.log.LogAttrs(f.ctx, slog.LevelWarn, "cache: fetch failed; the held page stays in use",
+			slog.String("key", f.key), slog.Duration("age", held.Age(now)), slog.Any("error", err))
+		return result{e: held, st: staleStatus(f.heldL2)}, nil
+	}
+	return result{}, err
+}
+
+func staleStatus(fromL2 bool) Status {
+	if fromL2 {
+		return StaleL2
+	}
+	return Stale
 }
 
 // lifetime is what is left of e's TTL plus its longer stale window: how long
@@ -186,9 +258,8 @@ func (c *Cache) lifetime(e *Entry) time.Duration {
 func (c *Cache) newEntry(s *settings, p Policy, body []byte, stored time.Time, ttl time.Duration, immutable bool) *Entry {
 	if cap(body)-len(body) > len(body)/8+8<<10 {
 		// A body read into a much larger buffer would hold all of it, and
-		// the store charges capacity: keep a copy instead. Smaller spare
-		// room is what any allocation of len(body) gets from Go's size
-		// classes (up to 1/8, or a page of 8 KiB), so a copy would not trim.
+		// the store charges capacity: keep a copy. Less spare room than
+		// this is what Go's size classes give any allocation of len(body).
 		body = bytes.Clone(body)
 	}
 	e := &Entry{

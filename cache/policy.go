@@ -4,27 +4,15 @@ import (
 	"time"
 
 	"tradergate/normalize"
-)
-
-// Class is the caching class of a route, fixed by the proxy's route table.
-type Class uint8
-
-const (
-	// ClassList: list pages that settle (order book events, activity,
-	// deposits-withdrawals, closed positions, closed combo positions).
-	ClassList Class = iota + 1
-	// ClassLive: open positions, always fresh.
-	ClassLive
-	// ClassLookup: transaction detail and wallet mapping; found: immutable,
-	// null: NegativeTTL.
-	ClassLookup
+	"tradergate/proxy/route"
 )
 
 // Facts are what the policy knows about one request and its page.
 type Facts struct {
 	// Route is the route name; it selects the per-route Policy.
 	Route string
-	Class Class
+	// Class is the route's caching class: which rule below judges the page.
+	Class route.Class
 	// Cursor: the request names its page by cursor.
 	Cursor bool
 	// Upper is the request's inclusive upper bound (to, toTimestamp,
@@ -42,12 +30,12 @@ type Facts struct {
 	Meta normalize.Meta
 }
 
-// Classify decides how long a page may be served and whether it is
+// classify decides how long a page may be served and whether it is
 // immutable, by docs/ARCHITECTURE.md "Cache policy":
 //
-//   - ClassLive is always fresh.
-//   - ClassLookup: found is immutable; null gets NegativeTTL.
-//   - ClassList: null data gets NegativeTTL; a page is immutable when (1) the
+//   - route.ClassLive is always fresh.
+//   - route.ClassLookup: found is immutable; null gets NegativeTTL.
+//   - route.ClassList: null data gets NegativeTTL; a page is immutable when (1) the
 //     request pins a range (Cursor or HasUpper), (2) every item is older than
 //     the settle window, and (3) the page cannot grow. Otherwise fresh.
 //   - An unset or unknown class is fresh: never immutable by mistake.
@@ -59,19 +47,19 @@ type Facts struct {
 //
 // ttl <= 0 means "do not cache" (a figure turned off with a negative value);
 // immutable is then false.
-func (p Policy) Classify(f Facts, now time.Time) (ttl time.Duration, immutable bool) {
+func (p Policy) classify(f Facts, now time.Time) (ttl time.Duration, immutable bool) {
 	p = p.withDefaults()
 	switch {
-	case f.Class == ClassLive:
+	case f.Class == route.ClassLive:
 		return keep(p.FreshTTL, false)
 	case f.Meta.DataNull:
 		// docs/CONTRACT.md#envelopes: a lookup (or list) that found
 		// nothing is a 200 with data null; it may be found seconds later.
 		return keep(p.NegativeTTL, false)
-	case f.Class == ClassLookup:
+	case f.Class == route.ClassLookup:
 		// A transaction or a wallet mapping, once indexed, does not change.
 		return keep(p.ImmutableTTL, true)
-	case f.Class != ClassList:
+	case f.Class != route.ClassList:
 		return keep(p.FreshTTL, false)
 	}
 	if !f.Cursor && !f.HasUpper {

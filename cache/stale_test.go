@@ -7,11 +7,13 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"tradergate/proxy/route"
 )
 
 // versions returns a Fetch whose n-th call answers "v<n>".
 func versions(n *atomic.Int64, facts Facts) Fetch {
-	return func(context.Context) ([]byte, Facts, error) {
+	return func(context.Context, func() bool) ([]byte, Facts, error) {
 		return fmt.Appendf(nil, "v%d", n.Add(1)), facts, nil
 	}
 }
@@ -45,7 +47,7 @@ func TestFreshness(t *testing.T) {
 	// many stale hits arrive while it runs.
 	release := make(chan struct{})
 	var refreshes atomic.Int64
-	slow := func(ctx context.Context) ([]byte, Facts, error) {
+	slow := func(ctx context.Context, _ func() bool) ([]byte, Facts, error) {
 		refreshes.Add(1)
 		<-release
 		return []byte("v2"), liveFacts, nil
@@ -103,7 +105,7 @@ func TestChangeSeenAfterWindows(t *testing.T) {
 	fetch := versions(&n, liveFacts)
 	mustGet(t, c, "k", fetch, Miss)
 	clk.Advance(3 * time.Second) // exactly TTL + SWR: still stale
-	if e := mustGet(t, c, "k", func(context.Context) ([]byte, Facts, error) {
+	if e := mustGet(t, c, "k", func(context.Context, func() bool) ([]byte, Facts, error) {
 		return nil, Facts{}, errors.New("refresh not wanted here")
 	}, Stale); body(e) != "v1" {
 		t.Fatalf("got %q", body(e))
@@ -126,7 +128,7 @@ func TestRefreshSharesFlightWithMiss(t *testing.T) {
 	started := make(chan struct{})
 	release := make(chan struct{})
 	var fetches atomic.Int64
-	slow := func(context.Context) ([]byte, Facts, error) {
+	slow := func(context.Context, func() bool) ([]byte, Facts, error) {
 		fetches.Add(1)
 		close(started)
 		<-release
@@ -135,8 +137,7 @@ func TestRefreshSharesFlightWithMiss(t *testing.T) {
 	clk.Advance(1500 * time.Millisecond)
 	mustGet(t, c, "k", slow, Stale) // starts the refresh
 	<-started
-	hook, joined := barrier(1)
-	c.testHookWaiting = hook
+	joined := waiting(1, c)
 	clk.Advance(time.Second) // past the SWR window: a miss
 	done := make(chan *Entry)
 	go func() { done <- mustGet(t, c, "k", slow, Miss) }()
@@ -157,7 +158,7 @@ func TestRefreshSharesFlightWithMiss(t *testing.T) {
 var errUpstream = errors.New("upstream 502")
 
 func failing(n *atomic.Int64, err error) Fetch {
-	return func(context.Context) ([]byte, Facts, error) {
+	return func(context.Context, func() bool) ([]byte, Facts, error) {
 		n.Add(1)
 		return nil, Facts{}, err
 	}
@@ -299,11 +300,11 @@ func TestImmutableAndNegative(t *testing.T) {
 	clk := newClock()
 	c := newTestCache(t, Config{}, clk, Options{})
 	var n atomic.Int64
-	found := mustGet(t, c, "tx1", counting(&n, `{"data":{}}`, Facts{Route: "tx", Class: ClassLookup}), Miss)
-	null := Facts{Route: "tx", Class: ClassLookup}
+	found := mustGet(t, c, "tx1", counting(&n, `{"data":{}}`, Facts{Route: "tx", Class: route.ClassLookup}), Miss)
+	null := Facts{Route: "tx", Class: route.ClassLookup}
 	null.Meta.DataNull = true
 	missing := mustGet(t, c, "tx2", counting(&n, `{"data":null}`, null), Miss)
-	if !found.Immutable || found.TTL != DefaultImmutableTTL || missing.Immutable || missing.TTL != DefaultNegativeTTL {
+	if !found.Immutable || found.TTL != defaultImmutableTTL || missing.Immutable || missing.TTL != defaultNegativeTTL {
 		t.Fatalf("found %v/%v, null %v/%v", found.Immutable, found.TTL, missing.Immutable, missing.TTL)
 	}
 	clk.Advance(time.Hour)
@@ -314,14 +315,14 @@ func TestImmutableAndNegative(t *testing.T) {
 // crash, and leaves nothing behind.
 func TestPanicInFetch(t *testing.T) {
 	c := newTestCache(t, Config{}, newClock(), Options{})
-	_, _, err := c.Get(context.Background(), "k", func(context.Context) ([]byte, Facts, error) { panic("boom") })
+	_, _, err := c.Get(context.Background(), "k", func(context.Context, func() bool) ([]byte, Facts, error) { panic("boom") })
 	if err == nil {
 		t.Fatal("no error from a panicking fetch")
 	}
 }
 
 // TestClose: Close cancels running fetches, waits for them, and later calls
-// get ErrClosed.
+// get errClosed.
 func TestClose(t *testing.T) {
 	c, err := New(Config{}, Options{})
 	if err != nil {
@@ -330,7 +331,7 @@ func TestClose(t *testing.T) {
 	started := make(chan struct{})
 	errc := make(chan error, 1)
 	go func() {
-		_, _, err := c.Get(context.Background(), "k", func(ctx context.Context) ([]byte, Facts, error) {
+		_, _, err := c.Get(context.Background(), "k", func(ctx context.Context, _ func() bool) ([]byte, Facts, error) {
 			close(started)
 			<-ctx.Done()
 			return nil, Facts{}, ctx.Err()
@@ -342,7 +343,7 @@ func TestClose(t *testing.T) {
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Errorf("running Get: %v", err)
 	}
-	if _, _, err := c.Get(context.Background(), "k", counting(new(atomic.Int64), "x", liveFacts)); !errors.Is(err, ErrClosed) {
+	if _, _, err := c.Get(context.Background(), "k", counting(new(atomic.Int64), "x", liveFacts)); !errors.Is(err, errClosed) {
 		t.Errorf("Get after Close: %v", err)
 	}
 	c.Close() // twice is fine

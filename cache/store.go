@@ -9,54 +9,21 @@ import (
 	"github.com/dgraph-io/ristretto/v2"
 )
 
-// The L1 store: ristretto, bounded in bytes.
-//
-// Cost accounting. The cost of an entry is the bytes it really holds: the
-// capacities of the forms it holds (forms.go), len(key) (the entry keeps its
-// key) and entryOverhead.
-// ristretto runs with IgnoreInternalCost, because entryOverhead already
-// counts ristretto's own per-item record; adding its internal cost as well
-// would charge it twice, and the policy's ledger (MaxCost - RemainingCost,
-// our Stats().Bytes) would no longer be the sum of the costs we hand in.
-//
-// Admission and buffering. ristretto's Set is buffered and may be refused
-// (TinyLFU admission, a full buffer, or a cost over MaxCost): nothing here
-// depends on a Set landing. A flight hands its entry to all its waiters
-// directly; the store only serves later calls. After a Set the flight calls
-// Wait, so the entry is visible before the flight ends and a call that
-// starts a new flight right after finds it (the check inside the flight).
-// Wait costs the flight ristretto's admission work, which would otherwise
-// run in its own goroutine: 1 to 4 us per miss, about 10 us when the Set
-// evicts (BenchmarkGetMiss, fresh vs fresh-nowait), against an upstream
-// round trip of milliseconds.
-//
-// Replacement. ristretto applies an update of an existing key in place and
-// does not evict for the cost it adds ("evictions will be handled the next
-// time a new item is added"), which would let a growing page push the store
-// past MaxBytes. A replacement is therefore a Del then a Set, so the new
-// entry goes through admission and eviction like any other.
-//
-// Growth. A form made on a hit (forms.go) adds to the cost of an entry the
-// store already holds. That is not a replacement: a Del then a Set would
-// take a hot page out of the store (every Get in between misses and
-// fetches) and put it through admission again, which may refuse it. So the
-// entry is Set again in place, with its new cost: ristretto updates the cost
-// in its ledger at once and evicts for it on the next insert. The ledger may
-// thus exceed MaxBytes by the forms made since the last insert, a few pages
-// at most, and never by more than it did before plus those. Should the
-// update be dropped (a full set buffer; ristretto keeps the value and loses
-// the cost), the ledger understates the entry by its new form until it
-// leaves. The Set in place must never put back an entry that its key's
-// flight has replaced or that was dropped: a striped lock per key orders
-// grow against put, and grow checks that the store still holds this very
-// entry.
+// The L1 store: ristretto, bounded in bytes. An entry is charged what it
+// holds: its forms (forms.go), its key and entryOverhead, which counts
+// ristretto's own record (hence IgnoreInternalCost). A Set may be refused,
+// so a flight hands its entry to its waiters itself, and put Waits so that
+// the next flight's re-check finds it (miss.go). A replacement is a Del
+// then a Set (an update in place would not evict for its cost). Growth: a
+// form made on a hit is charged by setting the same entry again (a Del would
+// drop a hot page); the ledger may pass MaxBytes by such forms until the
+// next insert evicts for them. A striped lock per key orders grow and put.
 
 // entryOverhead is the fixed per-entry charge beyond the forms and the key,
 // rounded up: the Entry struct (~270 B), its two ETag strings (~60 B),
-// the edge's note (NoteBytes), ristretto's storeItem (48 B) and its slots
-// in three maps (store, policy costs, expiry buckets, ~150 B together).
-// TestEntryOverhead checks it.
-const entryOverhead = 832
+// ristretto's storeItem (48 B) and its slots in three maps (store, policy
+// costs, expiry buckets, ~150 B together). TestEntryOverhead checks it.
+const entryOverhead = 672
 
 // avgEntryBytes sizes ristretto's frequency counters: most pages are small
 // (lookups ~1 KiB, 20-item pages ~8 KiB), so 2 KiB is a conservative mean.
@@ -69,8 +36,6 @@ type store struct {
 	// max is the bound; the check before Set saves ristretto the work of
 	// refusing an entry that can never fit.
 	max int64
-	// skipWait is for the benchmark that measures what Wait costs.
-	skipWait bool
 
 	// locks order put, grow and drop of one key (see "Growth").
 	locks [64]sync.Mutex
@@ -118,16 +83,12 @@ func (s *store) onEvict(it *ristretto.Item[*Entry]) {
 	}
 }
 
-// onExit runs whenever ristretto lets go of a value: evicted, expired,
-// refused, deleted (put, drop), cleared by close, and also replaced by an
-// update, which grow makes with the entry itself: an entry the store still
-// holds has not left. One that has left gets its page files closed
-// (files.go). While closing, ristretto calls this under its own shard lock,
-// where a Get would deadlock; every entry is leaving then anyway.
-//
-// A grow that re-adds an entry its eviction just took out (grow checks,
-// then sets) leaves it stored with its files closed: its answers are then
-// written from the heap, which is correct, only not as cheap.
+// onExit runs whenever ristretto lets go of a value, also when grow
+// replaces an entry with itself: an entry the store still holds has not
+// left. One that has left gets its page files closed (files.go); an entry
+// that a grow re-adds after its eviction is then served from the heap.
+// While closing, ristretto calls this under its own shard lock, where a Get
+// would deadlock; every entry is leaving then anyway.
 func (s *store) onExit(e *Entry) {
 	if e == nil {
 		return
@@ -173,9 +134,7 @@ func (s *store) put(key string, e *Entry, ttl time.Duration) {
 		s.rejected.Add(1) // the set buffer was full: dropped
 		return
 	}
-	if !s.skipWait {
-		s.rc.Wait()
-	}
+	s.rc.Wait()
 }
 
 // grow adds n bytes to the cost of e, in place, if the store still holds it

@@ -73,7 +73,7 @@ func TestByteBound(t *testing.T) {
 					body := bytes.Clone(base)
 					copy(body[1:], key) // distinct content per key
 					inserted.Add(int64(len(body)))
-					_, _, err := c.Get(context.Background(), key, func(context.Context) ([]byte, Facts, error) {
+					_, _, err := c.Get(context.Background(), key, func(context.Context, func() bool) ([]byte, Facts, error) {
 						return body, liveFacts, nil
 					})
 					if err != nil {
@@ -129,18 +129,18 @@ func TestETag(t *testing.T) {
 func TestBodyTrimmed(t *testing.T) {
 	c := newTestCache(t, Config{}, newClock(), Options{})
 	buf := make([]byte, 100, 1<<20)
-	e := mustGet(t, c, "k", func(context.Context) ([]byte, Facts, error) { return buf, liveFacts, nil }, Miss)
+	e := mustGet(t, c, "k", func(context.Context, func() bool) ([]byte, Facts, error) { return buf, liveFacts, nil }, Miss)
 	if cap(e.Body()) > 128 {
 		t.Errorf("cap(Body()) = %d, want a copy of about 100", cap(e.Body()))
 	}
 }
 
 // TestEntryOverhead keeps the fixed per-entry charge honest if Entry grows:
-// the struct, its two ETag strings and its note, plus ~300 B for
-// ristretto's records.
+// the struct and its two ETag strings, plus ~300 B for ristretto's
+// records.
 func TestEntryOverhead(t *testing.T) {
 	e, eg := etags([]byte("x"))
-	if got := int(unsafe.Sizeof(Entry{})) + len(e) + len(eg) + NoteBytes + 300; got > entryOverhead {
+	if got := int(unsafe.Sizeof(Entry{})) + len(e) + len(eg) + 300; got > entryOverhead {
 		t.Errorf("an entry takes about %d B beyond its bodies, entryOverhead is %d", got, entryOverhead)
 	}
 }

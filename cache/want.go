@@ -1,15 +1,14 @@
 package cache
 
 import (
-	"context"
 	"sync"
 	"sync/atomic"
 )
 
-// A fetch may want to know whether anyone still waits for it: the retry loop asks
-// for no upstream retry once the client has gone. With coalescing "the
-// client" is every caller waiting on the flight, so the cache counts them
-// per key and the fetch asks Abandoned.
+// A fetch may want to know whether anyone still waits for it: the proxy's
+// retry loop makes no upstream retry once the client has gone. With
+// coalescing "the client" is every caller waiting on the flight, so the
+// cache counts them per key and hands the fetch their abandoned.
 
 // want counts the callers waiting on the flight of one key.
 type want struct {
@@ -59,13 +58,9 @@ func (ws *wants) wait(key string) func() {
 	}
 }
 
-type wantKey struct{}
-
-// Abandoned reports whether every caller that waited on the fetch running
-// under ctx has stopped waiting (their clients went away). A background
-// refresh that no caller joined is never abandoned: the cache itself wants
-// it. Outside a fetch it reports false.
-func Abandoned(ctx context.Context) bool {
-	w, ok := ctx.Value(wantKey{}).(*want)
-	return ok && w.had.Load() && w.waiters.Load() == 0
+// abandoned reports whether every caller that waited on the flight has
+// stopped waiting (their clients went away). A background refresh that no
+// caller joined is never abandoned: the cache itself wants it.
+func (w *want) abandoned() bool {
+	return w.had.Load() && w.waiters.Load() == 0
 }

@@ -13,9 +13,6 @@ const (
 	// defaultRedisPrefix starts the limiter's keys when Options.RedisPrefix
 	// is empty; the redis section's default prefix plus ":rl".
 	defaultRedisPrefix = "tradergate:rl"
-	// DefaultRedisTimeout bounds a store call when Options.RedisTimeout is
-	// zero; the redis section's default timeout.
-	DefaultRedisTimeout = 50 * time.Millisecond
 	// OnStoreErrorAllow serves a request whose allowance could not be
 	// checked: a Redis outage must not take the edge down with it.
 	OnStoreErrorAllow = "allow"

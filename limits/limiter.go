@@ -41,8 +41,9 @@ type Options struct {
 	// RedisPrefix starts every counter's key (fleet's Conn.Key("rl")), so
 	// that the limiter's keys do not meet the cache's. "": "tradergate:rl".
 	RedisPrefix string
-	// RedisTimeout bounds one store call; past it on_store_error decides
-	// (fleet's Conn.Timeout). Zero: 50ms.
+	// RedisTimeout bounds one store call; past it on_store_error decides.
+	// Required with Redis: the redis section's timeout (fleet's
+	// Conn.Timeout).
 	RedisTimeout time.Duration
 }
 
@@ -88,8 +89,8 @@ func New(cfg Config, plans map[string]Plan, opt Options) (*Limiter, error) {
 		timeout: opt.RedisTimeout,
 		deny:    cfg.OnStoreError == OnStoreErrorDeny,
 	}
-	if l.timeout <= 0 {
-		l.timeout = DefaultRedisTimeout
+	if opt.Redis != nil && l.timeout <= 0 {
+		return nil, errors.New("limits: Options.RedisTimeout is required with Options.Redis (the redis section's timeout)")
 	}
 	if l.now == nil {
 		l.now = time.Now

@@ -80,7 +80,7 @@ func (r *rewriter) envelope(src []byte, rewrite bool) (envelope, error) {
 		case "data":
 			env.hasData = true
 			if rewrite && env.success {
-				r.out = append(r.out, successPrefix...)
+				r.out = append(r.out, SuccessPrefix...)
 				done = true
 				return r.dataAt(at, env.variant == 'A')
 			}
@@ -108,7 +108,7 @@ func (r *rewriter) envelope(src []byte, rewrite bool) (envelope, error) {
 		return env, invalidf("success envelope without data")
 	}
 	if rewrite && !done {
-		r.out = append(r.out, successPrefix...)
+		r.out = append(r.out, SuccessPrefix...)
 		if end, err := r.dataAt(dataAt, env.variant == 'A'); err != nil {
 			return env, scanErr(err, end)
 		}

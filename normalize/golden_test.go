@@ -96,7 +96,7 @@ func TestGoldenOrderBookBytes(t *testing.T) {
 	start := bytes.Index(src, []byte(`{"items"`))
 	end := bytes.LastIndexByte(src, '}')
 	data := src[start : bytes.LastIndexByte(src[:end], '}')+1]
-	if want := successPrefix + string(data) + "}"; string(got) != want {
+	if want := SuccessPrefix + string(data) + "}"; string(got) != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }

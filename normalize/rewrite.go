@@ -6,9 +6,11 @@ import (
 	"sync"
 )
 
-// successPrefix opens every body Rewrite produces (SHAPES.md "Envelopes":
-// variant A success, keys in this order).
-const successPrefix = `{"message":"OK","status_code":"1","data":`
+// SuccessPrefix opens every variant A success body: the data follows it,
+// and a closing brace ends the body (docs/CONTRACT.md#envelopes;
+// SHAPES.md "Envelopes": keys in this order). Rewrite writes it, and so
+// does every answer the edge builds itself.
+const SuccessPrefix = `{"message":"OK","status_code":"1","data":`
 
 // rewriter holds the state of one Rewrite or Failure call. Rewriters are
 // pooled so a call allocates nothing once the pool is warm.
@@ -65,7 +67,7 @@ func Rewrite(dst, src []byte, opt Options) ([]byte, Meta, error) {
 	}
 	// The output is about the size of the input; growing once up front
 	// saves the copies of repeated appends on large order book pages.
-	r := getRewriter(opt, slices.Grow(dst, len(src)+len(successPrefix)+1))
+	r := getRewriter(opt, slices.Grow(dst, len(src)+len(SuccessPrefix)+1))
 	defer putRewriter(r)
 	env, err := r.envelope(src, true)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 
+	"tradergate/normalize"
 	"tradergate/proxy/orderbook"
 	"tradergate/proxy/route"
 )
@@ -29,7 +30,7 @@ func (s *Server) serveBook(x *exchange) {
 		x.fail(bookError(err))
 		return
 	}
-	body := append(make([]byte, 0, 1024), `{"message":"OK","status_code":"1","data":`...)
+	body := append(make([]byte, 0, 1024), normalize.SuccessPrefix...)
 	body = append(book.AppendJSON(body), '}')
 	// Built for this request from pages the cache holds: nothing to cache
 	// downstream, and no cache headers of its own.

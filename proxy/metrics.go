@@ -41,15 +41,16 @@ type metrics struct {
 	hot [][len(cacheResults)]hotSeries
 }
 
-// cacheResults are the X-Cache values, in the order of hot's columns.
-var cacheResults = [...]string{cache.Hit.String(), cache.Miss.String(), cache.Stale.String(), cache.Bypass.String()}
+// cacheResults are the cache's results, in the order of hot's columns;
+// their names (cache.Status.String) are the cache label's values.
+var cacheResults = [...]cache.Status{cache.Hit, cache.Miss, cache.Stale, cache.Bypass}
 
 type hotSeries struct {
 	requests prometheus.Counter
 	duration prometheus.Observer
 }
 
-// latencyBuckets span a cache hit (tens of µs) to an upstream timeout.
+// latencyBuckets span a cache hit to an upstream timeout.
 var latencyBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
 
 func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
@@ -120,7 +121,8 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 	routes := s.routes.Routes()
 	m.hot = make([][len(cacheResults)]hotSeries, len(routes))
 	for _, r := range routes {
-		for j, c := range cacheResults {
+		for j, st := range cacheResults {
+			c := st.String()
 			m.hot[r.Index()][j] = hotSeries{m.requests.WithLabelValues(r.Name, "200", c), m.duration.WithLabelValues(r.Name, c)}
 		}
 	}
@@ -142,8 +144,8 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 // observe records one answered request; rt is nil when no route matched.
 func (m *metrics) observe(rt *route.Route, status int, cache string, took time.Duration) {
 	if rt != nil && status == 200 {
-		for j, c := range cacheResults {
-			if c == cache {
+		for j, st := range cacheResults {
+			if st.String() == cache {
 				h := &m.hot[rt.Index()][j]
 				h.requests.Inc()
 				h.duration.Observe(took.Seconds())
@@ -233,11 +235,11 @@ func (c *cacheCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *cacheCollector) Collect(ch chan<- prometheus.Metric) {
 	st := c.s.cache.Stats()
-	for _, r := range []struct {
-		name string
-		n    uint64
-	}{{cache.Hit.String(), st.Hits}, {cache.Miss.String(), st.Misses}, {cache.Stale.String(), st.Stale}, {cache.Bypass.String(), st.Bypass}} {
-		ch <- prometheus.MustNewConstMetric(descCacheRequests, prometheus.CounterValue, float64(r.n), r.name)
+	for _, r := range [len(cacheResults)]struct {
+		st cache.Status
+		n  uint64
+	}{{cache.Hit, st.Hits}, {cache.Miss, st.Misses}, {cache.Stale, st.Stale}, {cache.Bypass, st.Bypass}} {
+		ch <- prometheus.MustNewConstMetric(descCacheRequests, prometheus.CounterValue, float64(r.n), r.st.String())
 	}
 	ch <- prometheus.MustNewConstMetric(descCacheCoalesced, prometheus.CounterValue, float64(st.Coalesced))
 	ch <- prometheus.MustNewConstMetric(descCacheFetches, prometheus.CounterValue, float64(st.Fetches))

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -20,8 +21,10 @@ import (
 // validated request from the page cache, which calls the legacy host on a
 // miss, and writes the cache headers.
 
-// servePage answers a validated request from the page cache, which calls
-// the legacy host on a miss (docs/ARCHITECTURE.md "The way of a request").
+// servePage answers a validated request from the page cache: a fresh hit
+// at once, else the cache's answer (cache.Get: stale, or a flight that
+// fetches through fetcher), then the page with its cache headers
+// (docs/ARCHITECTURE.md "The way of a request").
 func (s *Server) servePage(x *exchange) {
 	if s.trace == nil {
 		// A fresh hit needs no Fetch: none is made, nothing keeps x.
@@ -63,8 +66,8 @@ func (s *Server) fetcher(x *exchange) cache.Fetch {
 func (s *Server) fetcherOf(x *exchange, req *route.Request) cache.Fetch {
 	x.keep()
 	id, info := x.id, &x.upstream
-	return func(ctx context.Context) ([]byte, cache.Facts, error) {
-		page, err := s.upstream.Fetch(ctx, req, id, info)
+	return func(ctx context.Context, abandoned func() bool) ([]byte, cache.Facts, error) {
+		page, err := s.upstream.Fetch(ctx, req, id, info, abandoned)
 		if err != nil {
 			return nil, cache.Facts{}, err
 		}
@@ -94,19 +97,26 @@ func factsOf(req *route.Request, page *upstream.Page) cache.Facts {
 // "Cache headers"), gzip-compressed to clients that accept it, and answers
 // If-None-Match.
 func (s *Server) writeEntry(x *exchange, e *cache.Entry, status cache.Status) {
+	s.setCacheFields(x, e, status)
+	writeForm(x, e)
+}
+
+// setCacheFields sets X-Cache, Cache-Status, Age, Cache-Control and Vary
+// of an answer from the cache.
+func (s *Server) setCacheFields(x *exchange, e *cache.Entry, status cache.Status) {
 	x.setHeader("X-Cache", status.String())
 	n := ageNumbersOf(e, x.now)
 	var values string
 	var cc, cs int
 	if status == cache.Hit || status == cache.Stale {
-		f := hitFieldsOf(e, status, n)
+		f := s.hits.fields(e.Immutable, status, n)
 		values, cc, cs = f.values, int(f.cc), int(f.cs)
 	} else {
 		// Misses, and the first answer of a page from the shared tier, come
 		// once per page: formatted into the exchange.
 		var buf [128]byte
 		var b []byte
-		b, cc, cs = appendAgeFields(buf[:0], e, status, n)
+		b, cc, cs = appendAgeFields(buf[:0], e.Immutable, status, n)
 		values = x.own(b)
 	}
 	x.setHeader("Cache-Status", values[cs:])
@@ -115,7 +125,11 @@ func (s *Server) writeEntry(x *exchange, e *cache.Entry, status cache.Status) {
 	// The answer depends on Accept-Encoding whenever a gzip copy exists;
 	// saying so always keeps downstream caches simple.
 	x.setHeader("Vary", "Accept-Encoding")
+}
 
+// writeForm answers with the form of the page the client accepts, gzip or
+// identity, its ETag, and 304 when If-None-Match names it.
+func writeForm(x *exchange, e *cache.Entry) {
 	// Each form of the page is made once, on the first answer that wants
 	// it (cache: a page is stored as it arrived).
 	etag := e.ETag
@@ -165,45 +179,66 @@ func ageNumbersOf(e *cache.Entry, now time.Time) ageNumbers {
 	}
 }
 
-// hitFields are the values of those fields for a hit. A page is hit many
-// times a second, and they change at most once a second, so an entry keeps
-// the last ones made (its note, which holds at most cache.NoteBytes) and a
-// burst of hits formats them once.
+// hitFields are the values of those fields for a hit.
 type hitFields struct {
-	// What they were made from.
-	status cache.Status
-	n      ageNumbers
+	key hitKey // what they were made from
 	// values holds Age, Cache-Control and Cache-Status, one after the
 	// other (appendAgeFields): one allocation.
 	values string
 	cc, cs int32
 }
 
-// hitFieldsOf returns the fields of a hit (or stale hit) on e at the age
-// n: the entry's note when it was made for the same numbers, else new
-// fields, which become the note.
-func hitFieldsOf(e *cache.Entry, status cache.Status, n ageNumbers) *hitFields {
-	if f, _ := e.Note().(*hitFields); f != nil && f.n == n && f.status == status {
+// hitKey is all the fields of a hit depend on.
+type hitKey struct {
+	n         ageNumbers
+	status    cache.Status
+	immutable bool
+}
+
+// hitMemo keeps the fields of recent hits. A page is hit many times a
+// second and its fields change at most once a second, so a burst of hits
+// formats them once; pages of the same age share them. A slot holds the
+// fields last made for the keys that fall on it.
+type hitMemo [1 << hitMemoBits]atomic.Pointer[hitFields]
+
+const hitMemoBits = 10
+
+// fields returns the fields of a hit (or stale hit) at the age n: those
+// kept when made for the same key, else new ones, which are kept.
+func (m *hitMemo) fields(immutable bool, status cache.Status, n ageNumbers) *hitFields {
+	k := hitKey{n, status, immutable}
+	slot := &m[k.slot()]
+	if f := slot.Load(); f != nil && f.key == k {
 		return f
 	}
 	var buf [128]byte
-	b, cc, cs := appendAgeFields(buf[:0], e, status, n)
-	f := &hitFields{status: status, n: n, values: string(b), cc: int32(cc), cs: int32(cs)}
-	e.SetNote(f)
+	b, cc, cs := appendAgeFields(buf[:0], immutable, status, n)
+	f := &hitFields{key: k, values: string(b), cc: int32(cc), cs: int32(cs)}
+	slot.Store(f)
 	return f
 }
 
+// slot spreads the keys over the memo (a multiplicative hash).
+func (k hitKey) slot() int {
+	h := uint64(k.n.age)*0x9e3779b97f4a7c15 ^ uint64(k.n.fresh)*0xc2b2ae3d27d4eb4f ^
+		uint64(k.n.ttl)<<8 ^ uint64(k.status)<<1
+	if k.immutable {
+		h ^= 1
+	}
+	return int(h * 0x9e3779b97f4a7c15 >> (64 - hitMemoBits))
+}
+
 // appendAgeFields appends the values of Age, Cache-Control and
-// Cache-Status of an answer from e at the age n, one after the other, and
-// returns where the second and the third begin.
-func appendAgeFields(b []byte, e *cache.Entry, status cache.Status, n ageNumbers) (_ []byte, cc, cs int) {
+// Cache-Status of an answer from the cache at the age n, one after the
+// other, and returns where the second and the third begin.
+func appendAgeFields(b []byte, immutable bool, status cache.Status, n ageNumbers) (_ []byte, cc, cs int) {
 	b = strconv.AppendInt(b, n.age, 10)
 	cc = len(b)
 	// private: the page was served to an authenticated key; a shared
 	// cache downstream must not hand it to requests the edge never saw.
 	b = append(b, "private, max-age="...)
 	b = strconv.AppendInt(b, n.fresh, 10)
-	if e.Immutable {
+	if immutable {
 		b = append(b, ", immutable"...)
 	}
 	cs = len(b)

@@ -70,6 +70,7 @@ type Server struct {
 	trace     *tracing.Tracing // nil: tracing off
 	tls       *tlsedge.Edge
 	metrics   *metrics
+	hits      hitMemo // pages.go: the cache fields of recent hits
 	registry  *prometheus.Registry
 	// ready is true while Serve answers and is not draining (/readyz).
 	ready     atomic.Bool

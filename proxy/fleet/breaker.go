@@ -14,16 +14,12 @@ import (
 	"github.com/sony/gobreaker/v2"
 )
 
-// The breaker around every command of the shared client.
-//
-// It trips after tripAfter consecutive failures: a dead Redis fails every
-// call, so a handful of requests is enough evidence, and a count needs no
-// minimum volume the way a ratio over a window would (a quiet replica would
-// never trip). One success in between resets the count, so a Redis that
-// loses the odd call stays in use. Open, it refuses every command at once
-// for openFor, then lets one probe through (half-open); the probe's success
-// closes it. Recovery needs no goroutine of its own: the next call after
-// openFor is the probe.
+// The breaker around every command of the shared client. It trips after
+// TripAfter consecutive failures: a dead Redis fails every call, and a count
+// needs no minimum volume (a quiet replica would never fill a ratio's
+// window), while one success between resets it. Open, it refuses every
+// command for OpenFor, then lets one probe through, whose success closes it:
+// the next call after OpenFor is the probe, with no goroutine of its own.
 const (
 	// TripAfter is how many consecutive failures open the breaker.
 	TripAfter = 5
@@ -44,16 +40,16 @@ type callerGone struct{ err error }
 
 func (e callerGone) Error() string { return e.err.Error() }
 
-// breaker is the hook (go-redis Hook) that runs every command and pipeline
+// breakerHook is the hook (go-redis Hook) that runs every command and pipeline
 // through the circuit breaker, and refuses dials while it is open.
-type breaker struct {
+type breakerHook struct {
 	cb      *gobreaker.CircuitBreaker[struct{}]
 	errs    prometheus.Counter
 	lastErr atomic.Pointer[error] // the last failure, for the "unreachable" log line
 }
 
-func newBreaker(errs prometheus.Counter, onChange func(from, to gobreaker.State)) *breaker {
-	b := &breaker{errs: errs}
+func newBreakerHook(errs prometheus.Counter, onChange func(name string, from, to gobreaker.State)) *breakerHook {
+	b := &breakerHook{errs: errs}
 	b.cb = gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{
 		Name:          "redis",
 		MaxRequests:   1,
@@ -61,7 +57,7 @@ func newBreaker(errs prometheus.Counter, onChange func(from, to gobreaker.State)
 		ReadyToTrip:   func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= TripAfter },
 		IsSuccessful:  answered,
 		IsExcluded:    func(err error) bool { return errors.As(err, new(callerGone)) },
-		OnStateChange: func(_ string, from, to gobreaker.State) { onChange(from, to) },
+		OnStateChange: onChange,
 	})
 	return b
 }
@@ -93,7 +89,7 @@ func answered(err error) bool {
 type insideKey struct{}
 
 // run sends one command or pipeline through the breaker.
-func (b *breaker) run(ctx context.Context, send func(context.Context) error) error {
+func (b *breakerHook) run(ctx context.Context, send func(context.Context) error) error {
 	if ctx.Value(insideKey{}) != nil {
 		return send(ctx)
 	}
@@ -121,7 +117,7 @@ func (b *breaker) run(ctx context.Context, send func(context.Context) error) err
 	return err
 }
 
-func (b *breaker) DialHook(next redis.DialHook) redis.DialHook {
+func (b *breakerHook) DialHook(next redis.DialHook) redis.DialHook {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		// Not counted: the command that needed the connection is.
 		if b.cb.State() == gobreaker.StateOpen {
@@ -131,7 +127,7 @@ func (b *breaker) DialHook(next redis.DialHook) redis.DialHook {
 	}
 }
 
-func (b *breaker) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+func (b *breakerHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := b.run(ctx, func(ctx context.Context) error { return next(ctx, cmd) })
 		if errors.Is(err, ErrUnavailable) {
@@ -141,7 +137,7 @@ func (b *breaker) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 
-func (b *breaker) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (b *breakerHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		err := b.run(ctx, func(ctx context.Context) error { return next(ctx, cmds) })
 		if errors.Is(err, ErrUnavailable) {
@@ -157,7 +153,7 @@ func (b *breaker) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 
 // dialGate is the dial half of breaker alone, for a Cluster's node clients:
 // their commands already went through the breaker on the ClusterClient.
-type dialGate struct{ b *breaker }
+type dialGate struct{ b *breakerHook }
 
 func (g dialGate) DialHook(next redis.DialHook) redis.DialHook { return g.b.DialHook(next) }
 func (dialGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {

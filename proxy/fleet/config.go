@@ -10,10 +10,12 @@ import (
 	"time"
 )
 
-// Defaults of Config, filled by ApplyDefaults.
+// Defaults of Config, filled by ApplyDefaults. The section is the one home
+// of the Redis defaults: the limiter and the page cache take the timeout
+// they are given (Conn.Timeout).
 const (
-	DefaultPrefix  = "tradergate"
-	DefaultTimeout = 50 * time.Millisecond
+	defaultPrefix  = "tradergate"
+	defaultTimeout = 50 * time.Millisecond
 )
 
 // Config is the `redis:` section of config.yaml: the one Redis the replicas
@@ -55,10 +57,10 @@ type Config struct {
 // ApplyDefaults fills the zero fields that have a default.
 func (c *Config) ApplyDefaults() {
 	if c.Prefix == "" {
-		c.Prefix = DefaultPrefix
+		c.Prefix = defaultPrefix
 	}
 	if c.Timeout == 0 {
-		c.Timeout = DefaultTimeout
+		c.Timeout = defaultTimeout
 	}
 }
 

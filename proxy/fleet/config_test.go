@@ -110,7 +110,7 @@ func TestKey(t *testing.T) {
 			t.Errorf("Key(%q) = %q, want %q", tt.parts, got, tt.want)
 		}
 	}
-	if c.Timeout() != DefaultTimeout {
+	if c.Timeout() != defaultTimeout {
 		t.Errorf("Timeout() = %v", c.Timeout())
 	}
 }

@@ -20,6 +20,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 	"github.com/sony/gobreaker/v2"
+
+	"tradergate/proxy/breaker"
 )
 
 // Options are the collaborators of a Conn.
@@ -36,27 +38,17 @@ type Conn struct {
 	prefix  string
 	timeout time.Duration
 	log     *slog.Logger
-	brk     *breaker
+	brk     *breakerHook
 
 	stateGauge  prometheus.Gauge
 	transitions *prometheus.CounterVec
 	errs        prometheus.Counter
-
-	// changes carries breaker state changes from OnStateChange, which runs
-	// under the breaker's lock, to logChanges, which logs them.
-	changes chan gobreaker.State
-	stop    chan struct{}
-	wg      sync.WaitGroup
+	// changes writes the breaker's transitions off its lock (logChange).
+	changes *breaker.Log
 
 	closeOnce sync.Once
 	closeErr  error
 }
-
-// changesBuffer is how many state changes may wait for the logger. Changes
-// come at most about one per OpenFor, so it never fills in practice; if it
-// did, a change would go unlogged (still counted in the metrics) rather than
-// block the breaker.
-const changesBuffer = 64
 
 // Open builds the client for cfg (defaults are applied to a copy). It does
 // not contact Redis, so a Redis that is down at start costs nothing: the
@@ -71,6 +63,50 @@ func Open(cfg Config, getenv func(string) string, opt Options) (*Conn, error) {
 	if errs := cfg.Validate(getenv); len(errs) > 0 {
 		return nil, errors.New(strings.Join(errs, "; "))
 	}
+	uo, err := clientOptions(cfg, getenv)
+	if err != nil {
+		return nil, err
+	}
+	c := &Conn{
+		prefix:  cfg.Prefix,
+		timeout: cfg.Timeout,
+		log:     opt.Logger,
+		stateGauge: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "tradergate_redis_breaker_state",
+			Help: "State of the breaker in front of the shared Redis: 0 closed, 1 half-open, 2 open (each replica works alone).",
+		}),
+		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tradergate_redis_breaker_transitions_total",
+			Help: "Changes of state of the breaker in front of the shared Redis, by the state entered.",
+		}, []string{"to"}),
+		errs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tradergate_redis_errors_total",
+			Help: "Redis commands that failed: not answered, too slow, or refused at once by the open breaker.",
+		}),
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	for _, s := range []gobreaker.State{gobreaker.StateClosed, gobreaker.StateHalfOpen, gobreaker.StateOpen} {
+		c.transitions.WithLabelValues(s.String()) // each series exists from the start
+	}
+	c.changes = breaker.NewLog(c.logChange())
+	c.brk = newBreakerHook(c.errs, c.stateChanged)
+	c.client = redis.NewUniversalClient(uo)
+	c.client.AddHook(c.brk)
+	if cc, ok := c.client.(*redis.ClusterClient); ok {
+		// A ClusterClient runs its hooks around whole commands but dials
+		// through its node clients, which need the dial gate of their own.
+		cc.OnNewNode(func(node *redis.Client) { node.AddHook(dialGate{c.brk}) })
+	}
+
+	c.log.Info("redis configured", "mode", mode(cfg), "addrs", cfg.Addrs, "prefix", cfg.Prefix, "timeout", cfg.Timeout)
+	return c, nil
+}
+
+// clientOptions are go-redis's options for cfg: one attempt per call,
+// each bounded by redis.timeout, the breaker deciding when to try again.
+func clientOptions(cfg Config, getenv func(string) string) (*redis.UniversalOptions, error) {
 	uo := &redis.UniversalOptions{
 		Addrs:      cfg.Addrs,
 		MasterName: cfg.MasterName,
@@ -105,44 +141,7 @@ func Open(cfg Config, getenv func(string) string, opt Options) (*Conn, error) {
 		}
 	}
 
-	c := &Conn{
-		prefix:  cfg.Prefix,
-		timeout: cfg.Timeout,
-		log:     opt.Logger,
-		stateGauge: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "tradergate_redis_breaker_state",
-			Help: "State of the breaker in front of the shared Redis: 0 closed, 1 half-open, 2 open (each replica works alone).",
-		}),
-		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "tradergate_redis_breaker_transitions_total",
-			Help: "Changes of state of the breaker in front of the shared Redis, by the state entered.",
-		}, []string{"to"}),
-		errs: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "tradergate_redis_errors_total",
-			Help: "Redis commands that failed: not answered, too slow, or refused at once by the open breaker.",
-		}),
-		changes: make(chan gobreaker.State, changesBuffer),
-		stop:    make(chan struct{}),
-	}
-	if c.log == nil {
-		c.log = slog.New(slog.DiscardHandler)
-	}
-	for _, s := range []gobreaker.State{gobreaker.StateClosed, gobreaker.StateHalfOpen, gobreaker.StateOpen} {
-		c.transitions.WithLabelValues(s.String()) // each series exists from the start
-	}
-	c.brk = newBreaker(c.errs, c.stateChanged)
-	c.client = redis.NewUniversalClient(uo)
-	c.client.AddHook(c.brk)
-	if cc, ok := c.client.(*redis.ClusterClient); ok {
-		// A ClusterClient runs its hooks around whole commands but dials
-		// through its node clients, which need the dial gate of their own.
-		cc.OnNewNode(func(node *redis.Client) { node.AddHook(dialGate{c.brk}) })
-	}
-
-	c.wg.Add(1)
-	go c.logChanges()
-	c.log.Info("redis configured", "mode", mode(cfg), "addrs", cfg.Addrs, "prefix", cfg.Prefix, "timeout", cfg.Timeout)
-	return c, nil
+	return uo, nil
 }
 
 func mode(cfg Config) string {
@@ -157,40 +156,32 @@ func mode(cfg Config) string {
 
 // stateChanged is the breaker's OnStateChange. It runs under the breaker's
 // lock, on the goroutine of whichever command caused the change, so it only
-// updates metrics and hands the change over.
-func (c *Conn) stateChanged(_, to gobreaker.State) {
+// updates metrics and hands the change to the log.
+func (c *Conn) stateChanged(name string, from, to gobreaker.State) {
 	c.stateGauge.Set(float64(to))
 	c.transitions.WithLabelValues(to.String()).Inc()
-	select {
-	case c.changes <- to:
-	default:
-	}
+	c.changes.Changed(name, from, to)
 }
 
-// logChanges logs when Redis becomes unreachable and when it is reachable
-// again: one line each, whatever the traffic. The half-open probes in
-// between are in the metrics, not the log.
-func (c *Conn) logChanges() {
-	defer c.wg.Done()
+// logChange returns the writer of the breaker's transitions: one line when
+// Redis becomes unreachable and one when it is reachable again, whatever
+// the traffic. The half-open probes in between are in the metrics, not
+// the log.
+func (c *Conn) logChange() func(breaker.Transition) {
 	down := false
-	for {
-		select {
-		case <-c.stop:
-			return
-		case to := <-c.changes:
-			switch {
-			case to == gobreaker.StateOpen && !down:
-				down = true
-				var cause any = "unknown"
-				if err := c.brk.lastErr.Load(); err != nil {
-					cause = *err // go-redis's text: address and reason, never the password
-				}
-				c.log.Warn("redis unreachable: each replica works alone",
-					"err", cause, "trip_after", TripAfter, "retry_every", OpenFor)
-			case to == gobreaker.StateClosed && down:
-				down = false
-				c.log.Info("redis reachable again")
+	return func(t breaker.Transition) {
+		switch {
+		case t.To == gobreaker.StateOpen && !down:
+			down = true
+			var cause any = "unknown"
+			if err := c.brk.lastErr.Load(); err != nil {
+				cause = *err // go-redis's text: address and reason, never the password
 			}
+			c.log.Warn("redis unreachable: each replica works alone",
+				"err", cause, "trip_after", TripAfter, "retry_every", OpenFor)
+		case t.To == gobreaker.StateClosed && down:
+			down = false
+			c.log.Info("redis reachable again")
 		}
 	}
 }
@@ -228,8 +219,7 @@ func (c *Conn) Collectors() []prometheus.Collector {
 func (c *Conn) Close() error {
 	c.closeOnce.Do(func() {
 		c.closeErr = c.client.Close()
-		close(c.stop)
-		c.wg.Wait()
+		c.changes.Close()
 	})
 	return c.closeErr
 }

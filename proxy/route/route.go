@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 
-	"tradergate/cache"
 	"tradergate/normalize"
 )
 
@@ -56,7 +55,7 @@ type Route struct {
 	// the legacy host serves the same paths under that prefix.
 	Legacy string
 	// Class, Shape and TimeField drive the rewrite and the cache policy.
-	Class     cache.Class
+	Class     Class
 	Shape     normalize.Shape
 	TimeField string
 	// TimeUnitMs is true when TimeField (and the from/to bounds) are Unix
@@ -134,7 +133,7 @@ func NewTable() *Table {
 				cursor,
 			},
 			check:      checkOrderBook,
-			Class:      cache.ClassList,
+			Class:      ClassList,
 			Shape:      normalize.OrderBook,
 			TimeField:  "timestamp",
 			TimeUnitMs: true,
@@ -157,7 +156,7 @@ func NewTable() *Table {
 				{name: "limit", kind: kindPageSize, min: 1, max: pageMax, defInt: pageDefault, cap: true, legacyDef: legacyActivityDefault},
 			},
 			check:     checkRanges("fromBlock", "toBlock", "fromTimestamp", "toTimestamp"),
-			Class:     cache.ClassList,
+			Class:     ClassList,
 			Shape:     normalize.Activity,
 			TimeField: "blockTimestamp",
 		},
@@ -175,7 +174,7 @@ func NewTable() *Table {
 				{name: assumedPageSize, kind: kindPageSize, min: 1, max: pageMax, defInt: pageDefault},
 			},
 			check:     checkRanges(assumedFromTime, assumedToTime),
-			Class:     cache.ClassList,
+			Class:     ClassList,
 			Shape:     normalize.Transfers,
 			TimeField: "blockTimestamp",
 		},
@@ -188,7 +187,7 @@ func NewTable() *Table {
 				cursor, marketIDs,
 				{name: assumedPageSize, kind: kindPageSize, min: 1, max: pageMax, defInt: pageDefault},
 			},
-			Class:     cache.ClassList,
+			Class:     ClassList,
 			Shape:     normalize.ComboPositions,
 			TimeField: "recentTradeTime",
 		},
@@ -201,7 +200,7 @@ func NewTable() *Table {
 				cursor, marketIDs,
 				{name: assumedPageSize, kind: kindPageSize, min: 1, max: pageMax, defInt: pageDefault},
 			},
-			Class:     cache.ClassList,
+			Class:     ClassList,
 			Shape:     normalize.Positions,
 			TimeField: "recentTradeTime",
 		},
@@ -216,7 +215,7 @@ func NewTable() *Table {
 			},
 			// Open positions change with every trade: always fresh
 			// (docs/ARCHITECTURE.md "Cache policy").
-			Class:     cache.ClassLive,
+			Class:     ClassLive,
 			Shape:     normalize.Positions,
 			TimeField: "recentTradeTime",
 		},
@@ -225,7 +224,7 @@ func NewTable() *Table {
 			Pattern: "/v1/tx/{txHash}",
 			Legacy:  "/v1/tx/{txHash}",
 			path:    pathTxHash,
-			Class:   cache.ClassLookup,
+			Class:   ClassLookup,
 			Shape:   normalize.Transaction,
 		},
 		{
@@ -233,7 +232,7 @@ func NewTable() *Table {
 			Pattern: "/v1/trader/wallet-address/{address}",
 			Legacy:  "/v1/trader/wallet-address/{address}",
 			path:    pathAddress,
-			Class:   cache.ClassLookup,
+			Class:   ClassLookup,
 			Shape:   normalize.WalletAddress,
 		},
 		{
@@ -247,7 +246,7 @@ func NewTable() *Table {
 				{name: "depth", kind: kindPageSize, min: 1, max: bookDepthMax},
 			},
 			check: checkBook,
-			Class: cache.ClassLive,
+			Class: ClassLive,
 			Shape: normalize.OrderBook,
 		},
 	}

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"tradergate/cache"
 )
 
 // Routes are the route names the page shows, in the order of the edge's
@@ -30,14 +32,9 @@ var latencyBounds = [...]time.Duration{
 	time.Second, 2500 * time.Millisecond, 5 * time.Second, 10 * time.Second,
 }
 
-// Cache results, as the edge labels them (tradergate_requests_total{cache}).
-const (
-	CacheHit    = "HIT"
-	CacheMiss   = "MISS"
-	CacheStale  = "STALE"
-	CacheBypass = "BYPASS"
-	CacheNone   = "NONE"
-)
+// countedResults are the cache results a Window counts apart, by index:
+// cacheHit, cacheMiss, cacheStale.
+var countedResults = [...]cache.Status{cache.Hit, cache.Miss, cache.Stale}
 
 const (
 	cacheHit = iota
@@ -118,7 +115,9 @@ type Request struct {
 	Status int
 	// Duration is from the request's arrival to the answer's last byte.
 	Duration time.Duration
-	// Cache is HIT, MISS, STALE, BYPASS or NONE.
+	// Cache is the cache's result as the edge labels it: a cache.Status's
+	// name (HIT, MISS, STALE, BYPASS), or another label for an answer the
+	// cache did not give.
 	Cache string
 	// KeyID is the API key's id; "" for anonymous requests, which are not
 	// listed among the busiest keys (their bucket is a client address).
@@ -201,14 +200,13 @@ func (w *Window) route(name string) int {
 	return len(w.names)
 }
 
+// cacheKind is the index of a result among countedResults, or cacheKinds
+// for one not counted apart.
 func cacheKind(result string) int {
-	switch result {
-	case CacheHit:
-		return cacheHit
-	case CacheMiss:
-		return cacheMiss
-	case CacheStale:
-		return cacheStale
+	for k, st := range countedResults {
+		if st.String() == result {
+			return k
+		}
 	}
 	return cacheKinds
 }
@@ -276,7 +274,12 @@ func (w *Window) Fill(s *Snapshot) {
 		}
 	}
 	w.lastErr.mu.Unlock()
+	w.fillLimits(s, first, last, perSec)
+}
 
+// fillLimits writes the refusals per plan and the busiest keys of the
+// seconds first to last into s.
+func (w *Window) fillLimits(s *Snapshot, first, last uint32, perSec func(uint64) float64) {
 	s.Limits.Refused = nil
 	var refused uint64
 	w.plans.each(func(plan string, ser *series) {

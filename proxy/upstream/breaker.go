@@ -10,7 +10,6 @@ import (
 
 	"github.com/sony/gobreaker/v2"
 
-	"tradergate/cache"
 	"tradergate/proxy/route"
 )
 
@@ -57,8 +56,8 @@ func (c *BreakerConfig) validate() []string {
 	return errs
 }
 
-// breaker is the breaker of one route.
-type breaker struct {
+// routeBreaker is the breaker of one route.
+type routeBreaker struct {
 	cb          *gobreaker.TwoStepCircuitBreaker[struct{}]
 	openTimeout time.Duration
 	// openedAt is when the breaker last opened (Unix ns), for Retry-After.
@@ -69,7 +68,7 @@ type breaker struct {
 }
 
 // breakers holds one breaker per route, by route index.
-type breakers []*breaker
+type breakers []*routeBreaker
 
 // onChange is called by gobreaker under its lock: it must stay cheap (set
 // a gauge, hand the line to a logger; nothing that waits).
@@ -78,7 +77,7 @@ type onChange func(route string, from, to gobreaker.State)
 func newBreakers(c BreakerConfig, routes []*route.Route, notify onChange) breakers {
 	bs := make(breakers, len(routes))
 	for _, r := range routes {
-		b := &breaker{openTimeout: c.OpenTimeout}
+		b := &routeBreaker{openTimeout: c.OpenTimeout}
 		minReq, ratio := c.MinRequests, c.FailureRatio
 		b.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
 			Name:        r.Name,
@@ -107,7 +106,7 @@ func newBreakers(c BreakerConfig, routes []*route.Route, notify onChange) breake
 
 // allow asks the route's breaker for one legacy call. When it refuses, the
 // error is a 503 whose Retry-After is the time left before it half-opens.
-func (b *breaker) allow() (done func(error), err error) {
+func (b *routeBreaker) allow() (done func(error), err error) {
 	done, err = b.cb.Allow()
 	if err == nil {
 		return done, nil
@@ -132,10 +131,10 @@ func breakerSuccess(err error) bool {
 }
 
 // breakerExcluded: calls that say nothing about the legacy host: the
-// caller went away, the edge is stopping, or the legacy host asked us to
-// slow down (429, handled by the hold instead).
+// caller went away or the edge is stopping (both cancel the call), or the
+// legacy host asked us to slow down (429, handled by the hold instead).
 func breakerExcluded(err error) bool {
-	if errors.Is(err, context.Canceled) || errors.Is(err, cache.ErrClosed) {
+	if errors.Is(err, context.Canceled) {
 		return true
 	}
 	e, ok := errors.AsType[*Error](err)

@@ -67,8 +67,7 @@ func newLegacyHost(c Config, wrap func(http.RoundTripper) http.RoundTripper) *le
 		IdleConnTimeout:       90 * time.Second,
 		ForceAttemptHTTP2:     true,
 		// The edge asks for gzip itself and inflates with klauspost's
-		// reader, twice as fast as the transport's compress/gzip on the
-		// miss path (a profile of a miss: go run ./bench -only miss -pprof).
+		// reader, faster than the transport's compress/gzip.
 		DisableCompression: true,
 	}
 	var rt http.RoundTripper = tr
@@ -81,7 +80,7 @@ func newLegacyHost(c Config, wrap func(http.RoundTripper) http.RoundTripper) *le
 		client:  &http.Client{Transport: rt, CheckRedirect: noRedirects},
 		maxBody: c.MaxBodyBytes,
 		shift:   c.PriceScale == PriceScaleCents,
-		gzip:    c.Compression != CompressionNone,
+		gzip:    c.Compression != compressionNone,
 	}
 }
 
@@ -114,24 +113,51 @@ func (u *legacyHost) hold(d time.Duration) {
 
 // fetch makes one call to the legacy host for req, within ctx's deadline,
 // and returns the rewritten page, or an *Error, or the context's error
-// when the call was abandoned. facts say what the call means for retries,
-// the breaker and later calls; a legacy 429 starts holding calls back here.
-func (u *legacyHost) fetch(ctx context.Context, req *route.Request, requestID string) (*Page, facts, error) {
-	page, f, err := u.call(ctx, req, requestID)
-	if f.asked429 {
-		u.hold(f.retryAfter)
+// when the call was abandoned. Its outcome says what the call means for
+// retries, the breaker and later calls; a legacy 429 starts holding calls
+// back here.
+func (u *legacyHost) fetch(ctx context.Context, req *route.Request, requestID string) (*Page, outcome, error) {
+	page, out, err := u.call(ctx, req, requestID)
+	if out.asked429 {
+		u.hold(out.retryAfter)
 	}
-	return page, f, err
+	return page, out, err
 }
 
-func (u *legacyHost) call(ctx context.Context, req *route.Request, requestID string) (*Page, facts, error) {
+// call sends the request, reads the answer and rewrites it.
+func (u *legacyHost) call(ctx context.Context, req *route.Request, requestID string) (*Page, outcome, error) {
+	hr, err := u.request(ctx, req, requestID)
+	if err != nil {
+		return nil, outcome{}, fail(Unreachable, err)
+	}
+	resp, err := u.client.Do(hr)
+	if err != nil {
+		err, out := transportError(ctx, err, Unreachable)
+		return nil, out, err
+	}
+	defer resp.Body.Close()
+	buf := u.getBuf()
+	defer u.bufs.Put(buf)
+	if out, err := u.read(ctx, resp, buf); err != nil {
+		return nil, out, err
+	}
+	body := buf.Bytes()
+	if resp.StatusCode != http.StatusOK {
+		err, out := statusError(resp, body)
+		return nil, out, err
+	}
+	return u.rewrite(req, resp.StatusCode, body)
+}
+
+// request is the GET of req, with the edge's own credential.
+func (u *legacyHost) request(ctx context.Context, req *route.Request, requestID string) (*http.Request, error) {
 	target := u.base + req.UpstreamPath()
 	if req.RawQuery != "" {
 		target += "?" + req.RawQuery
 	}
 	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
-		return nil, facts{}, fail(Unreachable, err)
+		return nil, err
 	}
 	hr.Header.Set("Authorization", u.auth)
 	hr.Header.Set("Accept", "application/json")
@@ -140,15 +166,13 @@ func (u *legacyHost) call(ctx context.Context, req *route.Request, requestID str
 	}
 	hr.Header.Set("User-Agent", "tradergate")
 	hr.Header.Set("X-Request-Id", requestID)
+	return hr, nil
+}
 
-	resp, err := u.client.Do(hr)
-	if err != nil {
-		err, f := transportError(ctx, err, Unreachable)
-		return nil, f, err
-	}
-	defer resp.Body.Close()
-	answered := facts{status: resp.StatusCode}
-
+// read reads the body of resp into buf, inflated, up to
+// upstream.max_body_bytes.
+func (u *legacyHost) read(ctx context.Context, resp *http.Response, buf *bytes.Buffer) (outcome, error) {
+	answered := outcome{status: resp.StatusCode}
 	var src io.Reader = resp.Body
 	switch enc := resp.Header.Get("Content-Encoding"); {
 	case enc == "" || strings.EqualFold(enc, "identity"):
@@ -157,49 +181,41 @@ func (u *legacyHost) call(ctx context.Context, req *route.Request, requestID str
 		// a host may send gzip regardless, and the page is still good.
 		zr, err := u.gunzip(resp.Body)
 		if err != nil {
-			err, f := transportError(ctx, err, Invalid)
-			f.status = resp.StatusCode
-			return nil, f, err
+			err, out := transportError(ctx, err, Invalid)
+			out.status = resp.StatusCode
+			return out, err
 		}
 		defer u.zrs.Put(zr)
 		src = zr
 	default:
-		return nil, answered, fail(Invalid, errors.New("upstream Content-Encoding "+enc+" was not asked for"))
+		return answered, fail(Invalid, errors.New("upstream Content-Encoding "+enc+" was not asked for"))
 	}
-	buf := u.getBuf()
-	defer u.bufs.Put(buf)
 	// The cap applies to the inflated body: a small gzip bomb stays small.
 	if _, err := buf.ReadFrom(io.LimitReader(src, u.maxBody+1)); err != nil {
 		// The answer broke off midway (a reset, a truncated body).
-		err, f := transportError(ctx, err, Failed)
-		f.status = resp.StatusCode
-		return nil, f, err
+		err, out := transportError(ctx, err, Failed)
+		out.status = resp.StatusCode
+		return out, err
 	}
 	if int64(buf.Len()) > u.maxBody {
-		return nil, answered, fail(TooLarge, errors.New("body over upstream.max_body_bytes"))
+		return answered, fail(TooLarge, errors.New("body over upstream.max_body_bytes"))
 	}
-	body := buf.Bytes()
+	return answered, nil
+}
 
-	if resp.StatusCode != http.StatusOK {
-		err, f := statusError(resp, body)
-		return nil, f, err
-	}
-	// The rewrite writes into a pooled scratch buffer, then the page is
-	// copied once into memory of its own size. Rewriting straight into a
-	// new allocation (sized 1/8 over the input, in case it grows) made each
-	// of the rewrite's many small appends store into cold memory: under
-	// the bench harness's miss load the rewrite took 43 µs a page instead
-	// of the 15 µs of a hot loop. Now it takes ~14 µs, and the one bulk
-	// copy pays for the fresh memory instead; the cache holds (and charges)
-	// ~6% less per page.
+// rewrite turns a 200's body into the page: variant A, or the legacy
+// host's own bytes for the legacy path once they pass the rewrite's checks.
+// The rewrite works in pooled scratch memory, and the page is copied once
+// into memory of its own size, which the cache then holds.
+func (u *legacyHost) rewrite(req *route.Request, status int, body []byte) (*Page, outcome, error) {
+	answered := outcome{status: status}
 	scratch := u.getOut()
 	defer u.putOut(scratch)
 	opt := normalize.Options{Shape: req.Route.Shape, ShiftCents: u.shift, TimeField: req.Route.TimeField}
 	var out []byte
 	var meta normalize.Meta
+	var err error
 	if req.Legacy {
-		// A client of the legacy path gets the legacy host's bytes, once
-		// they pass every check the rewrite makes.
 		out, meta, err = normalize.Verify(*scratch, body, opt)
 		*scratch = out
 		out = body
@@ -212,7 +228,7 @@ func (u *legacyHost) call(ctx context.Context, req *route.Request, requestID str
 			// A failure envelope under a 200: trust its code. It is an
 			// answer, not a failed call, so it is never retried.
 			code, _ := strconv.Atoi(fe.Code)
-			return nil, facts{status: resp.StatusCode, asked429: code == http.StatusTooManyRequests}, mapStatus(code, fe.Message, 0)
+			return nil, outcome{status: status, asked429: code == http.StatusTooManyRequests}, mapStatus(code, fe.Message, 0)
 		}
 		return nil, answered, fail(Invalid, err)
 	}

@@ -23,8 +23,8 @@ const (
 // miss's CPU (docs/BENCHMARKS.md): worth it across a WAN, not from a host
 // on the same network.
 const (
-	CompressionGzip = "gzip"
-	CompressionNone = "none"
+	compressionGzip = "gzip"
+	compressionNone = "none"
 )
 
 // Config is the `upstream:` section: the legacy host, how it is called, and
@@ -79,7 +79,7 @@ func (c *Config) ApplyDefaults() {
 	c.PriceScale = cmp.Or(c.PriceScale, PriceScaleCents)
 	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, 32<<20)
 	c.MaxIdleConns = cmp.Or(c.MaxIdleConns, 256)
-	c.Compression = cmp.Or(c.Compression, CompressionGzip)
+	c.Compression = cmp.Or(c.Compression, compressionGzip)
 	c.ShieldConfig.ApplyDefaults()
 	c.Retry.applyDefaults()
 	c.Breaker.applyDefaults()
@@ -115,8 +115,8 @@ func (c *Config) Validate(getenv func(string) string) []string {
 	if c.PriceScale != PriceScaleCents && c.PriceScale != PriceScaleUnit {
 		add("price_scale", "must be %q or %q, got %q", PriceScaleCents, PriceScaleUnit, c.PriceScale)
 	}
-	if c.Compression != CompressionGzip && c.Compression != CompressionNone {
-		add("compression", "must be %q or %q, got %q", CompressionGzip, CompressionNone, c.Compression)
+	if c.Compression != compressionGzip && c.Compression != compressionNone {
+		add("compression", "must be %q or %q, got %q", compressionGzip, compressionNone, c.Compression)
 	}
 	if c.MaxBodyBytes < 1024 {
 		add("max_body_bytes", "must be at least 1024, got %d", c.MaxBodyBytes)
@@ -127,9 +127,4 @@ func (c *Config) Validate(getenv func(string) string) []string {
 		errs = append(errs, err.Error())
 	}
 	return errs
-}
-
-// shield is the upstream caps as the limits package takes them.
-func (c *Config) shield() limits.ShieldConfig {
-	return limits.ShieldConfig{MaxConcurrent: c.MaxConcurrent, PerSecond: c.PerSecond, QueueTimeout: c.QueueTimeout}
 }

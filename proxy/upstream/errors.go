@@ -46,7 +46,7 @@ const (
 
 // Error is a page the edge could not get. It carries only what the client
 // may learn; what the retry loop and the breaker need to know of the call
-// (facts) travels apart from it.
+// (outcome) travels apart from it.
 type Error struct {
 	Reason Reason
 	// Status and Message are the legacy host's, for Refused only.
@@ -106,9 +106,9 @@ func Transient(err error) bool {
 	return ok && e.Reason != Refused
 }
 
-// facts are what one call tells the retry loop, the breaker and the 429
+// outcome is what one call tells the retry loop, the breaker and the 429
 // hold, never the client.
-type facts struct {
+type outcome struct {
 	status     int           // the legacy host's status, when it answered
 	retryAfter time.Duration // its Retry-After, when it sent one
 	asked429   bool          // it asked us to slow down
@@ -120,14 +120,14 @@ func fail(r Reason, err error) *Error { return &Error{Reason: r, Err: err} }
 // transportError classifies a failed call: our deadline is a Timeout, the
 // caller's cancellation stays a context error (499 in logs), anything else
 // is reason r.
-func transportError(ctx context.Context, err error, r Reason) (error, facts) {
+func transportError(ctx context.Context, err error, r Reason) (error, outcome) {
 	if ctx.Err() == context.DeadlineExceeded || isTimeout(err) {
-		return fail(Timeout, err), facts{}
+		return fail(Timeout, err), outcome{}
 	}
 	if ctx.Err() != nil {
-		return ctx.Err(), facts{}
+		return ctx.Err(), outcome{}
 	}
-	return fail(r, err), facts{connFailed: true}
+	return fail(r, err), outcome{connFailed: true}
 }
 
 func isTimeout(err error) bool {
@@ -136,18 +136,18 @@ func isTimeout(err error) bool {
 }
 
 // statusError maps a non-200 legacy answer.
-func statusError(resp *http.Response, body []byte) (error, facts) {
-	f := facts{status: resp.StatusCode, retryAfter: parseRetryAfter(resp.Header.Get("Retry-After"))}
+func statusError(resp *http.Response, body []byte) (error, outcome) {
+	out := outcome{status: resp.StatusCode, retryAfter: parseRetryAfter(resp.Header.Get("Retry-After"))}
 	_, msg, ok := normalize.Failure(body)
 	if !ok && resp.StatusCode < 500 && resp.StatusCode != http.StatusTooManyRequests {
 		// A 4xx without a variant B body is not the legacy API talking
 		// (a wrong base_url, a proxy in between): the client's request is
 		// not at fault.
-		return fail(Invalid, errors.New("upstream "+resp.Status+" without an envelope")), f
+		return fail(Invalid, errors.New("upstream "+resp.Status+" without an envelope")), out
 	}
-	err := mapStatus(resp.StatusCode, msg, f.retryAfter)
-	f.asked429 = resp.StatusCode == http.StatusTooManyRequests
-	return err, f
+	err := mapStatus(resp.StatusCode, msg, out.retryAfter)
+	out.asked429 = resp.StatusCode == http.StatusTooManyRequests
+	return err, out
 }
 
 // mapStatus is the table of the legacy host's failure statuses.

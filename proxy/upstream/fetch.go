@@ -12,8 +12,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"tradergate/cache"
 	"tradergate/limits"
+	"tradergate/proxy/breaker"
 	"tradergate/proxy/route"
 )
 
@@ -45,42 +45,30 @@ type Client struct {
 	breakers atomic.Pointer[breakers] // swapped by SetBreaker
 	routes   []*route.Route
 	opt      Options
-	log      *slog.Logger
-
-	// Breaker transitions on their way to the log (logTransitions), so the
-	// callback under gobreaker's lock never waits on a logger.
-	transitions chan transition
-	stop        chan struct{}
-	done        sync.WaitGroup
+	// transitions writes the breakers' transition lines off their locks.
+	transitions *breaker.Log
 	closeOnce   sync.Once
-}
-
-// transition is a breaker's change of state, on its way to the log.
-type transition struct {
-	route    string
-	from, to gobreaker.State
 }
 
 // New builds the client of cfg (validated, defaults applied) for the routes
 // of the table. Close releases what it starts.
 func New(cfg Config, routes []*route.Route, opt Options) *Client {
-	c := &Client{
-		cfg:         cfg,
-		host:        newLegacyHost(cfg, opt.Transport),
-		shield:      limits.NewShield(cfg.ShieldConfig),
-		budget:      newRetryBudget(cfg.Retry),
-		routes:      routes,
-		opt:         opt,
-		log:         opt.Logger,
-		transitions: make(chan transition, 64),
-		stop:        make(chan struct{}),
+	log := opt.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
-	if c.log == nil {
-		c.log = slog.New(slog.DiscardHandler)
+	c := &Client{
+		cfg:    cfg,
+		host:   newLegacyHost(cfg, opt.Transport),
+		shield: limits.NewShield(cfg.ShieldConfig),
+		budget: newRetryBudget(cfg.Retry),
+		routes: routes,
+		opt:    opt,
+		transitions: breaker.NewLog(func(t breaker.Transition) {
+			log.Warn("circuit breaker", "route", t.Name, "from", t.From.String(), "to", t.To.String())
+		}),
 	}
 	c.SetBreaker(cfg.Breaker)
-	c.done.Add(1)
-	go c.logTransitions()
 	return c
 }
 
@@ -94,29 +82,12 @@ func (c *Client) SetBreaker(cfg BreakerConfig) {
 }
 
 // breakerChanged runs under gobreaker's lock: it sets the owner's gauge and
-// hands the line to logTransitions; if that falls behind, the line is
-// dropped rather than blocking a request.
+// hands the line to the transition log, which never blocks.
 func (c *Client) breakerChanged(route string, from, to gobreaker.State) {
 	if c.opt.BreakerChanged != nil {
 		c.opt.BreakerChanged(route, to)
 	}
-	select {
-	case c.transitions <- transition{route, from, to}:
-	default:
-	}
-}
-
-// logTransitions writes the breaker transition lines until Close.
-func (c *Client) logTransitions() {
-	defer c.done.Done()
-	for {
-		select {
-		case t := <-c.transitions:
-			c.log.Warn("circuit breaker", "route", t.route, "from", t.from.String(), "to", t.to.String())
-		case <-c.stop:
-			return
-		}
-	}
+	c.transitions.Changed(route, from, to)
 }
 
 // Close closes idle connections to the legacy host and stops the client's
@@ -124,8 +95,7 @@ func (c *Client) logTransitions() {
 func (c *Client) Close() {
 	c.closeOnce.Do(func() {
 		c.host.close()
-		close(c.stop)
-		c.done.Wait()
+		c.transitions.Close()
 	})
 }
 
@@ -159,10 +129,11 @@ type Info struct {
 
 // Fetch gets one page from the legacy host within upstream.timeout:
 // attempts through the 429 hold, the shield and the route's breaker,
-// retried within the budget while someone still waits for the page
-// (cache.Abandoned). Errors are *Error, a shield error from limits, or the
-// context's error when the call was abandoned.
-func (c *Client) Fetch(ctx context.Context, req *route.Request, requestID string, info *Info) (*Page, error) {
+// retried within the budget until abandoned reports that nobody waits for
+// the page any more (nil: somebody always does). Errors are *Error, a
+// shield error from limits, or the context's error when the call was
+// abandoned.
+func (c *Client) Fetch(ctx context.Context, req *route.Request, requestID string, info *Info, abandoned func() bool) (*Page, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
 	if c.opt.Tracer != nil {
@@ -173,11 +144,11 @@ func (c *Client) Fetch(ctx context.Context, req *route.Request, requestID string
 	}
 	c.budget.deposit()
 	for n := 1; ; n++ {
-		page, f, err := c.attempt(ctx, req, requestID, info)
-		if err == nil || n >= c.cfg.Retry.MaxAttempts || !retryable(f) || cache.Abandoned(ctx) {
+		page, out, err := c.attempt(ctx, req, requestID, info)
+		if err == nil || n >= c.cfg.Retry.MaxAttempts || !retryable(out) || abandoned != nil && abandoned() {
 			return page, err
 		}
-		wait := backoff(c.cfg.Retry, n, f)
+		wait := backoff(c.cfg.Retry, n, out)
 		if deadline, ok := ctx.Deadline(); wait > c.cfg.Retry.MaxBackoff || ok && time.Until(deadline) <= wait {
 			// An upstream Retry-After longer than we may wait, or no time
 			// left for another attempt: this error is the answer.
@@ -198,27 +169,27 @@ func (c *Client) Fetch(ctx context.Context, req *route.Request, requestID string
 
 // attempt is one legacy call: held back after a legacy 429, capped by the
 // shield, allowed by the route's breaker, its outcome reported to it.
-func (c *Client) attempt(ctx context.Context, req *route.Request, requestID string, info *Info) (*Page, facts, error) {
+func (c *Client) attempt(ctx context.Context, req *route.Request, requestID string, info *Info) (*Page, outcome, error) {
 	if err := c.host.held(); err != nil {
-		return nil, facts{}, err
+		return nil, outcome{}, err
 	}
 	release, err := c.shield.Acquire(ctx)
 	if err != nil {
-		return nil, facts{}, err
+		return nil, outcome{}, err
 	}
 	defer release()
 	done, err := (*c.breakers.Load())[req.Route.Index()].allow()
 	if err != nil {
-		return nil, facts{}, err
+		return nil, outcome{}, err
 	}
 	start := time.Now() // wall time: a duration, whatever the injected clock does
-	page, f, err := c.host.fetch(ctx, req, requestID)
+	page, out, err := c.host.fetch(ctx, req, requestID)
 	done(err)
 	took := time.Since(start)
 	if c.opt.Observe != nil {
-		c.opt.Observe(req.Route.Name, f.status, took)
+		c.opt.Observe(req.Route.Name, out.status, took)
 	}
-	info.Status.Store(int32(f.status))
+	info.Status.Store(int32(out.status))
 	info.Duration.Store(int64(took))
-	return page, f, err
+	return page, out, err
 }

@@ -9,8 +9,7 @@ import (
 	"time"
 )
 
-// Retries: an idempotent GET that failed on a connection
-// error or a 502/503/504 is tried again, with exponential backoff and full
+// Retries: an idempotent GET that failed on a connection error or a 502/503/504 is tried again, with exponential backoff and full
 // jitter, at most MaxAttempts times, and only while the retry budget allows:
 // retries may be at most BudgetRatio of the calls, so an outage is not
 // multiplied by the retries it provokes.
@@ -102,17 +101,17 @@ func (b *retryBudget) counts() (retried, refused uint64) {
 // retryable reports whether a failed attempt may be tried again: the
 // legacy host could not be reached, or answered 502/503/504. A timeout has
 // used the call's deadline already; anything else is an answer.
-func retryable(f facts) bool {
-	return f.connFailed || f.status == http.StatusBadGateway ||
-		f.status == http.StatusServiceUnavailable || f.status == http.StatusGatewayTimeout
+func retryable(out outcome) bool {
+	return out.connFailed || out.status == http.StatusBadGateway ||
+		out.status == http.StatusServiceUnavailable || out.status == http.StatusGatewayTimeout
 }
 
 // backoff is the wait before retry n (1 for the first retry): full jitter
 // over an exponentially growing cap (AWS Architecture Blog, "Exponential
 // Backoff and Jitter"), or the upstream's Retry-After when it gave one.
-func backoff(c RetryConfig, n int, f facts) time.Duration {
-	if f.retryAfter > 0 {
-		return f.retryAfter
+func backoff(c RetryConfig, n int, out outcome) time.Duration {
+	if out.retryAfter > 0 {
+		return out.retryAfter
 	}
 	ceiling := min(c.BaseBackoff<<min(n-1, 20), c.MaxBackoff)
 	return rand.N(ceiling + 1)
