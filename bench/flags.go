@@ -15,6 +15,7 @@ type options struct {
 	duration, warmup   time.Duration
 	connections        int
 	out, only          string
+	servers            []serverKind
 	serverCPU, loadCPU int
 	pprof              bool
 	zipfS              float64
@@ -40,6 +41,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.out, "out", "bench/results", "directory for the table (Markdown, JSON), logs and profiles; relative to the module root")
 	fs.StringVar(&o.only, "only", "", "run only scenarios whose name starts with one of these (comma-separated): hit, hit-tx, hit-activity20, hit-orderbook1000, fleet, miss, miss-full, stampede, first-gzip-hit, zipf, zipf100k, tls, tls-h2, tls-h1, tls-new-conn, tls-resumed")
 	cpus := fs.String("cpus", "1,0", "server CPU, load generator CPU")
+	servers := fs.String("servers", "", "run only the rows of these servers (comma-separated): tradergate, ceiling-fasthttp, ceiling, ceiling+headers, nginx, nginx-tuned, varnish, passthrough, legacysim")
 	fs.BoolVar(&o.pprof, "pprof", false, "after the table, profile tradergate's CPU on hit-activity20, miss and miss-full; with -only, on the first hit row and the miss rows chosen (admin pprof when served, else perf)")
 	fs.Float64Var(&o.zipfS, "zipf-s", 1, "Zipf exponent of the mix")
 	fs.IntVar(&o.zipfKeys, "zipf-keys", 10000, "keys in the Zipf mix")
@@ -52,11 +54,15 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.tradergate, "tradergate", "", "use this tradergate binary instead of building the working tree")
 	fs.IntVar(&o.repeat, "repeat", 1, "run the whole matrix this many times, rows interleaved, and report each row's median run")
 	fs.IntVar(&o.nice, "nice", 0, "run every server and the load generator under nice -n N (negative needs root): on a shared machine, keeps other work off the pinned CPUs")
-	if err := fs.Parse(args); err != nil {
+	err := fs.Parse(args)
+	if err != nil {
 		return o, err
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if o.servers, err = parseServers(*servers); err != nil {
+		return o, err
 	}
 	s, l, ok := strings.Cut(*cpus, ",")
 	var err1, err2 error
@@ -73,4 +79,20 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, errors.New("-zipf-keys, -first-gzip-pages and -l2-pages at least 100, -stampede-rounds at least 1, -stampede-clients at least 2, -repeat at least 1")
 	}
 	return o, nil
+}
+
+// parseServers reads -servers; empty: every server.
+func parseServers(list string) ([]serverKind, error) {
+	var out []serverKind
+	for name := range strings.SplitSeq(list, ",") {
+		if name = strings.TrimSpace(name); name == "" {
+			continue
+		}
+		k := serverKind(name)
+		if k.about() == "" {
+			return nil, fmt.Errorf("-servers: unknown server %q", name)
+		}
+		out = append(out, k)
+	}
+	return out, nil
 }

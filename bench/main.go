@@ -147,6 +147,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	rows := b.plan(chosen)
+	if len(rows) == 0 {
+		return fmt.Errorf("-only %q with -servers selects no row", opt.only)
+	}
 	fmt.Fprintf(stderr, "%d rows × %d, about %v\n", len(rows), opt.repeat, (time.Duration(opt.repeat) * b.estimate(chosen, rows)).Round(time.Second))
 	start := time.Now()
 	rows = b.runMatrix(ctx, chosen, rows)

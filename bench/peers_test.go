@@ -353,3 +353,22 @@ func TestProtocolNotes(t *testing.T) {
 		t.Errorf("handshake notes %q", n)
 	}
 }
+
+func TestParseServers(t *testing.T) {
+	got, err := parseServers(" tradergate,nginx-tuned,,varnish ")
+	if err != nil || !slices.Equal(got, []serverKind{kindTradergate, kindNginxTuned, kindVarnish}) {
+		t.Fatalf("%v %v", got, err)
+	}
+	if got, err := parseServers(""); err != nil || got != nil {
+		t.Fatalf("empty: %v %v", got, err)
+	}
+	if _, err := parseServers("nginx,apache"); err == nil || !strings.Contains(err.Error(), `"apache"`) {
+		t.Fatalf("err = %v", err)
+	}
+	b := &bench{opt: options{servers: []serverKind{kindVarnish}}, nginx: "/n", varnish: "/v"}
+	scs := buildScenarios(testFixtures(), scenarioOptions{zipfKeys: 1000, firstGzipPages: 500, l2Pages: 300, stampedeRounds: 4, stampedeConns: 256, seed: 1})
+	rows := b.plan([]*scenario{scenarioByName(scs, "hit-tx"), scenarioByName(scs, "tls-h2-hit-tx")})
+	if len(rows) != 1 || rows[0].Server != kindVarnish || rows[0].Scenario != "hit-tx" {
+		t.Fatalf("planned %+v", rows)
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -12,6 +13,9 @@ func (b *bench) plan(scs []*scenario) []row {
 	var rows []row
 	for _, sc := range scs {
 		for _, k := range sc.servers {
+			if len(b.opt.servers) > 0 && !slices.Contains(b.opt.servers, k) {
+				continue
+			}
 			r := row{Scenario: sc.name, Base: sc.base, Server: k, Upstream: -1, Stampede: sc.mode == "stampede"}
 			r.Label = sc.label()
 			r.Skipped = b.missingTool(sc, k)
