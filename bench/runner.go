@@ -133,6 +133,11 @@ func (b *bench) spec(sc *scenario, kind serverKind, srv *server, prefix string) 
 		s.Templates = append(s.Templates, prefix+t)
 	}
 	s.SeqStart, s.SeqStep, s.SeqCount = sc.start, 1, int64(sc.count)
+	if sc.count > 0 {
+		// A bounded window asks each connection for a few dozen pages:
+		// one in 64 would leave X-Cache all but unread.
+		s.SampleEvery = 4
+	}
 	if sc.hit && kind == kindTradergate {
 		s.CheckCache = "HIT"
 	}

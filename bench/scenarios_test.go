@@ -178,7 +178,7 @@ func TestSpecForBoundedAndMemoryRows(t *testing.T) {
 
 	fg := scenarioByName(scs, "first-gzip-hit")
 	s := b.spec(fg, kindTradergate, tg, "")
-	if s.SeqCount != 500 || s.Warmup != 0 || s.CheckCache != "HIT" || !slices.Contains(s.Headers, "Accept-Encoding: gzip") {
+	if s.SeqCount != 500 || s.Warmup != 0 || s.CheckCache != "HIT" || s.SampleEvery != 4 || !slices.Contains(s.Headers, "Accept-Encoding: gzip") {
 		t.Fatalf("first-gzip-hit spec: count %d warm-up %v check %q headers %v", s.SeqCount, s.Warmup, s.CheckCache, s.Headers)
 	}
 	if s.MetricsURL != "http://127.0.0.1:3/metrics" || !slices.Contains(s.Metrics, metricGCCPU) || !slices.Contains(s.Metrics, metricGCPauses) {
