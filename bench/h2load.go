@@ -1,21 +1,13 @@
 package main
 
 import (
-	"os/exec"
 	"strconv"
-	"strings"
 	"time"
 )
 
-// h2loadVersion returns the h2load on PATH and its version, "" when there
-// is none. The harness never installs it.
+// h2loadVersion returns the h2load on PATH and its version.
 func h2loadVersion() (path, version string) {
-	path, err := exec.LookPath("h2load")
-	if err != nil {
-		return "", ""
-	}
-	out, _ := exec.Command(path, "--version").CombinedOutput()
-	return path, strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(out)), "h2load "))
+	return toolVersion("h2load", "h2load ", "--version")
 }
 
 // h2loadStreams are the concurrent requests per HTTP/2 connection; an

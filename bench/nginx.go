@@ -5,9 +5,7 @@ import (
 	"context"
 	_ "embed"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 )
 
@@ -29,15 +27,9 @@ func renderNginxConf(c nginxConf) ([]byte, error) {
 	return renderTemplate("nginx.conf", nginxConfTemplate, c)
 }
 
-// nginxVersion returns `nginx -v` of the nginx on PATH, "" when there is
-// none. The harness never installs it.
+// nginxVersion returns the nginx on PATH and its version (nginx -v).
 func nginxVersion() (path, version string) {
-	path, err := exec.LookPath("nginx")
-	if err != nil {
-		return "", ""
-	}
-	out, _ := exec.Command(path, "-v").CombinedOutput()
-	return path, strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(out)), "nginx version: "))
+	return toolVersion("nginx", "nginx version: ", "-v")
 }
 
 // startNginx starts nginx in a new prefix directory (an empty cache each

@@ -284,28 +284,17 @@ func TestPeerTargets(t *testing.T) {
 		{Scenario: "fleet-l2-hit", Server: kindTradergate, Label: labelRedis, CPUus: 80, Requests: 1, RedisPerReq: 2, RedisCalls: map[string]int64{"get": 2}, Upstream: 0},
 	}
 	vs := peerVerdicts(rows)
-	var got []string
-	for _, v := range vs {
-		got = append(got, v.Status)
-	}
 	// orderbook-gzip vs ceiling; tx, activity20, orderbook1000 against
 	// nginx-tuned and Varnish; HTTP/2 tx, activity20; HTTPS/1.1 tx,
 	// activity20; new connection; resumed; Redis hit; fleet.
-	if want := "PASS PASS PASS PASS FAIL n/a n/a PASS FAIL FAIL n/a PASS info FAIL info"; strings.Join(got, " ") != want {
-		t.Fatalf("verdicts %v, want %s", got, want)
-	}
-	for i, want := range map[int]string{
+	checkVerdicts(t, vs, "PASS PASS PASS PASS FAIL n/a n/a PASS FAIL FAIL n/a PASS info FAIL info", map[int]string{
 		4:  "hit-activity20-gzip: 40.0 vs 40.0 CPU µs (×1.00)",
 		8:  "tls-h2-hit-activity20: 70.0 vs 60.0",
 		9:  "tls-h1-hit-tx: 40.0 vs 40.0 CPU µs (×1.00)",
 		12: "tradergate 200.0 CPU µs, 990 of 1000 handshakes resumed, full handshake 400.0 (×0.50)",
 		13: "60.0 vs 40.0 CPU µs (×1.50); 1.20 Redis commands per response",
 		14: "fleet-l2-hit 80.0 CPU µs, 2.00 Redis commands, 0 upstream calls; hit-activity20 40.0 (×2.00)",
-	} {
-		if !strings.Contains(vs[i].Detail, want) {
-			t.Errorf("verdict %d (%s): %q lacks %q", i, vs[i].Target, vs[i].Detail, want)
-		}
-	}
+	})
 	// Within both bounds, the Redis hit passes; without its commands read,
 	// it is not judged.
 	rows[29].RedisPerReq = 1
@@ -370,5 +359,15 @@ func TestParseServers(t *testing.T) {
 	rows := b.plan([]*scenario{scenarioByName(scs, "hit-tx"), scenarioByName(scs, "tls-h2-hit-tx")})
 	if len(rows) != 1 || rows[0].Server != kindVarnish || rows[0].Scenario != "hit-tx" {
 		t.Fatalf("planned %+v", rows)
+	}
+}
+
+func TestToolVersion(t *testing.T) {
+	path, v := toolVersion("go", "go version ", "version")
+	if path == "" || !strings.HasPrefix(v, "go1.") {
+		t.Fatalf("go: %q %q", path, v)
+	}
+	if path, v := toolVersion("tradergate-bench-no-such-tool", "", "-v"); path != "" || v != "" {
+		t.Fatalf("a missing tool: %q %q", path, v)
 	}
 }

@@ -6,9 +6,7 @@ import (
 	_ "embed"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 )
 
@@ -25,16 +23,9 @@ func renderVarnishVCL(c varnishVCL) ([]byte, error) {
 	return renderTemplate("varnish.vcl", varnishVCLTemplate, c)
 }
 
-// varnishVersion returns the varnishd on PATH and its version, "" when
-// there is none. The harness never installs it.
+// varnishVersion returns the varnishd on PATH and its version.
 func varnishVersion() (path, version string) {
-	path, err := exec.LookPath("varnishd")
-	if err != nil {
-		return "", ""
-	}
-	out, _ := exec.Command(path, "-V").CombinedOutput()
-	first, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
-	return path, strings.TrimPrefix(first, "varnishd ")
+	return toolVersion("varnishd", "varnishd ", "-V")
 }
 
 // varnishArgs are varnishd's arguments: foreground, one listen address,
