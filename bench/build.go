@@ -64,3 +64,16 @@ func lookPath(name string) string {
 	}
 	return p
 }
+
+// toolVersion returns the path of the peer or tool name on PATH and the
+// first line it prints for args, less prefix; "" when it is not
+// installed. The harness never installs one.
+func toolVersion(name, prefix string, args ...string) (path, version string) {
+	path = lookPath(name)
+	if path == "" {
+		return "", ""
+	}
+	out, _ := exec.Command(path, args...).CombinedOutput()
+	first, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	return path, strings.TrimPrefix(first, prefix)
+}

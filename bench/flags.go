@@ -15,11 +15,13 @@ type options struct {
 	duration, warmup   time.Duration
 	connections        int
 	out, only          string
+	servers            []serverKind
 	serverCPU, loadCPU int
 	pprof              bool
 	zipfS              float64
 	zipfKeys           int
 	firstGzipPages     int
+	l2Pages            int
 	stampedeRounds     int
 	stampedeClients    int
 	stampedeDelay      time.Duration
@@ -37,12 +39,14 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured load before each window")
 	fs.IntVar(&o.connections, "connections", 32, "keep-alive connections of the load generator")
 	fs.StringVar(&o.out, "out", "bench/results", "directory for the table (Markdown, JSON), logs and profiles; relative to the module root")
-	fs.StringVar(&o.only, "only", "", "run only scenarios whose name starts with one of these (comma-separated): hit, hit-tx, hit-activity20, hit-orderbook1000, miss, miss-full, stampede, first-gzip-hit, zipf, zipf100k")
+	fs.StringVar(&o.only, "only", "", "run only scenarios whose name starts with one of these (comma-separated): hit, hit-tx, hit-activity20, hit-orderbook1000, fleet, miss, miss-full, stampede, first-gzip-hit, zipf, zipf100k, tls, tls-h2, tls-h1, tls-new-conn, tls-resumed")
 	cpus := fs.String("cpus", "1,0", "server CPU, load generator CPU")
+	servers := fs.String("servers", "", "run only the rows of these servers (comma-separated): tradergate, ceiling-fasthttp, ceiling, ceiling+headers, nginx, nginx-tuned, varnish, passthrough, legacysim")
 	fs.BoolVar(&o.pprof, "pprof", false, "after the table, profile tradergate's CPU on hit-activity20, miss and miss-full; with -only, on the first hit row and the miss rows chosen (admin pprof when served, else perf)")
 	fs.Float64Var(&o.zipfS, "zipf-s", 1, "Zipf exponent of the mix")
 	fs.IntVar(&o.zipfKeys, "zipf-keys", 10000, "keys in the Zipf mix")
 	fs.IntVar(&o.firstGzipPages, "first-gzip-pages", 10000, "distinct pages of first-gzip-hit, stored identity then each asked once for gzip (they must fit the default cache: 10,000 20-item pages take about 180 MB)")
+	fs.IntVar(&o.l2Pages, "l2-pages", 5000, "distinct pages of fleet-l2-hit, fetched by the other replica then each asked once of the measured one")
 	fs.IntVar(&o.stampedeRounds, "stampede-rounds", 10, "cold keys in the stampede, one round each")
 	fs.IntVar(&o.stampedeClients, "stampede-clients", 256, "clients released at once per stampede round")
 	fs.DurationVar(&o.stampedeDelay, "stampede-delay", 100*time.Millisecond, "legacysim answer delay during the stampede, so every client arrives while the first miss is in flight")
@@ -50,11 +54,15 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.tradergate, "tradergate", "", "use this tradergate binary instead of building the working tree")
 	fs.IntVar(&o.repeat, "repeat", 1, "run the whole matrix this many times, rows interleaved, and report each row's median run")
 	fs.IntVar(&o.nice, "nice", 0, "run every server and the load generator under nice -n N (negative needs root): on a shared machine, keeps other work off the pinned CPUs")
-	if err := fs.Parse(args); err != nil {
+	err := fs.Parse(args)
+	if err != nil {
 		return o, err
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if o.servers, err = parseServers(*servers); err != nil {
+		return o, err
 	}
 	s, l, ok := strings.Cut(*cpus, ",")
 	var err1, err2 error
@@ -67,8 +75,24 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, errors.New("-cpus: the server and the load generator need different CPUs")
 	case o.duration < time.Second || o.warmup < 0 || o.connections < 1:
 		return o, errors.New("-duration must be at least 1s, -warmup not negative, -connections at least 1")
-	case o.zipfKeys < 100 || o.stampedeRounds < 1 || o.stampedeClients < 2 || o.repeat < 1 || o.firstGzipPages < 100:
-		return o, errors.New("-zipf-keys and -first-gzip-pages at least 100, -stampede-rounds at least 1, -stampede-clients at least 2, -repeat at least 1")
+	case o.zipfKeys < 100 || o.stampedeRounds < 1 || o.stampedeClients < 2 || o.repeat < 1 || o.firstGzipPages < 100 || o.l2Pages < 100:
+		return o, errors.New("-zipf-keys, -first-gzip-pages and -l2-pages at least 100, -stampede-rounds at least 1, -stampede-clients at least 2, -repeat at least 1")
 	}
 	return o, nil
+}
+
+// parseServers reads -servers; empty: every server.
+func parseServers(list string) ([]serverKind, error) {
+	var out []serverKind
+	for name := range strings.SplitSeq(list, ",") {
+		if name = strings.TrimSpace(name); name == "" {
+			continue
+		}
+		k := serverKind(name)
+		if k.about() == "" {
+			return nil, fmt.Errorf("-servers: unknown server %q", name)
+		}
+		out = append(out, k)
+	}
+	return out, nil
 }

@@ -69,7 +69,13 @@ type bench struct {
 	fixtures          fixture.Fixtures
 	nginx, redis      string // paths, "" when not installed
 	nginxVersion      string
-	redisSrv          *server
+	varnish, h2load   string // paths, "" when not installed
+	varnishVersion    string
+	h2loadVersion     string
+	// cert is the TLS rows' certificate; tlsClient trusts it alone.
+	cert      certFiles
+	tlsClient *http.Client
+	redisSrv  *server
 	// tgSections are the optional tradergate config sections still tried.
 	tgSections map[string]bool
 	pagesPath  string
@@ -124,7 +130,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	scs := buildScenarios(b.fixtures, scenarioOptions{
-		zipfKeys: opt.zipfKeys, firstGzipPages: opt.firstGzipPages, stampedeRounds: opt.stampedeRounds, stampedeConns: opt.stampedeClients,
+		zipfKeys: opt.zipfKeys, firstGzipPages: opt.firstGzipPages, l2Pages: opt.l2Pages, stampedeRounds: opt.stampedeRounds, stampedeConns: opt.stampedeClients,
 		stampedeDelay: opt.stampedeDelay, seed: opt.seed,
 	})
 	var chosen []*scenario
@@ -141,6 +147,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	rows := b.plan(chosen)
+	if len(rows) == 0 {
+		return fmt.Errorf("-only %q with -servers selects no row", opt.only)
+	}
 	fmt.Fprintf(stderr, "%d rows × %d, about %v\n", len(rows), opt.repeat, (time.Duration(opt.repeat) * b.estimate(chosen, rows)).Round(time.Second))
 	start := time.Now()
 	rows = b.runMatrix(ctx, chosen, rows)
@@ -193,7 +202,7 @@ func (b *bench) prepareDirs() error {
 	}
 	logDir := filepath.Join(b.out, "logs")
 	_ = os.RemoveAll(logDir)
-	for _, pattern := range []string{"results.*", "profile-*", "tradergate*.yaml", "nginx.conf"} {
+	for _, pattern := range []string{"results.*", "profile-*", "tradergate*.yaml", "nginx*.conf", "varnish.vcl"} {
 		old, _ := filepath.Glob(filepath.Join(b.out, pattern))
 		for _, f := range old {
 			_ = os.Remove(f)
@@ -215,7 +224,8 @@ func (b *bench) prepareDirs() error {
 // peers and starts the shared legacy host.
 func (b *bench) setUp(ctx context.Context) error {
 	fmt.Fprintln(b.stderr, "building…")
-	if err := b.build(ctx); err != nil {
+	err := b.build(ctx)
+	if err != nil {
 		return err
 	}
 	// From here the orchestrator only coordinates; pinning it (all its
@@ -229,7 +239,17 @@ func (b *bench) setUp(ctx context.Context) error {
 		b.note("getconf CLK_TCK failed: assumed USER_HZ = 100")
 	}
 	b.nginx, b.nginxVersion = nginxVersion()
+	b.varnish, b.varnishVersion = varnishVersion()
+	b.h2load, b.h2loadVersion = h2loadVersion()
 	b.redis = lookPath("redis-server")
+	if b.cert, err = makeCert(b.tmp, time.Now()); err != nil {
+		return fmt.Errorf("TLS certificate: %w", err)
+	}
+	tc, err := tlsClientConfig(b.cert)
+	if err != nil {
+		return err
+	}
+	b.tlsClient = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableCompression: true, TLSClientConfig: tc}}
 
 	b.end = time.Now().Truncate(time.Second).Unix()
 	if err := b.startUpstream(ctx); err != nil {

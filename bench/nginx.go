@@ -5,9 +5,7 @@ import (
 	"context"
 	_ "embed"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 )
 
@@ -18,26 +16,27 @@ var nginxConfTemplate string
 
 type nginxConf struct {
 	Prefix, Listen, Upstream, UpstreamKey string
+	// Tuned turns on the open file cache (nginx-tuned).
+	Tuned bool
+	// TLS terminates TLS on Listen with CertFile and KeyFile.
+	TLS               bool
+	CertFile, KeyFile string
 }
 
 func renderNginxConf(c nginxConf) ([]byte, error) {
 	return renderTemplate("nginx.conf", nginxConfTemplate, c)
 }
 
-// nginxVersion returns `nginx -v` of the nginx on PATH, "" when there is
-// none. The harness never installs it.
+// nginxVersion returns the nginx on PATH and its version (nginx -v).
 func nginxVersion() (path, version string) {
-	path, err := exec.LookPath("nginx")
-	if err != nil {
-		return "", ""
-	}
-	out, _ := exec.Command(path, "-v").CombinedOutput()
-	return path, strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(out)), "nginx version: "))
+	return toolVersion("nginx", "nginx version: ", "-v")
 }
 
 // startNginx starts nginx in a new prefix directory (an empty cache each
-// time), master and one worker, both pinned to the server CPU.
-func (b *bench) startNginx(ctx context.Context) (*server, error) {
+// time), master and one worker, both pinned to the server CPU: tuned, the
+// nginx-tuned row's configuration; withTLS, on TLS with the run's
+// certificate.
+func (b *bench) startNginx(ctx context.Context, tuned, withTLS bool) (*server, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -55,7 +54,11 @@ func (b *bench) startNginx(ctx context.Context) (*server, error) {
 		_ = os.Chmod(filepath.Join(prefix, d), 0o777)
 	}
 	_ = os.Chmod(prefix, 0o755)
-	conf, err := renderNginxConf(nginxConf{Prefix: prefix, Listen: addr, Upstream: b.upstream.addr, UpstreamKey: b.simKey})
+	c := nginxConf{Prefix: prefix, Listen: addr, Upstream: b.upstream.addr, UpstreamKey: b.simKey, Tuned: tuned, TLS: withTLS}
+	if withTLS {
+		c.CertFile, c.KeyFile = b.cert.cert, b.cert.key
+	}
+	conf, err := renderNginxConf(c)
 	if err != nil {
 		return nil, err
 	}
@@ -65,6 +68,17 @@ func (b *bench) startNginx(ctx context.Context) (*server, error) {
 	}
 	// The conf names the legacy key; the copy kept with the results does
 	// not.
-	_ = os.WriteFile(filepath.Join(b.out, "nginx.conf"), bytes.ReplaceAll(conf, []byte(b.simKey), []byte("<legacy key>")), 0o644)
-	return b.serve(ctx, "nginx", b.opt.serverCPU, addr, 10*time.Second, b.nginx, "-p", prefix, "-c", confPath, "-e", "stderr")
+	name := "nginx"
+	switch {
+	case tuned:
+		name = "nginx-tuned"
+	case withTLS:
+		name = "nginx-tls"
+	}
+	_ = os.WriteFile(filepath.Join(b.out, name+".conf"), bytes.ReplaceAll(conf, []byte(b.simKey), []byte("<legacy key>")), 0o644)
+	srv, err := b.serve(ctx, name, b.opt.serverCPU, addr, 10*time.Second, b.nginx, "-p", prefix, "-c", confPath, "-e", "stderr")
+	if srv != nil {
+		srv.tls = withTLS
+	}
+	return srv, err
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -12,18 +13,32 @@ func (b *bench) plan(scs []*scenario) []row {
 	var rows []row
 	for _, sc := range scs {
 		for _, k := range sc.servers {
+			if len(b.opt.servers) > 0 && !slices.Contains(b.opt.servers, k) {
+				continue
+			}
 			r := row{Scenario: sc.name, Base: sc.base, Server: k, Upstream: -1, Stampede: sc.mode == "stampede"}
 			r.Label = sc.label()
-			switch {
-			case k == kindNginx && b.nginx == "":
-				r.Skipped = "nginx is not installed (apt-get install nginx-light)"
-			case sc.redis && b.redis == "":
-				r.Skipped = "redis-server is not installed (apt-get install redis-server)"
-			}
+			r.Skipped = b.missingTool(sc, k)
 			rows = append(rows, r)
 		}
 	}
 	return rows
+}
+
+// missingTool says what must be installed for sc to run on k, "" when
+// nothing is missing. The harness never installs anything.
+func (b *bench) missingTool(sc *scenario, k serverKind) string {
+	switch {
+	case (k == kindNginx || k == kindNginxTuned) && b.nginx == "":
+		return "nginx is not installed (apt-get install nginx-light)"
+	case k == kindVarnish && b.varnish == "":
+		return "varnishd is not installed (apt-get install varnish)"
+	case sc.proto.h2load() && b.h2load == "":
+		return "h2load is not installed (apt-get install nghttp2-client)"
+	case sc.redis && b.redis == "":
+		return "redis-server is not installed (apt-get install redis-server)"
+	}
+	return ""
 }
 
 // estimate is the expected wall time of the rows, for the operator.
@@ -42,6 +57,9 @@ func (b *bench) estimate(scs []*scenario, rows []row) time.Duration {
 		// Pages stored before the window, at an assumed 4,000 misses a second
 		// (a 2-CPU machine's rate, docs/BENCHMARKS.md, Scenarios).
 		d += time.Duration(sc.prefill) * time.Second / 4000
+		if r.Server == kindVarnish {
+			d += 2 * time.Second // its VCL is compiled at start
+		}
 	}
 	if b.opt.pprof {
 		d += 2 * (b.opt.warmup + b.opt.duration + 3*time.Second)

@@ -9,12 +9,14 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"tradergate/bench/load"
 )
 
-// startRedis starts a throwaway redis-server for the limiter's Redis store
-// row, on a free port, without persistence, pinned to the load generator's
-// CPU: it stands for a Redis on another machine, so its own work is not
-// the edge's CPU. "" path: none installed, the row is skipped.
+// startRedis starts a throwaway redis-server for the fleet rows, on a free
+// port, without persistence, pinned to the load generator's CPU: it stands
+// for a Redis on another machine, so its own work is not the edge's CPU.
+// "" path: none installed, the rows are skipped.
 func (b *bench) startRedis(ctx context.Context) (*server, error) {
 	port, err := freePort()
 	if err != nil {
@@ -28,31 +30,55 @@ func (b *bench) startRedis(ctx context.Context) (*server, error) {
 		"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir)
 }
 
-// redisCommands reads total_commands_processed from INFO stats, to show
-// that the limiter really went to Redis. A raw RESP exchange keeps the
-// harness free of a client library for one command.
-func redisCommands(addr string) (int64, error) {
+// redisFlush empties the Redis of the fleet rows (FLUSHALL), so that each
+// row starts with nothing shared, as each starts a fresh server. A raw
+// RESP exchange keeps the harness free of a client library for two
+// commands (this and INFO, bench/load).
+func redisFlush(addr string) error {
 	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
-	if _, err := c.Write([]byte("*2\r\n$4\r\nINFO\r\n$5\r\nstats\r\n")); err != nil {
-		return 0, err
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Write([]byte("*1\r\n$8\r\nFLUSHALL\r\n")); err != nil {
+		return err
 	}
-	r := bufio.NewReader(c)
-	head, err := r.ReadString('\n')
-	if err != nil || !strings.HasPrefix(head, "$") {
-		return 0, fmt.Errorf("redis INFO: unexpected reply %q", head)
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
 	}
-	for {
-		line, err := r.ReadString('\n')
+	if strings.TrimSpace(line) != "+OK" {
+		return fmt.Errorf("unexpected reply %q", strings.TrimSpace(line))
+	}
+	return nil
+}
+
+// l2StoresMetric counts the pages a replica stored in the shared tier.
+const l2StoresMetric = "tradergate_l2_stores_total"
+
+// waitL2Stores waits until the other replica says it stored n pages in
+// the shared tier (its stores may follow its answers), up to 30s. It
+// returns a note when that could not be seen, "" when it was.
+func (b *bench) waitL2Stores(ctx context.Context, other *server, n int) string {
+	if other.admin == "" {
+		return "the other replica has no admin listener: its shared tier stores were not checked before the window"
+	}
+	var stored float64
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		a, err := b.get(ctx, "http://"+other.admin+"/metrics", false, "")
 		if err != nil {
-			return 0, fmt.Errorf("redis INFO: no total_commands_processed")
+			return "the other replica's /metrics: " + err.Error()
 		}
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "total_commands_processed:"); ok {
-			return strconv.ParseInt(v, 10, 64)
+		v, ok := load.ParseMetrics(a.body, []string{l2StoresMetric})[l2StoresMetric]
+		if !ok {
+			return "the other replica exports no " + l2StoresMetric + ": its shared tier stores were not checked before the window"
 		}
+		if stored = v; stored >= float64(n) {
+			return ""
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
+	return fmt.Sprintf("the other replica stored %.0f of %d pages in the shared tier before the window", stored, n)
 }

@@ -74,12 +74,21 @@ type row struct {
 	// RunCPUus each repetition's CPUus in the order they ran (0 for a run
 	// that failed): the targets compare servers run by run
 	// (pairedRatios).
-	Runs      int          `json:"runs,omitempty"`
-	RunCPUus  []float64    `json:"cpu_us_per_req_runs,omitempty"`
-	VsCeiling float64      `json:"vs_ceiling,omitempty"`
-	VsNginx   float64      `json:"vs_nginx,omitempty"`
-	Notes     []string     `json:"notes,omitempty"`
-	Result    *load.Result `json:"raw,omitempty"`
+	Runs     int       `json:"runs,omitempty"`
+	RunCPUus []float64 `json:"cpu_us_per_req_runs,omitempty"`
+	// RedisPerReq is the Redis commands the server sent per response in
+	// the window (fleet rows); RedisCalls splits them by command, and is
+	// nil when they were not read.
+	RedisPerReq float64          `json:"redis_commands_per_req,omitempty"`
+	RedisCalls  map[string]int64 `json:"redis_calls,omitempty"`
+	// Handshakes and Resumed are the TLS handshakes of a new-connection
+	// row's window and how many of them resumed a session.
+	Handshakes int64        `json:"tls_handshakes,omitempty"`
+	Resumed    int64        `json:"tls_resumed,omitempty"`
+	VsCeiling  float64      `json:"vs_ceiling,omitempty"`
+	VsNginx    float64      `json:"vs_nginx,omitempty"`
+	Notes      []string     `json:"notes,omitempty"`
+	Result     *load.Result `json:"raw,omitempty"`
 }
 
 func (r *row) name() string {
@@ -129,6 +138,7 @@ func (r *row) fill(sc *scenario, res *load.Result, hz int) {
 	if r.Errors > 0 {
 		r.Notes = append(r.Notes, "errors: "+statusSummary(res))
 	}
+	r.protocolNotes(sc, res)
 	if res.CacheUnexpected > 0 {
 		r.Notes = append(r.Notes, fmt.Sprintf("NOT ALL HITS: %d of %d sampled answers were not X-Cache: HIT", res.CacheUnexpected, res.CacheSampled))
 	} else if sc.hit && r.Server == kindTradergate && res.CacheSampled > 0 {
@@ -151,6 +161,44 @@ func (r *row) fill(sc *scenario, res *load.Result, hz int) {
 		}
 	}
 	r.Notes = append(r.Notes, res.Problems...)
+}
+
+// protocolNotes adds what the TLS and fleet rows measure beyond the
+// common figures: h2load's protocol and mean latency, the handshakes and
+// how many resumed, the Redis commands per response.
+func (r *row) protocolNotes(sc *scenario, res *load.Result) {
+	if sc.proto.h2load() {
+		r.Notes = append(r.Notes, fmt.Sprintf("h2load over %s: mean %s, max %s per request (no percentiles); X-Cache not read (the warm-up made the page a hit)",
+			cmp.Or(res.Protocol, "?"), fmtLatency(micros(res.Latency.Mean)), fmtLatency(micros(res.Latency.Max))))
+		if want := map[proto]string{protoH2: "h2", protoH1TLS: "http/1.1"}[sc.proto]; res.Protocol != want {
+			r.Notes = append(r.Notes, fmt.Sprintf("PROTOCOL: h2load negotiated %q, not %q", res.Protocol, want))
+		}
+	}
+	if sc.proto == protoNewConn || sc.proto == protoResumed {
+		r.Handshakes, r.Resumed = res.Handshakes, res.Resumed
+		r.Notes = append(r.Notes, fmt.Sprintf("%d TLS handshakes in the window, %d resumed (%.1f%%)", res.Handshakes, res.Resumed, 100*fraction(uint64(res.Resumed), uint64(res.Handshakes))))
+	}
+	if res.RedisMeasured && res.Requests > 0 {
+		var total int64
+		cmds := make([]string, 0, len(res.RedisCalls))
+		for c, n := range res.RedisCalls {
+			total += n
+			cmds = append(cmds, c)
+		}
+		slices.SortFunc(cmds, func(a, b string) int {
+			return cmp.Or(cmp.Compare(res.RedisCalls[b], res.RedisCalls[a]), cmp.Compare(a, b))
+		})
+		parts := make([]string, len(cmds))
+		for i, c := range cmds {
+			parts[i] = fmt.Sprintf("%s %.2f", c, float64(res.RedisCalls[c])/float64(res.Requests))
+		}
+		r.RedisPerReq, r.RedisCalls = float64(total)/float64(res.Requests), res.RedisCalls
+		note := fmt.Sprintf("redis: %.2f commands per response", r.RedisPerReq)
+		if len(parts) > 0 {
+			note += " (" + strings.Join(parts, ", ") + ")"
+		}
+		r.Notes = append(r.Notes, note)
+	}
 }
 
 // foreignShare estimates the part of the server CPU's busy ticks that

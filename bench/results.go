@@ -23,6 +23,8 @@ type meta struct {
 	CPUModel    string   `json:"cpu_model"`
 	CPUs        string   `json:"cpus"` // "server N, load generator M"
 	Nginx       string   `json:"nginx,omitempty"`
+	Varnish     string   `json:"varnish,omitempty"`
+	H2load      string   `json:"h2load,omitempty"`
 	ClockTicks  int      `json:"user_hz"`
 	HzAssumed   bool     `json:"user_hz_assumed,omitempty"`
 	Duration    string   `json:"duration"`
@@ -53,6 +55,8 @@ func (b *bench) meta(args []string, wall time.Duration) meta {
 		CPUModel:    cpuModel(),
 		CPUs:        fmt.Sprintf("server %d, load generator and legacysim %d", b.opt.serverCPU, b.opt.loadCPU),
 		Nginx:       b.nginxVersion,
+		Varnish:     b.varnishVersion,
+		H2load:      b.h2loadVersion,
 		ClockTicks:  b.hz,
 		HzAssumed:   b.hzAssumed,
 		Duration:    b.opt.duration.String(),

@@ -21,6 +21,14 @@ func (b *bench) runRow(ctx context.Context, sc *scenario, kind serverKind) row {
 	r := row{Scenario: sc.name, Base: sc.base, Server: kind, Upstream: -1, Label: sc.label()}
 	b.procs.setTag(sc.name)
 	defer b.procs.setTag("")
+	if sc.redis {
+		// Every row starts from an empty Redis, as from a fresh server:
+		// no page of an earlier row (or repetition) in the shared tier.
+		if err := redisFlush(b.redisSrv.addr); err != nil {
+			r.Failed = "redis FLUSHALL: " + err.Error()
+			return r
+		}
+	}
 	srv, err := b.startTarget(ctx, kind, sc)
 	if err != nil {
 		r.Failed = "start: " + err.Error()
@@ -30,9 +38,24 @@ func (b *bench) runRow(ctx context.Context, sc *scenario, kind serverKind) row {
 
 	prefix := kind.pathPrefix()
 	if sc.prefill > 0 {
-		if err := b.prefill(ctx, sc, kind, srv, prefix); err != nil {
+		target := srv
+		if sc.fromOtherReplica {
+			other, err := b.startTradergate(ctx, tgVariant{redisAddr: b.redisSrv.addr, otherReplica: true})
+			if err != nil {
+				r.Failed = "the other replica: " + err.Error()
+				return r
+			}
+			defer other.stop()
+			target = other
+		}
+		if err := b.prefill(ctx, sc, kind, target, prefix); err != nil {
 			r.Failed = "prefill: " + err.Error()
 			return r
+		}
+		if sc.fromOtherReplica {
+			if note := b.waitL2Stores(ctx, target, sc.prefill); note != "" {
+				r.Notes = append(r.Notes, note)
+			}
 		}
 	}
 	if sc.mode == load.ModeList {
@@ -48,13 +71,6 @@ func (b *bench) runRow(ctx context.Context, sc *scenario, kind serverKind) row {
 		}
 		defer func() { _ = b.setUpstreamLatency(context.WithoutCancel(ctx), 0) }()
 	}
-	var redisBefore int64
-	if sc.redis {
-		if redisBefore, err = redisCommands(b.redisSrv.addr); err != nil {
-			r.Notes = append(r.Notes, "redis counter: "+err.Error())
-		}
-	}
-
 	spec := b.spec(sc, kind, srv, prefix)
 	res, err := b.runLoad(ctx, spec, string(kind))
 	if err != nil {
@@ -65,14 +81,6 @@ func (b *bench) runRow(ctx context.Context, sc *scenario, kind serverKind) row {
 		r.CacheMaxBytes = cmp.Or(sc.cacheBytes, defaultCacheBytes)
 	}
 	r.fill(sc, res, b.hz)
-	if sc.redis {
-		if after, err := redisCommands(b.redisSrv.addr); err == nil && redisBefore > 0 && res.Requests > 0 {
-			// The counter spans the load's warm-up too; scale the window's
-			// requests up to the whole run at the same rate.
-			all := float64(res.Requests) * (1 + b.warmupOf(sc).Seconds()/res.Window.Seconds())
-			r.Notes = append(r.Notes, fmt.Sprintf("redis: about %.1f commands per request", float64(after-redisBefore)/all))
-		}
-	}
 	if srv.proc.exited() {
 		r.Notes = append(r.Notes, "server exited during the run: "+srv.proc.stderrTail(300))
 	}
@@ -113,7 +121,7 @@ func (b *bench) spec(sc *scenario, kind serverKind, srv *server, prefix string) 
 		ServerCPU:   b.opt.serverCPU,
 		LoadCPU:     b.opt.loadCPU,
 		ServerPGID:  srv.proc.pid(),
-		SampleCache: kind == kindTradergate || kind == kindNginx,
+		SampleCache: kind == kindTradergate || kind == kindNginx || kind == kindNginxTuned || kind == kindVarnish,
 	}
 	if sc.conns > 0 {
 		s.Connections = sc.conns
@@ -125,11 +133,27 @@ func (b *bench) spec(sc *scenario, kind serverKind, srv *server, prefix string) 
 		s.Templates = append(s.Templates, prefix+t)
 	}
 	s.SeqStart, s.SeqStep, s.SeqCount = sc.start, 1, int64(sc.count)
+	if sc.count > 0 {
+		// A bounded window asks each connection for a few dozen pages:
+		// one in 64 would leave X-Cache all but unread.
+		s.SampleEvery = 4
+	}
 	if sc.hit && kind == kindTradergate {
 		s.CheckCache = "HIT"
 	}
 	if kind == kindTradergate && srv.admin != "" {
 		s.MetricsURL, s.Metrics = "http://"+srv.admin+"/metrics", scrapedMetrics()
+	}
+	if sc.redis {
+		s.RedisAddr = b.redisSrv.addr
+	}
+	switch sc.proto {
+	case protoH1TLS, protoH2:
+		// h2load reads no headers: the warm-up made the page a hit.
+		s.Mode, s.URLs, s.CheckCache, s.SampleCache = load.ModeH2load, nil, "", false
+		s.Command = h2loadCommand(b.h2load, sc.proto, "https://"+srv.addr+prefix+sc.urls[0], s.Headers, sc.gzip, s.Connections, s.Warmup, s.Duration)
+	case protoNewConn, protoResumed:
+		s.TLS = &load.TLSSpec{CAFile: b.cert.cert, ServerName: tlsServerName, NewConnection: true, Resume: sc.proto == protoResumed}
 	}
 	// The legacy host as the server under test is its own upstream; the
 	// ceiling has none.
@@ -158,9 +182,13 @@ func (b *bench) warm(ctx context.Context, sc *scenario, kind serverKind, srv *se
 		key = b.simKey
 	}
 	wantHit := sc.hit && kind == kindTradergate
+	scheme := "http://"
+	if srv.tls {
+		scheme = "https://"
+	}
 	for _, u := range sc.urls {
 		for attempt := 0; ; attempt++ {
-			a, err := b.get(ctx, "http://"+srv.addr+prefix+u, sc.gzip, key)
+			a, err := b.get(ctx, scheme+srv.addr+prefix+u, sc.gzip, key)
 			if err != nil {
 				return err
 			}
@@ -230,7 +258,7 @@ func (b *bench) waitLoad(ctx context.Context, p *proc, spec load.Spec, outPath s
 }
 
 // get fetches url with the harness's own client (never during a measured
-// window). Compression is not negotiated unless gzip is set, and a gzip
+// window), over TLS for an https URL. Compression is not negotiated unless gzip is set, and a gzip
 // body is returned as sent.
 func (b *bench) get(ctx context.Context, url string, gzip bool, auth string) (*httpAnswer, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -243,7 +271,11 @@ func (b *bench) get(ctx context.Context, url string, gzip bool, auth string) (*h
 	if gzip {
 		req.Header.Set("Accept-Encoding", "gzip")
 	}
-	resp, err := b.client.Do(req)
+	client := b.client
+	if req.URL.Scheme == "https" {
+		client = b.tlsClient
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return nil, err
 	}

@@ -52,6 +52,12 @@ type scenario struct {
 	count int
 	// cacheBytes is tradergate's cache.max_bytes (0: the default).
 	cacheBytes int64
+	// proto is how the load reaches the server: plain HTTP/1.1 from the
+	// load generator (""), or over TLS (tls.go).
+	proto proto
+	// fromOtherReplica: the prefill goes to the fleet's other replica,
+	// so that the window reads its pages from the shared tier (redis).
+	fromOtherReplica bool
 }
 
 // Labels of the variants of tradergate, shown instead of the server's
@@ -60,6 +66,28 @@ const (
 	labelRedis = "tradergate+redis"
 	labelHeap  = "tradergate-heap"
 )
+
+// proto is how a row's load reaches its server.
+type proto string
+
+const (
+	protoHTTP proto = ""
+	// protoH1TLS and protoH2 are h2load's (HTTPS/1.1, HTTP/2) on kept
+	// connections.
+	protoH1TLS proto = "https/1.1"
+	protoH2    proto = "h2"
+	// protoNewConn and protoResumed are the load generator's HTTPS/1.1,
+	// one request per connection: a full handshake each, or a resumed
+	// one (TLS 1.3 session tickets).
+	protoNewConn proto = "tls-new"
+	protoResumed proto = "tls-resumed"
+)
+
+// tls: the server terminates TLS.
+func (p proto) tls() bool { return p != protoHTTP }
+
+// h2load: the load is h2load's.
+func (p proto) h2load() bool { return p == protoH1TLS || p == protoH2 }
 
 // pageFileScenarios are the hit rows whose answers are long enough for a
 // page file (cache.sendfile_min_bytes): each also runs with page files
@@ -80,7 +108,7 @@ func (sc *scenario) label() string {
 
 // variant is how the scenario's tradergate differs from the default.
 func (sc *scenario) variant(redisAddr string) tgVariant {
-	return tgVariant{redisAddr: redisAddr, cacheBytes: sc.cacheBytes, noPageFiles: sc.heap}
+	return tgVariant{redisAddr: redisAddr, cacheBytes: sc.cacheBytes, noPageFiles: sc.heap, tls: sc.proto.tls()}
 }
 
 // bigCacheBytes is the zipf100k rows' cache: four times the default.
@@ -112,6 +140,8 @@ type scenarioOptions struct {
 	zipfKeys int
 	// firstGzipPages are first-gzip-hit's pages.
 	firstGzipPages int
+	// l2Pages are fleet-l2-hit's pages.
+	l2Pages        int
 	stampedeRounds int
 	stampedeConns  int
 	stampedeDelay  time.Duration
@@ -126,14 +156,14 @@ func buildScenarios(f fixture.Fixtures, o scenarioOptions) []*scenario {
 			sc := &scenario{
 				name: "hit-" + p.name, about: "cache hit, " + p.about, gzip: gz, mode: load.ModeList,
 				urls: []string{p.url}, hit: true,
-				servers: []serverKind{kindTradergate, kindCeilingFast, kindCeiling, kindCeilingHeaders, kindNginx, kindPassthrough, kindLegacysim},
+				servers: []serverKind{kindTradergate, kindCeilingFast, kindCeiling, kindCeilingHeaders, kindNginx, kindNginxTuned, kindVarnish, kindPassthrough, kindLegacysim},
 			}
 			if gz {
 				sc.name += "-gzip"
 				sc.about += ", Accept-Encoding: gzip"
 				// Without a cache the gzip rows only add the legacy host's
 				// compression on the load generator's CPU.
-				sc.servers = sc.servers[:5]
+				sc.servers = sc.servers[:7]
 			}
 			out = append(out, sc)
 		}
@@ -164,10 +194,26 @@ func buildScenarios(f fixture.Fixtures, o scenarioOptions) []*scenario {
 	for _, w := range f.Wallets {
 		tmpl = append(tmpl, "/v1/trader/"+w+"/activity?toTimestamp={n}&limit=20")
 	}
+	// The fleet: replicas sharing one Redis, which the harness empties
+	// before each of these rows. A page another replica fetched, read
+	// from the shared tier by a replica whose memory is cold (each page
+	// once); and misses that also look up and store in the shared tier.
+	n := o.l2Pages
+	out = append(out, &scenario{
+		name: "fleet-l2-hit", base: "hit-activity20",
+		about: "shared tier hit: " + strconv.Itoa(n) + " distinct 20-item pages fetched by the other replica (on the load CPU), then each asked once of this one, its memory cold",
+		mode:  load.ModeSequence, tmpl: tmpl, start: f.End - settledAge, prefill: n, count: n, hit: true, redis: true, fromOtherReplica: true,
+		servers: []serverKind{kindTradergate},
+	}, &scenario{
+		name: "fleet-l2-miss", base: "miss",
+		about: "cache miss through the shared tier: every request a new key, looked up in Redis, fetched, stored in Redis",
+		mode:  load.ModeSequence, tmpl: tmpl, start: f.End - settledAge, redis: true,
+		servers: []serverKind{kindTradergate},
+	})
 	out = append(out, &scenario{
 		name: "miss", about: "cache miss: every request a new key (20-item activity pages)",
 		mode: load.ModeSequence, tmpl: tmpl, start: f.End - settledAge,
-		servers: []serverKind{kindTradergate, kindPassthrough, kindNginx, kindLegacysim},
+		servers: []serverKind{kindTradergate, kindPassthrough, kindNginx, kindNginxTuned, kindVarnish, kindLegacysim},
 	})
 	// The same load once the cache is full: every insert evicts, and the
 	// heap has its size. The miss rows above start a fresh process, whose
@@ -178,7 +224,7 @@ func buildScenarios(f fixture.Fixtures, o scenarioOptions) []*scenario {
 		name: "miss-full", warmup: fullCacheWarmup,
 		about: "cache miss as above, measured after a " + fullCacheWarmup.String() + " warm-up that fills tradergate's cache (steady state: each insert evicts)",
 		mode:  load.ModeSequence, tmpl: tmpl, start: f.End - settledAge,
-		servers: []serverKind{kindTradergate, kindPassthrough, kindNginx},
+		servers: []serverKind{kindTradergate, kindPassthrough, kindNginx, kindNginxTuned, kindVarnish},
 	})
 
 	out = append(out, &scenario{
@@ -192,7 +238,7 @@ func buildScenarios(f fixture.Fixtures, o scenarioOptions) []*scenario {
 	// cache that compresses lazily pays for the compression. Distinct
 	// settled 20-item pages are stored by identity requests, then each is
 	// asked once with Accept-Encoding: gzip.
-	n := o.firstGzipPages
+	n = o.firstGzipPages
 	out = append(out, &scenario{
 		name: "first-gzip-hit", base: "hit-activity20-gzip",
 		about: "first gzip hit: " + strconv.Itoa(n) + " distinct 20-item pages stored by identity requests, then each asked once with Accept-Encoding: gzip",
@@ -221,7 +267,44 @@ func buildScenarios(f fixture.Fixtures, o scenarioOptions) []*scenario {
 		mode: load.ModeList, urls: bigURLs[:1], hit: true, cacheBytes: bigCacheBytes,
 		servers: []serverKind{kindTradergate},
 	})
-	return out
+	return append(out, tlsScenarios(f)...)
+}
+
+// tlsScenarios are the rows over TLS, on tradergate and nginx with the
+// same certificate: the hits on the transaction and the 20-item page,
+// identity and gzip, over HTTP/2 and HTTPS/1.1 (h2load), then a
+// connection per request on the transaction, a full handshake each and
+// a resumed one each.
+func tlsScenarios(f fixture.Fixtures) []*scenario {
+	var out []*scenario
+	servers := []serverKind{kindTradergate, kindNginx}
+	for _, pr := range []struct {
+		p     proto
+		name  string
+		about string
+	}{{protoH2, "h2", "HTTP/2 (h2load, 32 connections × 10 streams)"}, {protoH1TLS, "h1", "HTTPS/1.1 (h2load, 32 keep-alive connections)"}} {
+		for _, p := range hitPages(f)[:2] {
+			for _, gz := range []bool{false, true} {
+				sc := &scenario{
+					name: "tls-" + pr.name + "-hit-" + p.name, about: "cache hit over " + pr.about + ", " + p.about, gzip: gz,
+					mode: load.ModeList, urls: []string{p.url}, hit: true, proto: pr.p, servers: servers,
+				}
+				if gz {
+					sc.name += "-gzip"
+					sc.about += ", Accept-Encoding: gzip"
+				}
+				out = append(out, sc)
+			}
+		}
+	}
+	tx := hitPages(f)[0].url
+	return append(out, &scenario{
+		name: "tls-new-conn", about: "a new TLS 1.3 connection per request: full handshake (ECDSA P-256, X25519), one HTTPS/1.1 cache hit on the transaction, close",
+		mode: load.ModeList, urls: []string{tx}, hit: true, proto: protoNewConn, servers: servers,
+	}, &scenario{
+		name: "tls-resumed", about: "as tls-new-conn, every handshake after each connection's first resuming a session (TLS 1.3 session ticket, PSK with ECDHE)",
+		mode: load.ModeList, urls: []string{tx}, hit: true, proto: protoResumed, servers: servers,
+	})
 }
 
 // bigZipfTemplates are the settled 5-item activity pages of the big Zipf

@@ -85,7 +85,8 @@ func TestBuildScenarios(t *testing.T) {
 	for _, sc := range scs {
 		names = append(names, sc.name)
 	}
-	want := "hit-tx hit-tx-gzip hit-activity20 hit-activity20-gzip hit-orderbook1000 hit-orderbook1000-heap hit-orderbook1000-gzip hit-orderbook1000-gzip-heap hit-activity20-redis miss miss-full stampede first-gzip-hit zipf zipf100k zipf100k-one"
+	want := "hit-tx hit-tx-gzip hit-activity20 hit-activity20-gzip hit-orderbook1000 hit-orderbook1000-heap hit-orderbook1000-gzip hit-orderbook1000-gzip-heap hit-activity20-redis fleet-l2-hit fleet-l2-miss miss miss-full stampede first-gzip-hit zipf zipf100k zipf100k-one " +
+		"tls-h2-hit-tx tls-h2-hit-tx-gzip tls-h2-hit-activity20 tls-h2-hit-activity20-gzip tls-h1-hit-tx tls-h1-hit-tx-gzip tls-h1-hit-activity20 tls-h1-hit-activity20-gzip tls-new-conn tls-resumed"
 	if got := strings.Join(names, " "); got != want {
 		t.Fatalf("scenarios %q", got)
 	}
@@ -94,7 +95,7 @@ func TestBuildScenarios(t *testing.T) {
 	for _, name := range hitScenarios() {
 		for _, n := range []string{name, name + "-gzip"} {
 			sc := scenarioByName(scs, n)
-			for _, k := range []serverKind{kindTradergate, kindCeilingFast, kindCeiling, kindCeilingHeaders, kindNginx} {
+			for _, k := range []serverKind{kindTradergate, kindCeilingFast, kindCeiling, kindCeilingHeaders, kindNginx, kindNginxTuned, kindVarnish} {
 				if !slices.Contains(sc.servers, k) {
 					t.Errorf("%s does not run on %s: %v", n, k, sc.servers)
 				}
@@ -177,7 +178,7 @@ func TestSpecForBoundedAndMemoryRows(t *testing.T) {
 
 	fg := scenarioByName(scs, "first-gzip-hit")
 	s := b.spec(fg, kindTradergate, tg, "")
-	if s.SeqCount != 500 || s.Warmup != 0 || s.CheckCache != "HIT" || !slices.Contains(s.Headers, "Accept-Encoding: gzip") {
+	if s.SeqCount != 500 || s.Warmup != 0 || s.CheckCache != "HIT" || s.SampleEvery != 4 || !slices.Contains(s.Headers, "Accept-Encoding: gzip") {
 		t.Fatalf("first-gzip-hit spec: count %d warm-up %v check %q headers %v", s.SeqCount, s.Warmup, s.CheckCache, s.Headers)
 	}
 	if s.MetricsURL != "http://127.0.0.1:3/metrics" || !slices.Contains(s.Metrics, metricGCCPU) || !slices.Contains(s.Metrics, metricGCPauses) {

@@ -25,8 +25,12 @@ const (
 	kindCeiling        serverKind = "ceiling"
 	kindCeilingHeaders serverKind = "ceiling+headers"
 	kindNginx          serverKind = "nginx"
-	kindPassthrough    serverKind = "passthrough"
-	kindLegacysim      serverKind = "legacysim"
+	// kindNginxTuned is nginx with the open file cache its users turn
+	// on; kindVarnish is Varnish Cache, keyed and timed as nginx.
+	kindNginxTuned  serverKind = "nginx-tuned"
+	kindVarnish     serverKind = "varnish"
+	kindPassthrough serverKind = "passthrough"
+	kindLegacysim   serverKind = "legacysim"
 )
 
 // about explains each server in the report's notes.
@@ -41,7 +45,11 @@ func (k serverKind) about() string {
 	case kindCeilingHeaders:
 		return "the net/http ceiling sending tradergate's headers too: what the contract's headers cost net/http alone, for reference"
 	case kindNginx:
-		return "nginx proxy_cache in front of the same legacysim: cache only, no auth, no limits, no rewrite (variant B bodies)"
+		return "nginx proxy_cache in front of the same legacysim: cache only, no auth, no limits, no rewrite (variant B bodies); in the tls- rows on TLS with tradergate's certificate"
+	case kindNginxTuned:
+		return "the nginx row with open_file_cache on (max=1000 inactive=60s, valid 60s), as its users tune it: hits keep their cache file open"
+	case kindVarnish:
+		return "Varnish Cache (malloc 256 MB) in front of the same legacysim, as nginx: keyed by path and query, 1s TTL then stale while refreshing, requests with Authorization cached (bench/varnish.vcl.tmpl), each encoding stored as sent (http_gzip_support off)"
 	case kindPassthrough:
 		return "httputil.ReverseProxy to legacysim: no cache, no rewrite, no auth"
 	case kindLegacysim:
@@ -220,8 +228,10 @@ func (b *bench) startTarget(ctx context.Context, kind serverKind, sc *scenario) 
 		return b.startTradergate(ctx, sc.variant(redis))
 	case kindCeilingFast, kindCeiling, kindCeilingHeaders:
 		return b.startCeiling(ctx, kind)
-	case kindNginx:
-		return b.startNginx(ctx)
+	case kindNginx, kindNginxTuned:
+		return b.startNginx(ctx, kind == kindNginxTuned, sc.proto.tls())
+	case kindVarnish:
+		return b.startVarnish(ctx)
 	case kindPassthrough:
 		return b.startPassthrough(ctx)
 	case kindLegacysim:

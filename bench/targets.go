@@ -21,7 +21,15 @@ const (
 	hitVsCeiling = 1.25
 	// A miss costs at most this many times the pass-through's CPU.
 	missVsPassthrough = 1.2
+	// A hit with the limiter's counters in Redis costs at most this many
+	// times the hit with them in memory, and sends Redis at most
+	// redisPerHit commands on average.
+	redisHitVsLocal = 1.5
+	redisPerHit     = 1.0
 )
+
+// tlsHitPages are the pages of the TLS hit rows (tls-h2-*, tls-h1-*).
+func tlsHitPages() []string { return []string{"hit-tx", "hit-activity20"} }
 
 // hitScenarios are the cache hit pages the hit targets cover, each
 // measured identity and with its "-gzip" twin.
@@ -87,7 +95,24 @@ func checkTargets(rows []row) []verdict {
 		Status: "n/a",
 		Detail: "not a load figure: go test -run '^$' -bench . -cpu 1 ./normalize",
 	})
-	return out
+	return append(out, peerVerdicts(rows)...)
+}
+
+// peerVerdicts are the targets against the peers as their users tune
+// them, over TLS, and of the fleet, after the others.
+func peerVerdicts(rows []row) []verdict {
+	find := finder(rows)
+	out := []verdict{cpuVerdict(find, fmt.Sprintf("cache hit hit-orderbook1000-gzip: tradergate CPU/response <= %g × the fasthttp ceiling's", hitVsCeiling),
+		[]string{"hit-orderbook1000-gzip"}, kindCeilingFast, hitVsCeiling, false, kindCeilingHeaders)}
+	// The peers as their users tune them, on every plain HTTP hit row.
+	for _, sc := range hitScenarios() {
+		pair := []string{sc, sc + "-gzip"}
+		out = append(out,
+			cpuVerdict(find, "cache hit "+sc+": tradergate CPU/response < nginx-tuned's (open_file_cache), identity and gzip", pair, kindNginxTuned, 1, true),
+			cpuVerdict(find, "cache hit "+sc+": tradergate CPU/response < Varnish's, identity and gzip", pair, kindVarnish, 1, true))
+	}
+	out = append(out, tlsVerdicts(find)...)
+	return append(out, redisHitVerdict(rows), fleetVerdict(rows))
 }
 
 func passIf(ok bool) string {
@@ -290,6 +315,96 @@ func memoryVerdict(find rowFinder) verdict {
 	}
 	if m.GCSource != "" {
 		v.Detail += ", Go memory limit " + fmtLimit(m.MemLimit)
+	}
+	return v
+}
+
+// tlsVerdicts are the targets over TLS, against nginx on the same
+// certificate: HTTP/2 hits at most nginx's, HTTPS/1.1 hits below, a new
+// connection at most nginx's; resumed handshakes are reported.
+func tlsVerdicts(find rowFinder) []verdict {
+	var out []verdict
+	for _, page := range tlsHitPages() {
+		h2 := "tls-h2-" + page
+		out = append(out, cpuVerdict(find, "HTTP/2 cache hit "+page+": tradergate CPU/response <= nginx's over HTTP/2, identity and gzip",
+			[]string{h2, h2 + "-gzip"}, kindNginx, 1, false))
+	}
+	for _, page := range tlsHitPages() {
+		h1 := "tls-h1-" + page
+		out = append(out, cpuVerdict(find, "HTTPS/1.1 cache hit "+page+": tradergate CPU/response < nginx's over HTTPS/1.1, identity and gzip",
+			[]string{h1, h1 + "-gzip"}, kindNginx, 1, true))
+	}
+	out = append(out, cpuVerdict(find, "new TLS connection per request (full handshake, one hit): tradergate CPU/response <= nginx's",
+		[]string{"tls-new-conn"}, kindNginx, 1, false))
+	return append(out, resumedVerdict(find))
+}
+
+// resumedVerdict reports a resumed connection's cost on both servers, the
+// share of handshakes that did resume, and the full handshake's cost
+// beside it.
+func resumedVerdict(find rowFinder) verdict {
+	v := verdict{Target: "resumed TLS connection per request (session ticket, one hit): CPU/response, reported", Status: "n/a", Detail: "needs the tradergate and nginx rows of tls-resumed"}
+	var parts []string
+	for _, k := range []serverKind{kindTradergate, kindNginx} {
+		r := find("tls-resumed", k)
+		if r == nil || r.CPUus <= 0 {
+			continue
+		}
+		p := fmt.Sprintf("%s %.1f CPU µs, %d of %d handshakes resumed", k, r.CPUus, r.Resumed, r.Handshakes)
+		if n := find("tls-new-conn", k); n != nil && n.CPUus > 0 {
+			p += fmt.Sprintf(", full handshake %.1f (×%.2f)", n.CPUus, r.CPUus/n.CPUus)
+		}
+		parts = append(parts, p)
+	}
+	if len(parts) > 0 {
+		v.Status, v.Detail = "info", strings.Join(parts, "; ")
+	}
+	return v
+}
+
+// redisHitVerdict is the fleet's hit target: with the limiter's counters
+// in Redis, a hit costs at most redisHitVsLocal times the hit with them in
+// memory and sends Redis at most redisPerHit commands on average.
+func redisHitVerdict(rows []row) verdict {
+	v := verdict{
+		Target: fmt.Sprintf("cache hit with the limits in Redis (hit-activity20-redis): tradergate CPU/response <= %g × hit-activity20's, and <= %g Redis command per response", redisHitVsLocal, redisPerHit),
+		Status: "n/a", Detail: "needs the tradergate rows of hit-activity20 and hit-activity20-redis, its Redis commands read",
+	}
+	rd, local := findRow(rows, "hit-activity20-redis", kindTradergate, labelRedis), findRow(rows, "hit-activity20", kindTradergate, "")
+	if rd == nil || local == nil || rd.CPUus <= 0 || local.CPUus <= 0 || rd.RedisCalls == nil {
+		return v
+	}
+	ratio, text := compareCPU(rd, local)
+	v.Status = passIf(ratio <= redisHitVsLocal && rd.RedisPerReq <= redisPerHit)
+	v.Detail = fmt.Sprintf("%s; %.2f Redis commands per response", text, rd.RedisPerReq)
+	return v
+}
+
+// fleetVerdict reports the shared tier's rows: a page another replica
+// fetched, and a miss through the tier, each beside its one-replica
+// counterpart, with the Redis commands each response cost.
+func fleetVerdict(rows []row) verdict {
+	v := verdict{Target: "the shared tier (fleet-l2-hit, fleet-l2-miss): CPU/response and Redis commands per response, reported", Status: "n/a", Detail: "needs the tradergate rows of fleet-l2-hit or fleet-l2-miss"}
+	var parts []string
+	for _, f := range []struct{ sc, base string }{{"fleet-l2-hit", "hit-activity20"}, {"fleet-l2-miss", "miss"}} {
+		r := findRow(rows, f.sc, kindTradergate, labelRedis)
+		if r == nil || r.CPUus <= 0 {
+			continue
+		}
+		p := fmt.Sprintf("%s %.1f CPU µs", f.sc, r.CPUus)
+		if r.RedisCalls != nil {
+			p += fmt.Sprintf(", %.2f Redis commands", r.RedisPerReq)
+		}
+		if r.Upstream >= 0 {
+			p += fmt.Sprintf(", %d upstream calls", r.Upstream)
+		}
+		if b := findRow(rows, f.base, kindTradergate, ""); b != nil && b.CPUus > 0 {
+			p += fmt.Sprintf("; %s %.1f (×%.2f)", f.base, b.CPUus, r.CPUus/b.CPUus)
+		}
+		parts = append(parts, p)
+	}
+	if len(parts) > 0 {
+		v.Status, v.Detail = "info", strings.Join(parts, "; ")
 	}
 	return v
 }

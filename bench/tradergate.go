@@ -31,7 +31,9 @@ type tgConfig struct {
 	RedisAddr       string
 	CacheMaxBytes   int64
 	NoPageFiles     bool
-	Admin, Log      bool
+	// CertFile and KeyFile turn TLS on (server.tls mode files).
+	CertFile, KeyFile string
+	Admin, Log        bool
 }
 
 // tgVariant is how a row's tradergate differs from the default
@@ -44,6 +46,12 @@ type tgVariant struct {
 	cacheBytes int64
 	// noPageFiles turns page files off (cache.sendfile_min_bytes: -1).
 	noPageFiles bool
+	// tls serves TLS with the run's certificate.
+	tls bool
+	// otherReplica is the fleet's replica that fetches pages the measured
+	// one then reads from the shared tier: it runs on the load CPU, named
+	// tradergate-other.
+	otherReplica bool
 }
 
 // defaultCacheBytes is config.yaml's cache.max_bytes. The harness writes
@@ -89,6 +97,7 @@ const accessLogMarker = `"msg":"request"`
 type server struct {
 	addr  string // host:port
 	admin string // tradergate's admin listener, "" when none
+	tls   bool   // serves TLS with the run's certificate
 	proc  *proc
 }
 
@@ -120,11 +129,18 @@ func (b *bench) startTradergate(ctx context.Context, v tgVariant) (*server, erro
 			RedisAddr: redisAddr, CacheMaxBytes: cacheBytes, NoPageFiles: v.noPageFiles,
 			Admin: b.tgSections["admin"], Log: b.tgSections["log"],
 		}
+		if v.tls {
+			c.CertFile, c.KeyFile = b.cert.cert, b.cert.key
+		}
 		data, err := renderTGConfig(c)
 		if err != nil {
 			return nil, err
 		}
-		path := filepath.Join(b.tmp, "tradergate.yaml")
+		name := "tradergate"
+		if v.otherReplica {
+			name = "tradergate-other"
+		}
+		path := filepath.Join(b.tmp, name+".yaml")
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			return nil, err
 		}
@@ -132,6 +148,10 @@ func (b *bench) startTradergate(ctx context.Context, v tgVariant) (*server, erro
 		// hash; the legacy key is in the environment).
 		keep := "tradergate.yaml"
 		switch {
+		case v.otherReplica:
+			keep = name + ".yaml"
+		case v.tls:
+			keep = "tradergate-tls.yaml"
 		case redisAddr != "":
 			keep = "tradergate-redis.yaml"
 		case v.noPageFiles:
@@ -140,7 +160,11 @@ func (b *bench) startTradergate(ctx context.Context, v tgVariant) (*server, erro
 			keep = fmt.Sprintf("tradergate-cache-%dMiB.yaml", cacheBytes>>20)
 		}
 		_ = os.WriteFile(filepath.Join(b.out, keep), data, 0o644)
-		p, err := b.procs.start("tradergate", b.opt.serverCPU, startOpts{
+		cpu := b.opt.serverCPU
+		if v.otherReplica {
+			cpu = b.opt.loadCPU
+		}
+		p, err := b.procs.start(name, cpu, startOpts{
 			env:       []string{"TRADERGATE_BENCH_UPSTREAM_KEY=" + b.simKey},
 			dropLines: accessLogMarker,
 		}, b.bins.tradergate, "-config", path)
@@ -150,7 +174,7 @@ func (b *bench) startTradergate(ctx context.Context, v tgVariant) (*server, erro
 		addr := "127.0.0.1:" + strconv.Itoa(port)
 		err = waitPort(ctx, p, addr, 15*time.Second)
 		if err == nil {
-			s := &server{addr: addr, proc: p}
+			s := &server{addr: addr, proc: p, tls: v.tls}
 			if c.Admin {
 				s.admin = "127.0.0.1:" + strconv.Itoa(adminPort)
 			}

@@ -3,6 +3,7 @@ package load
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +23,8 @@ type conn struct {
 	addr string
 	nc   net.Conn
 	br   *bufio.Reader
+	// resumed: a TLS connection whose handshake resumed a session.
+	resumed bool
 }
 
 // response is what the load generator keeps of one answer.
@@ -34,17 +37,29 @@ type response struct {
 
 var errFraming = errors.New("malformed HTTP response")
 
-func dial(addr string) (*conn, error) {
+// dial connects to addr; with tc, it also completes a TLS handshake.
+func dial(addr string, tc *tls.Config) (*conn, error) {
 	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		return nil, err
 	}
 	// Requests are written whole, one at a time: Nagle would only delay
 	// them (Go sets TCP_NODELAY by default; this keeps it explicit).
-	if tc, ok := nc.(*net.TCPConn); ok {
-		_ = tc.SetNoDelay(true)
+	if t, ok := nc.(*net.TCPConn); ok {
+		_ = t.SetNoDelay(true)
 	}
-	return &conn{addr: addr, nc: nc, br: bufio.NewReaderSize(nc, 64<<10)}, nil
+	c := &conn{addr: addr, nc: nc}
+	if tc != nil {
+		tlsConn := tls.Client(nc, tc)
+		_ = nc.SetDeadline(time.Now().Add(5 * time.Second))
+		if err := tlsConn.Handshake(); err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("tls handshake: %w", err)
+		}
+		c.nc, c.resumed = tlsConn, tlsConn.ConnectionState().DidResume
+	}
+	c.br = bufio.NewReaderSize(c.nc, 64<<10)
+	return c, nil
 }
 
 func (c *conn) close() {

@@ -26,6 +26,8 @@ type counters struct {
 	memErr       error
 	metrics      map[string]float64
 	metricsErr   error
+	redis        map[string]int64
+	redisErr     error
 }
 
 // probe takes readings for one spec.
@@ -56,6 +58,9 @@ func (p *probe) read(ctx context.Context) counters {
 	}
 	if s.MetricsURL != "" {
 		c.metrics, c.metricsErr = p.scrape(ctx)
+	}
+	if s.RedisAddr != "" {
+		c.redis, c.redisErr = RedisCommandStats(s.RedisAddr)
 	}
 	return c
 }
@@ -163,6 +168,13 @@ func (p *probe) fill(res *Result, before, after counters) {
 			res.Problems = append(res.Problems, "metrics: "+err.Error())
 		} else {
 			res.MetricsBefore, res.MetricsAfter = before.metrics, after.metrics
+		}
+	}
+	if s.RedisAddr != "" {
+		if err := firstErr(before.redisErr, after.redisErr); err != nil {
+			res.Problems = append(res.Problems, "redis commandstats: "+err.Error())
+		} else {
+			res.RedisCalls, res.RedisMeasured = RedisDelta(before.redis, after.redis), true
 		}
 	}
 	if s.StatsURL != "" {

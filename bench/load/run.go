@@ -2,7 +2,9 @@ package load
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,8 +27,11 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	if err := s.validate(); err != nil {
 		return nil, err
 	}
-	if s.Mode == ModeStampede {
+	switch s.Mode {
+	case ModeStampede:
 		return runStampede(ctx, &s)
+	case ModeH2load:
+		return runH2load(ctx, &s)
 	}
 	return runTimed(ctx, &s)
 }
@@ -35,6 +40,7 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 // nothing is shared on the hot path but the phase.
 type worker struct {
 	spec   *Spec
+	tls    *tls.Config // nil: plain TCP
 	pick   picker
 	c      *conn
 	hist   Histogram
@@ -46,6 +52,7 @@ type worker struct {
 // tally holds a worker's counts in the window.
 type tally struct {
 	requests, errors, transport, body int64
+	handshakes, resumed               int64
 	cacheSampled, cacheUnexpected     int64
 	cache                             map[string]int64
 }
@@ -53,8 +60,13 @@ type tally struct {
 func (w *worker) run(ctx context.Context, phase *atomic.Int32) {
 	defer w.c.close()
 	for phase.Load() != phaseDone && ctx.Err() == nil {
+		// dialed is when this request's connection was opened, if it was
+		// opened for it: a new-connection row's latency includes the
+		// handshake.
+		var dialed time.Time
 		if w.c == nil {
-			c, err := dial(w.spec.Addr)
+			dialed = time.Now()
+			c, err := dial(w.spec.Addr, w.tls)
 			if err != nil {
 				if phase.Load() == phaseMeasure {
 					w.stats.errors++
@@ -64,6 +76,12 @@ func (w *worker) run(ctx context.Context, phase *atomic.Int32) {
 				continue
 			}
 			w.c = c
+			if w.tls != nil && phase.Load() == phaseMeasure {
+				w.stats.handshakes++
+				if c.resumed {
+					w.stats.resumed++
+				}
+			}
 		}
 		req := w.pick.next()
 		if req == nil {
@@ -73,6 +91,9 @@ func (w *worker) run(ctx context.Context, phase *atomic.Int32) {
 		sample := (w.spec.CheckCache != "" || w.spec.SampleCache) && w.n%w.spec.SampleEvery == 0
 		start := time.Now()
 		resp, err := w.c.roundTrip(req, start.Add(w.spec.Timeout), sample)
+		if !dialed.IsZero() && w.spec.TLS != nil && w.spec.TLS.NewConnection {
+			start = dialed
+		}
 		d := time.Since(start)
 		measuring := phase.Load() == phaseMeasure
 		if err != nil {
@@ -118,19 +139,29 @@ func (w *worker) record(resp response, d time.Duration, sample bool) {
 }
 
 func runTimed(ctx context.Context, s *Spec) (*Result, error) {
+	var tc *tls.Config
+	if s.TLS != nil {
+		var err error
+		if tc, err = clientTLS(s.TLS); err != nil {
+			return nil, err
+		}
+		if s.TLS.NewConnection {
+			s.Headers = append(slices.Clone(s.Headers), "Connection: close")
+		}
+	}
 	pickers := newPickers(s)
 	workers := make([]*worker, s.Connections)
 	// Dial every connection before the clock starts, so that a server that
 	// is not listening fails the run instead of reading as zero req/s.
 	for i := range workers {
-		c, err := dial(s.Addr)
+		c, err := dial(s.Addr, tc)
 		if err != nil {
 			for _, w := range workers[:i] {
 				w.c.close()
 			}
 			return nil, fmt.Errorf("dial %s: %w", s.Addr, err)
 		}
-		workers[i] = &worker{spec: s, pick: pickers[i], c: c}
+		workers[i] = &worker{spec: s, tls: tc, pick: pickers[i], c: c}
 	}
 
 	var phase atomic.Int32
@@ -189,6 +220,8 @@ func runTimed(ctx context.Context, s *Spec) (*Result, error) {
 		res.BodyBytes += t.body
 		res.CacheSampled += t.cacheSampled
 		res.CacheUnexpected += t.cacheUnexpected
+		res.Handshakes += t.handshakes
+		res.Resumed += t.resumed
 		for k, v := range t.cache {
 			if res.Cache == nil {
 				res.Cache = map[string]int64{}

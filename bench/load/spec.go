@@ -32,6 +32,11 @@ const (
 	// ModeStampede runs Rounds rounds in which every connection sends
 	// URLs[round] at the same moment.
 	ModeStampede Mode = "stampede"
+	// ModeH2load runs Command, an h2load timed run (-D with
+	// --warm-up-time), and reads its figures off its output; the counters
+	// are read when h2load says its warm-up and its main duration are
+	// over (h2load.go).
+	ModeH2load Mode = "h2load"
 )
 
 // Spec is one load run. The orchestrator writes it as JSON for the load
@@ -90,6 +95,33 @@ type Spec struct {
 	Metrics    []string
 	// Timeout bounds one request; zero: 10s.
 	Timeout time.Duration
+
+	// TLS, when set, makes every connection a TLS 1.3 one (ModeList,
+	// ModeSequence, ModeZipf).
+	TLS *TLSSpec
+	// Command is ModeH2load's argv, h2load first.
+	Command []string
+	// RedisAddr is a redis-server whose INFO commandstats are read at the
+	// window's edges: the commands the server under test sent it; "": not
+	// read.
+	RedisAddr string
+}
+
+// TLSSpec is how the load generator's TLS connections are made. The
+// client offers X25519 alone, as h2load (OpenSSL) picks it, so that a Go
+// server does not negotiate a post-quantum hybrid another server cannot
+// offer: every server pays for the same key exchange.
+type TLSSpec struct {
+	// CAFile is the PEM certificate the server presents (self-signed),
+	// trusted as the only root; ServerName is checked against it.
+	CAFile, ServerName string
+	// NewConnection sends one request per connection (Connection: close):
+	// a full handshake, or a resumed one with Resume, per request, whose
+	// latency includes the handshake.
+	NewConnection bool
+	// Resume keeps the session tickets the servers send and offers them
+	// (TLS 1.3 PSK with ECDHE), so that handshakes after the first resume.
+	Resume bool
 }
 
 func (s *Spec) applyDefaults() {
@@ -133,11 +165,24 @@ func (s *Spec) validate() error {
 		if len(s.Templates) == 0 {
 			return errors.New("sequence: no templates")
 		}
+	case ModeH2load:
+		if len(s.Command) == 0 {
+			return errors.New("h2load: no command")
+		}
+		if s.TLS != nil {
+			return errors.New("h2load: TLS is set on its command line, not in TLS")
+		}
 	default:
 		return fmt.Errorf("unknown mode %q", s.Mode)
 	}
 	if s.SeqCount < 0 || (s.SeqCount > 0 && s.Mode != ModeSequence) {
 		return errors.New("SeqCount: a positive count of sequence requests, with ModeSequence only")
+	}
+	if s.TLS != nil && (s.Mode == ModeStampede || s.TLS.CAFile == "") {
+		return errors.New("TLS: a CA file is needed, and the stampede runs plain HTTP only")
+	}
+	if s.TLS != nil && s.TLS.Resume && !s.TLS.NewConnection {
+		return errors.New("TLS: Resume needs NewConnection (a kept connection resumes nothing)")
 	}
 	if s.Mode != ModeStampede && s.Duration <= 0 {
 		return errors.New("duration must be positive")
@@ -182,6 +227,16 @@ type Result struct {
 	// window's edges (a summary's or histogram's as name_sum and
 	// name_count); a series the server does not export is absent.
 	MetricsBefore, MetricsAfter map[string]float64
+	// Protocol is the application protocol h2load negotiated (ModeH2load):
+	// "h2" or "http/1.1".
+	Protocol string
+	// Handshakes counts the TLS handshakes completed in the window, and
+	// Resumed those that resumed a session (Spec.TLS).
+	Handshakes, Resumed int64
+	// RedisCalls counts, by command (lower case), the calls Spec.RedisAddr
+	// served in the window, the harness's own INFO left out.
+	RedisCalls    map[string]int64
+	RedisMeasured bool
 	// Problems are measurement failures worth showing (a counter that
 	// could not be read), not server errors.
 	Problems []string

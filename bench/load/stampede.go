@@ -21,7 +21,7 @@ func runStampede(ctx context.Context, s *Spec) (*Result, error) {
 		}
 	}()
 	for i := range conns {
-		c, err := dial(s.Addr)
+		c, err := dial(s.Addr, nil)
 		if err != nil {
 			return nil, fmt.Errorf("dial %s: %w", s.Addr, err)
 		}
@@ -67,7 +67,7 @@ func runStampede(ctx context.Context, s *Spec) (*Result, error) {
 				res.Errors++
 				res.TransportErrors++
 				conns[i].close()
-				if conns[i], a.err = dial(s.Addr); a.err != nil {
+				if conns[i], a.err = dial(s.Addr, nil); a.err != nil {
 					return nil, fmt.Errorf("redial %s: %w", s.Addr, a.err)
 				}
 				continue
@@ -82,7 +82,7 @@ func runStampede(ctx context.Context, s *Spec) (*Result, error) {
 			res.CacheSampled++
 			if a.resp.close {
 				conns[i].close()
-				if conns[i], a.err = dial(s.Addr); a.err != nil {
+				if conns[i], a.err = dial(s.Addr, nil); a.err != nil {
 					return nil, fmt.Errorf("redial %s: %w", s.Addr, a.err)
 				}
 			}
