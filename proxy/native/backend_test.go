@@ -366,7 +366,7 @@ func TestNativeFetchServesAndFailsOver(t *testing.T) {
 	if h.b.Decide(route.Activity, "any") != native.Native {
 		t.Fatal("native mode did not decide native")
 	}
-	body, err := h.b.Fetch(context.Background(), route.Activity, p.target)
+	body, err := h.b.Fetch(context.Background(), route.Activity, p.target, nil)
 	if err != nil || !bytes.Equal(body, p.body) {
 		t.Fatalf("Fetch: %v", err)
 	}
@@ -375,7 +375,7 @@ func TestNativeFetchServesAndFailsOver(t *testing.T) {
 		sep = "&"
 	}
 	for variant, want := range map[string]native.Result{"broken": native.ContractBreak, "text": native.BadBody} {
-		_, err := h.b.Fetch(context.Background(), route.Activity, p.target+sep+"variant="+variant)
+		_, err := h.b.Fetch(context.Background(), route.Activity, p.target+sep+"variant="+variant, nil)
 		var e *native.Error
 		if !errors.As(err, &e) || e.Result != want {
 			t.Errorf("%s: error %v, want result %v", variant, err, want)
@@ -384,7 +384,7 @@ func TestNativeFetchServesAndFailsOver(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	var e *native.Error
-	if _, err := h.b.Fetch(ctx, route.Activity, p.target); !errors.As(err, &e) || e.Result != native.Canceled {
+	if _, err := h.b.Fetch(ctx, route.Activity, p.target, nil); !errors.As(err, &e) || e.Result != native.Canceled {
 		t.Errorf("a canceled caller: %v, want result canceled", err)
 	}
 	r := h.route(t, route.Activity)
@@ -406,7 +406,7 @@ func TestRollbackTripsWithinTheWindowAndReloadRearms(t *testing.T) {
 	})
 	fail := func(n int) {
 		for range n {
-			if _, err := h.b.Fetch(context.Background(), "tx", "/v1/tx/0x01"); err == nil {
+			if _, err := h.b.Fetch(context.Background(), "tx", "/v1/tx/0x01", nil); err == nil {
 				t.Fatal("a 502 was served")
 			}
 		}

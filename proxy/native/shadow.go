@@ -80,8 +80,9 @@ func (p *shadowPool) close() {
 }
 
 // Shadow offers one miss of route that the legacy host served for a
-// comparison with native, once the client's answer is written. immutable
-// is the cache policy's verdict on the page (cache.Policy.Classify): only
+// comparison with native, once the client's answer is made. immutable
+// is the cache policy's verdict on the page (the stored entry's
+// cache.Entry.Immutable): only
 // immutable pages are compared, since a fresh page may change between
 // the two reads; a fresh page is counted as skipped without calling
 // native, to spare it the load. legacyBody is the variant A answer the
