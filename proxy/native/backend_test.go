@@ -381,6 +381,13 @@ func TestNativeFetchServesAndFailsOver(t *testing.T) {
 			t.Errorf("%s: error %v, want result %v", variant, err, want)
 		}
 	}
+	// The caller's own check refuses a body that kept the contract.
+	var seen []byte
+	refuse := func(body []byte) error { seen = body; return errors.New("not for the cache") }
+	if _, err := h.b.Fetch(context.Background(), route.Activity, p.target, refuse); !errors.As(err, new(*native.Error)) ||
+		err.(*native.Error).Result != native.BadBody || !bytes.Equal(seen, p.body) {
+		t.Errorf("a body the caller refuses: %v, want result bad_body", err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	var e *native.Error
@@ -388,11 +395,11 @@ func TestNativeFetchServesAndFailsOver(t *testing.T) {
 		t.Errorf("a canceled caller: %v, want result canceled", err)
 	}
 	r := h.route(t, route.Activity)
-	if r.Requests["ok"] != 1 || r.Requests["contract_break"] != 1 || r.Requests["bad_body"] != 1 || r.Requests["canceled"] != 1 {
+	if r.Requests["ok"] != 1 || r.Requests["contract_break"] != 1 || r.Requests["bad_body"] != 2 || r.Requests["canceled"] != 1 {
 		t.Errorf("requests %v", r.Requests)
 	}
-	if r.Rollback.WindowCalls != 3 || r.Rollback.WindowErrors != 2 {
-		t.Errorf("window %+v: want 3 calls (a canceled one says nothing), 2 errors", r.Rollback)
+	if r.Rollback.WindowCalls != 4 || r.Rollback.WindowErrors != 3 {
+		t.Errorf("window %+v: want 4 calls (a canceled one says nothing), 3 errors", r.Rollback)
 	}
 }
 
