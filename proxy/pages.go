@@ -53,11 +53,10 @@ func (s *Server) servePage(x *exchange) {
 		return
 	}
 	s.writeEntry(x, entry, status)
-	if body := legacy.body.Load(); body != nil && (status == cache.Miss || status == cache.Bypass) {
+	if body := legacy.body.Load(); body != nil && (status == cache.Miss || status == cache.Bypass) && s.native.Shadows(x.route.Name) {
 		// This request started the flight, whose Fetch the legacy host
 		// answered, and the cache classified that page: offered for a
-		// comparison with native (shadow work, off the answer's way; a
-		// route that does not shadow ignores it).
+		// comparison with native (shadow work, off the answer's way).
 		s.native.Shadow(x.route.Name, entry.Immutable, *body, x.req.SuccessorPath())
 	}
 }

@@ -421,7 +421,7 @@ func TestRollbackTripsWithinTheWindowAndReloadRearms(t *testing.T) {
 	fail(10)
 	h.clock.Advance(2 * time.Minute) // those ten leave the window
 	fail(19)
-	if r := h.route(t, "tx"); r.Rollback.RolledBack || h.b.Decide("tx", "k") != native.Native {
+	if r := h.route(t, "tx"); r.Rollback.RolledBack || h.b.Decide("tx", "k") != native.Native || h.b.Shadows("tx") {
 		t.Fatalf("rolled back on errors outside the window: %+v", r.Rollback)
 	}
 	fail(1)
@@ -431,8 +431,8 @@ func TestRollbackTripsWithinTheWindowAndReloadRearms(t *testing.T) {
 		r.Rollback.At == nil || !r.Rollback.At.Equal(h.clock.Now()) {
 		t.Fatalf("after 20 failures in the window: %+v, effective %s", r.Rollback, r.EffectiveMode)
 	}
-	if h.b.Decide("tx", "k") != native.Legacy {
-		t.Error("a rolled back route still decides native")
+	if h.b.Decide("tx", "k") != native.Legacy || !h.b.Shadows("tx") {
+		t.Error("a rolled back route still decides native, or does not compare")
 	}
 	if got := metric(t, h.reg, "tradergate_native_rolled_back", "tx", ""); got != 1 {
 		t.Errorf("tradergate_native_rolled_back{tx} = %v, want 1", got)

@@ -107,6 +107,16 @@ func (b *Backend) Shadow(routeName string, immutable bool, legacyBody []byte, pa
 	}
 }
 
+// Shadows reports whether a miss of route that the legacy host serves is
+// to be offered to Shadow now: native is configured and the route
+// compares (shadow, canary, or native once rolled back). The caller can
+// spare the work of an offer that Shadow would ignore.
+func (b *Backend) Shadows(routeName string) bool {
+	g := b.gen.Load()
+	rg := g.routes[routeName]
+	return rg != nil && g.cli != nil && rg.shadows()
+}
+
 // shadows reports whether the route compares legacy-served misses: in
 // shadow and canary modes, and in native mode once rolled back.
 func (rg *routeGen) shadows() bool {
