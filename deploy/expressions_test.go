@@ -50,6 +50,10 @@ var exported = map[string][]string{
 	"tradergate_tls_certificate_expiry_timestamp_seconds":     {"name"},
 	"tradergate_redis_breaker_state":                          nil,
 	"tradergate_l2_requests_total":                            {"result"},
+	"tradergate_native_requests_total":                        {"route", "result"},
+	"tradergate_native_comparisons_total":                     {"route", "outcome"},
+	"tradergate_native_rolled_back":                           {"route"},
+	"tradergate_native_shadow_dropped_total":                  {"route"},
 	"go_goroutines":                                           nil,
 	"process_resident_memory_bytes":                           nil,
 }

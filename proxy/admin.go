@@ -105,6 +105,7 @@ func (s *Server) adminHandler() http.Handler {
 		EnableOpenMetrics: false,
 	}))
 	guarded.HandleFunc("GET /migration", s.serveMigration) // migration.go
+	guarded.Handle("GET /shadow", s.native)                // proxy/native: comparisons, modes, rollbacks
 	// Alive: the process answers.
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, `{"status":"ok"}`)

@@ -13,6 +13,7 @@ import (
 	"tradergate/cache"
 	"tradergate/limits"
 	"tradergate/proxy/fleet"
+	"tradergate/proxy/native"
 	"tradergate/proxy/orderbook"
 	"tradergate/proxy/route"
 	"tradergate/proxy/tlsedge"
@@ -35,6 +36,7 @@ type Config struct {
 	Tracing   tracing.Config         `yaml:"tracing"`
 	Admin     AdminConfig            `yaml:"admin"`
 	Legacy    LegacyConfig           `yaml:"legacy"`
+	Native    native.Config          `yaml:"native"`
 	Log       LogConfig              `yaml:"log"`
 }
 
@@ -158,11 +160,13 @@ func (c *Config) applyDefaults() {
 	c.Tracing.ApplyDefaults()
 	c.Cache.ApplyDefaults()
 	c.Admin.applyDefaults()
+	c.Native.ApplyDefaults()
 	c.Log.Level = cmp.Or(c.Log.Level, "info")
 }
 
 // Validate checks every section and reads the secrets they name (the
-// upstream key, the Redis password, the admin token) from getenv. All
+// upstream key, the Redis password, the admin token, the native
+// service's credential) from getenv. All
 // problems are reported on one line, sorted, each naming its field path.
 func (c *Config) Validate(getenv func(string) string) error {
 	return problems(
@@ -171,6 +175,8 @@ func (c *Config) Validate(getenv func(string) string) error {
 		c.Log.validate(),
 		joinLines(c.Upstream.Validate(getenv)),
 		joinLines(c.Redis.Validate(getenv)),
+		joinLines(c.Native.Validate(getenv)),
+		c.validateNativeTimeout(),
 		c.OrderBook.Validate(),
 		c.Tracing.Validate(),
 		c.Legacy.validate(c.Keys),
@@ -179,6 +185,24 @@ func (c *Config) Validate(getenv func(string) string) error {
 		validatePlans(c.Plans),
 		c.validateKeys(),
 	)
+}
+
+// validateNativeTimeout checks what spans the native and server sections:
+// a miss that native fails is fetched again from the legacy host, so the
+// answer may take native.timeout and upstream.timeout one after the other,
+// and server.write_timeout must exceed both.
+func (c *Config) validateNativeTimeout() error {
+	serves := false
+	for _, rc := range c.Native.Routes {
+		serves = serves || rc.Mode == native.ModeCanary || rc.Mode == native.ModeNative
+	}
+	if !serves || c.Server.WriteTimeout <= 0 || c.Native.Timeout <= 0 || c.Upstream.Timeout <= 0 {
+		return nil
+	}
+	if both := c.Native.Timeout + c.Upstream.Timeout; c.Server.WriteTimeout <= both {
+		return fmt.Errorf("server.write_timeout: must exceed native.timeout + upstream.timeout (%v) while a route is in canary or native mode: a miss native fails is fetched from the legacy host after it", both)
+	}
+	return nil
 }
 
 // problems is the problems of errs, each section's joined errors taken

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -13,8 +14,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"tradergate/cache"
+	"tradergate/normalize"
+	"tradergate/proxy/native"
 	"tradergate/proxy/route"
-	"tradergate/proxy/upstream"
 )
 
 // Serving from the cache: the innermost step of the chain. It answers a
@@ -39,7 +41,8 @@ func (s *Server) servePage(x *exchange) {
 	if s.trace != nil {
 		ctx, span = s.trace.Tracer.Start(ctx, "cache.lookup")
 	}
-	entry, status, err := s.cache.Get(ctx, x.req.Key, s.fetcher(x))
+	var legacy legacyServed
+	entry, status, err := s.cache.Get(ctx, x.req.Key, s.fetch(x, x.req, &legacy))
 	x.cache = status.String()
 	if span != nil {
 		span.SetAttributes(attribute.String("tradergate.cache", x.cache), attribute.Bool("tradergate.cache.l2", status.L2()))
@@ -50,33 +53,87 @@ func (s *Server) servePage(x *exchange) {
 		return
 	}
 	s.writeEntry(x, entry, status)
+	if body := legacy.body.Load(); body != nil && (status == cache.Miss || status == cache.Bypass) && s.native.Shadows(x.route.Name) {
+		// This request started the flight, whose Fetch the legacy host
+		// answered, and the cache classified that page: offered for a
+		// comparison with native (shadow work, off the answer's way).
+		s.native.Shadow(x.route.Name, entry.Immutable, *body, x.req.SuccessorPath())
+	}
 }
 
-// fetcher returns the cache's Fetch of x's canonical request. It may run
-// after the request is gone (a coalesced flight whose starter left, a
-// background refresh), so it keeps x (x.keep: never reused) and reads only
-// what is the exchange's own (the canonical request, the id), recording
-// through atomics (upstream.Info).
-func (s *Server) fetcher(x *exchange) cache.Fetch {
-	return s.fetcherOf(x, x.req)
-}
+// legacyServed is set by a miss's Fetch when the legacy host served the
+// page: its variant A body, for the comparison with native.
+type legacyServed struct{ body atomic.Pointer[[]byte] }
 
-// fetcherOf is fetcher for another canonical request of x's (the order
-// book's events pages).
+// fetcherOf returns the cache's Fetch of req, one of x's canonical
+// requests (its own, or an events page of the order book).
 func (s *Server) fetcherOf(x *exchange, req *route.Request) cache.Fetch {
+	return s.fetch(x, req, nil)
+}
+
+// fetch returns the cache's Fetch of req: one way for every miss, with
+// the backend chosen inside it (docs/ARCHITECTURE.md "Moving the
+// backend"). A route native serves for this key (native.Backend.Decide,
+// by the key id of the request that starts the flight: the callers who
+// join it share its page) is fetched from native; when native fails, or
+// for any other route, from the legacy host, and legacy, when not nil,
+// learns of a page the legacy host served. A legacy path's request
+// (variant B) always goes to the legacy host.
+//
+// The Fetch may run after the request is gone (a coalesced flight whose
+// starter left, a background refresh), so it keeps x (x.keep: never
+// reused) and reads only what is the exchange's own (the canonical
+// request, the id, the key id), recording through atomics (upstream.Info).
+func (s *Server) fetch(x *exchange, req *route.Request, legacy *legacyServed) cache.Fetch {
 	x.keep()
 	id, info := x.id, &x.upstream
+	keyID := ""
+	if x.principal != nil {
+		keyID = x.principal.KeyID
+	}
 	return func(ctx context.Context, abandoned func() bool) ([]byte, cache.Facts, error) {
+		if !req.Legacy && s.native.Decide(req.Route.Name, keyID) == native.Native {
+			body, meta, err := s.fetchNative(ctx, req)
+			if err == nil {
+				return body, factsOf(req, meta), nil
+			}
+			// Counted by native (tradergate_native_requests_total), and
+			// against the route's rollback.
+			s.log.LogAttrs(ctx, slog.LevelDebug, "native failed; the legacy host serves the miss",
+				slog.String("request_id", id), slog.String("route", req.Route.Name), slog.Any("error", err))
+		}
 		page, err := s.upstream.Fetch(ctx, req, id, info, abandoned)
 		if err != nil {
 			return nil, cache.Facts{}, err
 		}
-		return page.Body, factsOf(req, page), nil
+		if legacy != nil {
+			legacy.body.Store(&page.Body)
+		}
+		return page.Body, factsOf(req, page.Meta), nil
 	}
 }
 
+// fetchNative gets req's page from the native service. Its answer is
+// variant A already; it goes through normalize.Rewrite all the same,
+// which passes variant A data through byte for byte, writes the envelope
+// in its canonical form, and reads the same normalize.Meta as from a
+// legacy page: a native page is classified by the cache policy exactly as
+// the legacy-derived page would be. A body the rewrite refuses is a bad
+// body of native's, and the legacy host serves the miss.
+func (s *Server) fetchNative(ctx context.Context, req *route.Request) ([]byte, normalize.Meta, error) {
+	rt := req.Route
+	var page []byte
+	var meta normalize.Meta
+	_, err := s.native.Fetch(ctx, rt.Name, req.SuccessorPath(), func(body []byte) error {
+		var err error
+		page, meta, err = normalize.Rewrite(nil, body, normalize.Options{Shape: rt.Shape, TimeField: rt.TimeField})
+		return err
+	})
+	return page, meta, err
+}
+
 // factsOf tells the cache policy what it needs of a request and its page.
-func factsOf(req *route.Request, page *upstream.Page) cache.Facts {
+func factsOf(req *route.Request, meta normalize.Meta) cache.Facts {
 	unit := time.Second
 	if req.Route.TimeUnitMs {
 		unit = time.Millisecond
@@ -89,7 +146,7 @@ func factsOf(req *route.Request, page *upstream.Page) cache.Facts {
 		HasUpper:     req.HasUpper,
 		UpperIsBlock: req.UpperIsBlock,
 		TimeUnit:     unit,
-		Meta:         page.Meta,
+		Meta:         meta,
 	}
 }
 

@@ -6,19 +6,23 @@ import (
 	"strings"
 
 	"tradergate/cache"
+	"tradergate/proxy/native"
 	"tradergate/proxy/upstream"
 )
 
 // Hot reload: on SIGHUP main re-reads config.yaml, validates it whole, and
 // hands it to Reload. Keys, plans, cache policy figures, breaker settings,
-// the legacy section and log.level take effect at once, without dropping a
-// connection. Every other setting is fixed at start: one that differs from
-// what runs is named in a warning and counted as restart_needed
-// (tradergate_config_reloads_total), so an operator is never left
-// guessing.
+// the legacy section, the native section (but native.shadow) and log.level
+// take effect at once, without dropping a connection. Every other setting
+// is fixed at start: one that differs from what runs is named in a warning
+// and counted as restart_needed (tradergate_config_reloads_total), so an
+// operator is never left guessing.
 
 // Reload applies the reloadable parts of cfg, which the caller has
 // validated (Config.Validate). A cfg the cache refuses changes nothing.
+// The native section is applied whole but for native.shadow, and every
+// native route that rolled back is re-armed (docs/OPERATING.md "Moving
+// the backend").
 func (s *Server) Reload(cfg *Config) error {
 	// The one step that can refuse goes first, so a refusal leaves all of
 	// the running configuration in place.
@@ -30,6 +34,7 @@ func (s *Server) Reload(cfg *Config) error {
 	s.keys.Store(newKeySet(cfg.Keys, cfg.Plans, s.routes.Routes()))
 	s.migration.configure(cfg)
 	s.limiter.SetPlans(cfg.Plans)
+	s.native.Reload(cfg.Native)
 	running := s.live.Load()
 	if !reflect.DeepEqual(running.Upstream.Breaker, cfg.Upstream.Breaker) {
 		s.upstream.SetBreaker(cfg.Upstream.Breaker)
@@ -64,6 +69,8 @@ func fixedAtStart(c *Config) Config {
 	f := *c
 	f.Keys, f.Plans, f.Legacy = nil, nil, LegacyConfig{}
 	f.Upstream.Breaker = upstream.BreakerConfig{}
+	// Of the native section only the shadow workers and queue are fixed.
+	f.Native = native.Config{Shadow: c.Native.Shadow}
 	// Of the cache section only max_bytes is fixed (cache.SetConfig).
 	f.Cache = cache.Config{MaxBytes: c.Cache.MaxBytes}
 	// log.level is main's to apply; log.access is fixed.

@@ -24,6 +24,7 @@ import (
 	"tradergate/docs"
 	"tradergate/limits"
 	"tradergate/proxy/fleet"
+	"tradergate/proxy/native"
 	"tradergate/proxy/route"
 	"tradergate/proxy/tlsedge"
 	"tradergate/proxy/tracing"
@@ -64,6 +65,7 @@ type Server struct {
 	routes    *route.Table
 	keys      atomic.Pointer[keySet]
 	upstream  *upstream.Client
+	native    *native.Backend // the native service; every route legacy while native is off
 	cache     *cache.Cache
 	limiter   *limits.Limiter
 	fleet     *fleet.Conn      // the replicas' shared Redis; nil: one node, nothing shared
@@ -171,6 +173,10 @@ func (s *Server) build(cfg *Config, opt Options) error {
 		// bounded by the upstream timeout, failures told to them.
 		copt.L2, copt.L2Prefix, copt.L2Timeout = s.fleet.Client(), s.fleet.Key("page")+":", s.fleet.Timeout()
 		copt.LeaseTimeout = cfg.Upstream.Timeout
+		if cfg.Native.BaseURL != "" {
+			// A miss native fails is fetched from the legacy host after it.
+			copt.LeaseTimeout += cfg.Native.Timeout
+		}
 		copt.EncodeErr, copt.DecodeErr = upstream.EncodeError, upstream.DecodeError
 	}
 	if s.cache, err = cache.New(cfg.Cache, copt); err != nil {
@@ -186,6 +192,13 @@ func (s *Server) build(cfg *Config, opt Options) error {
 		return err
 	}
 	s.openAPI = docs.OpenAPI()
+	// Built even while native is off, so that a reload can turn it on and
+	// its series are there for the dashboard from the start.
+	if s.native, err = native.New(cfg.Native, native.Options{
+		Routes: s.routes.Routes(), OpenAPI: s.openAPI, Registry: s.registry, Logger: s.log, Now: s.now,
+	}); err != nil {
+		return err
+	}
 	s.initStatus(route.Names())
 	uopt.BreakerChanged = s.metrics.breakerChanged
 	s.upstream = upstream.New(cfg.Upstream, s.routes.Routes(), uopt)
@@ -247,7 +260,8 @@ func (s *Server) baseContext() context.Context {
 }
 
 // Close releases what New started: the cache's background work, the
-// limiter's store, the upstream client, the shared Redis (after everything
+// limiter's store, the upstream client, the native service's client and
+// its shadow workers, the shared Redis (after everything
 // that uses it). Call it after Serve returns.
 func (s *Server) Close() error {
 	var err error
@@ -260,6 +274,9 @@ func (s *Server) Close() error {
 		}
 		if s.upstream != nil {
 			s.upstream.Close()
+		}
+		if s.native != nil {
+			s.native.Close() // after the cache: no flight calls it any more
 		}
 		if s.migration != nil {
 			s.migration.close() // its last counts go to Redis first

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"tradergate/proxy/native"
 	"tradergate/proxy/status"
 )
 
@@ -109,7 +110,32 @@ func (s *Server) snapshot() status.Snapshot {
 	for _, c := range s.tls.Certificates() {
 		snap.TLS = append(snap.TLS, status.Cert{Names: c.Names, NotAfter: c.NotAfter})
 	}
+	snap.Native = nativeView(s.native.Report())
 	return snap
+}
+
+// nativeView is the native panel of the page: the routes that left the
+// legacy host (or rolled back), from native's report; nil while none has.
+func nativeView(rep native.Report) *status.Native {
+	var v status.Native
+	for _, r := range rep.Routes {
+		if r.Mode == native.ModeLegacy && !r.Rollback.RolledBack {
+			continue
+		}
+		nr := status.NativeRoute{
+			Name: r.Route, Mode: string(r.Mode), EffectiveMode: string(r.EffectiveMode), Percent: r.Percent,
+			RolledBack: r.Rollback.RolledBack, Reason: r.Rollback.Reason,
+			Compared: r.Compared, Different: r.Different, Skipped: r.Skipped, NativeErrors: r.NativeErrors, Dropped: r.Dropped,
+		}
+		if r.Rollback.At != nil {
+			nr.RolledBackAt = *r.Rollback.At
+		}
+		v.Routes = append(v.Routes, nr)
+	}
+	if !rep.Enabled && len(v.Routes) == 0 {
+		return nil
+	}
+	return &v
 }
 
 // statusHandler is the page's handler; secrets are scrubbed from anything
@@ -119,7 +145,7 @@ func (s *Server) statusHandler() http.Handler {
 		Board: s.status.board,
 		Secrets: func() []string {
 			c := s.live.Load()
-			return []string{c.Upstream.Key, c.Admin.token, s.redisPassword}
+			return []string{c.Upstream.Key, c.Admin.token, s.redisPassword, c.Native.Key}
 		},
 	})
 }

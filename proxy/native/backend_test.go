@@ -366,7 +366,7 @@ func TestNativeFetchServesAndFailsOver(t *testing.T) {
 	if h.b.Decide(route.Activity, "any") != native.Native {
 		t.Fatal("native mode did not decide native")
 	}
-	body, err := h.b.Fetch(context.Background(), route.Activity, p.target)
+	body, err := h.b.Fetch(context.Background(), route.Activity, p.target, nil)
 	if err != nil || !bytes.Equal(body, p.body) {
 		t.Fatalf("Fetch: %v", err)
 	}
@@ -375,24 +375,31 @@ func TestNativeFetchServesAndFailsOver(t *testing.T) {
 		sep = "&"
 	}
 	for variant, want := range map[string]native.Result{"broken": native.ContractBreak, "text": native.BadBody} {
-		_, err := h.b.Fetch(context.Background(), route.Activity, p.target+sep+"variant="+variant)
+		_, err := h.b.Fetch(context.Background(), route.Activity, p.target+sep+"variant="+variant, nil)
 		var e *native.Error
 		if !errors.As(err, &e) || e.Result != want {
 			t.Errorf("%s: error %v, want result %v", variant, err, want)
 		}
 	}
+	// The caller's own check refuses a body that kept the contract.
+	var seen []byte
+	refuse := func(body []byte) error { seen = body; return errors.New("not for the cache") }
+	if _, err := h.b.Fetch(context.Background(), route.Activity, p.target, refuse); !errors.As(err, new(*native.Error)) ||
+		err.(*native.Error).Result != native.BadBody || !bytes.Equal(seen, p.body) {
+		t.Errorf("a body the caller refuses: %v, want result bad_body", err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	var e *native.Error
-	if _, err := h.b.Fetch(ctx, route.Activity, p.target); !errors.As(err, &e) || e.Result != native.Canceled {
+	if _, err := h.b.Fetch(ctx, route.Activity, p.target, nil); !errors.As(err, &e) || e.Result != native.Canceled {
 		t.Errorf("a canceled caller: %v, want result canceled", err)
 	}
 	r := h.route(t, route.Activity)
-	if r.Requests["ok"] != 1 || r.Requests["contract_break"] != 1 || r.Requests["bad_body"] != 1 || r.Requests["canceled"] != 1 {
+	if r.Requests["ok"] != 1 || r.Requests["contract_break"] != 1 || r.Requests["bad_body"] != 2 || r.Requests["canceled"] != 1 {
 		t.Errorf("requests %v", r.Requests)
 	}
-	if r.Rollback.WindowCalls != 3 || r.Rollback.WindowErrors != 2 {
-		t.Errorf("window %+v: want 3 calls (a canceled one says nothing), 2 errors", r.Rollback)
+	if r.Rollback.WindowCalls != 4 || r.Rollback.WindowErrors != 3 {
+		t.Errorf("window %+v: want 4 calls (a canceled one says nothing), 3 errors", r.Rollback)
 	}
 }
 
@@ -406,7 +413,7 @@ func TestRollbackTripsWithinTheWindowAndReloadRearms(t *testing.T) {
 	})
 	fail := func(n int) {
 		for range n {
-			if _, err := h.b.Fetch(context.Background(), "tx", "/v1/tx/0x01"); err == nil {
+			if _, err := h.b.Fetch(context.Background(), "tx", "/v1/tx/0x01", nil); err == nil {
 				t.Fatal("a 502 was served")
 			}
 		}
@@ -414,7 +421,7 @@ func TestRollbackTripsWithinTheWindowAndReloadRearms(t *testing.T) {
 	fail(10)
 	h.clock.Advance(2 * time.Minute) // those ten leave the window
 	fail(19)
-	if r := h.route(t, "tx"); r.Rollback.RolledBack || h.b.Decide("tx", "k") != native.Native {
+	if r := h.route(t, "tx"); r.Rollback.RolledBack || h.b.Decide("tx", "k") != native.Native || h.b.Shadows("tx") {
 		t.Fatalf("rolled back on errors outside the window: %+v", r.Rollback)
 	}
 	fail(1)
@@ -424,8 +431,8 @@ func TestRollbackTripsWithinTheWindowAndReloadRearms(t *testing.T) {
 		r.Rollback.At == nil || !r.Rollback.At.Equal(h.clock.Now()) {
 		t.Fatalf("after 20 failures in the window: %+v, effective %s", r.Rollback, r.EffectiveMode)
 	}
-	if h.b.Decide("tx", "k") != native.Legacy {
-		t.Error("a rolled back route still decides native")
+	if h.b.Decide("tx", "k") != native.Legacy || !h.b.Shadows("tx") {
+		t.Error("a rolled back route still decides native, or does not compare")
 	}
 	if got := metric(t, h.reg, "tradergate_native_rolled_back", "tx", ""); got != 1 {
 		t.Errorf("tradergate_native_rolled_back{tx} = %v, want 1", got)

@@ -13,7 +13,7 @@
 //
 //	switch b.Decide(route, keyID) {
 //	case native.Native:
-//		body, err := b.Fetch(ctx, route, pathAndQuery) // on error: serve legacy
+//		body, err := b.Fetch(ctx, route, pathAndQuery, accept) // on error: serve legacy
 //	case native.Legacy:
 //		// the legacy fetch, as always; once the answer is written:
 //		b.Shadow(route, immutable, legacyBody, pathAndQuery)
@@ -78,15 +78,20 @@ type Options struct {
 
 // Backend is the native side of the edge. It is safe for concurrent use.
 type Backend struct {
-	opt      Options
-	log      *slog.Logger
-	now      func() time.Time
-	contract *contract // nil: answers are not checked
-	metrics  *metrics
-	routes   map[string]*routeState // fixed at New: read without a lock
-	names    []string               // route names in table order
-	gen      atomic.Pointer[generation]
-	shadow   *shadowPool
+	opt Options
+	log *slog.Logger
+	now func() time.Time
+	// The contract is read from Options.OpenAPI once a route leaves
+	// legacy (at New or at the first check after a Reload): an edge that
+	// never uses native does not pay for reading the document.
+	contractOnce sync.Once
+	contract     *contract // nil: answers are not checked
+	contractErr  error
+	metrics      *metrics
+	routes       map[string]*routeState // fixed at New: read without a lock
+	names        []string               // route names in table order
+	gen          atomic.Pointer[generation]
+	shadow       *shadowPool
 
 	reloadMu sync.Mutex // one Reload at a time
 }
@@ -132,12 +137,10 @@ func New(cfg Config, opt Options) (*Backend, error) {
 		b.routes[rt.Name] = newRouteState(rt.Name)
 		b.names = append(b.names, rt.Name)
 	}
-	if opt.OpenAPI != nil {
-		c, err := newContract(opt.OpenAPI, opt.Routes)
-		if err != nil {
-			return nil, fmt.Errorf("native: %w", err)
+	if cfg.Enabled() {
+		if err := b.loadContract(); err != nil {
+			return nil, err
 		}
-		b.contract = c
 	}
 	m, err := newMetrics(opt.Registry, b.names)
 	if err != nil {
@@ -222,10 +225,13 @@ func (b *Backend) Decide(routeName, keyID string) Side {
 // Fetch gets the page of a validated request from native for a client:
 // pathAndQuery is its /v1 path and canonical query (route.Request's
 // SuccessorPath). It makes one call through the route's breaker, within
-// native.timeout, and checks the answer against the contract. On any
-// error (an *Error, whose Result says what happened) the caller serves the
-// legacy-derived answer instead. The body is the caller's.
-func (b *Backend) Fetch(ctx context.Context, routeName, pathAndQuery string) ([]byte, error) {
+// native.timeout, and checks the answer against the contract. accept,
+// when not nil, is the caller's own check of a body that kept the
+// contract (the edge reads the cache policy's facts from it); its error
+// makes the answer a BadBody. On any error (an *Error, whose Result says
+// what happened) the caller serves the legacy-derived answer instead. The
+// body is the caller's.
+func (b *Backend) Fetch(ctx context.Context, routeName, pathAndQuery string, accept func(body []byte) error) ([]byte, error) {
 	g := b.gen.Load()
 	rg, rs := g.routes[routeName], b.routes[routeName]
 	if rg == nil || g.cli == nil {
@@ -235,6 +241,10 @@ func (b *Backend) Fetch(ctx context.Context, routeName, pathAndQuery string) ([]
 	if e == nil {
 		if v := b.violations(routeName, body); len(v) > 0 {
 			body, e = nil, &Error{Result: ContractBreak, Status: 200, Err: errors.New(strings.Join(v, "; "))}
+		} else if accept != nil {
+			if err := accept(body); err != nil {
+				body, e = nil, &Error{Result: BadBody, Status: 200, Err: err}
+			}
 		}
 	}
 	r := OK
@@ -248,8 +258,25 @@ func (b *Backend) Fetch(ctx context.Context, routeName, pathAndQuery string) ([]
 	return body, nil
 }
 
-// violations checks body against the route's contract.
+// loadContract reads the contract from Options.OpenAPI, once.
+func (b *Backend) loadContract() error {
+	b.contractOnce.Do(func() {
+		if b.opt.OpenAPI == nil {
+			return
+		}
+		if b.contract, b.contractErr = newContract(b.opt.OpenAPI, b.opt.Routes); b.contractErr != nil {
+			b.contractErr = fmt.Errorf("native: %w", b.contractErr)
+		}
+	})
+	return b.contractErr
+}
+
+// violations checks body against the route's contract. A document that
+// does not load breaks every answer: clients stay on legacy.
 func (b *Backend) violations(routeName string, body []byte) []string {
+	if err := b.loadContract(); err != nil {
+		return []string{err.Error()}
+	}
 	if b.contract == nil {
 		return nil
 	}

@@ -80,8 +80,9 @@ func (p *shadowPool) close() {
 }
 
 // Shadow offers one miss of route that the legacy host served for a
-// comparison with native, once the client's answer is written. immutable
-// is the cache policy's verdict on the page (cache.Policy.Classify): only
+// comparison with native, once the client's answer is made. immutable
+// is the cache policy's verdict on the page (the stored entry's
+// cache.Entry.Immutable): only
 // immutable pages are compared, since a fresh page may change between
 // the two reads; a fresh page is counted as skipped without calling
 // native, to spare it the load. legacyBody is the variant A answer the
@@ -104,6 +105,16 @@ func (b *Backend) Shadow(routeName string, immutable bool, legacyBody []byte, pa
 		rs.dropped.Add(1)
 		b.metrics.dropped.WithLabelValues(rs.name).Inc()
 	}
+}
+
+// Shadows reports whether a miss of route that the legacy host serves is
+// to be offered to Shadow now: native is configured and the route
+// compares (shadow, canary, or native once rolled back). The caller can
+// spare the work of an offer that Shadow would ignore.
+func (b *Backend) Shadows(routeName string) bool {
+	g := b.gen.Load()
+	rg := g.routes[routeName]
+	return rg != nil && g.cli != nil && rg.shadows()
 }
 
 // shadows reports whether the route compares legacy-served misses: in

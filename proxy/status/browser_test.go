@@ -83,6 +83,8 @@ func TestPageInBrowser(t *testing.T) {
 	next.TLS[1].NotAfter = taken.AddDate(0, 2, 0)
 	next.Fleet.Replicas[2].Ready = true
 	next.Totals.ErrorsPerSec = 0
+	next.Native = &Native{Routes: slices.Clone(next.Native.Routes)}
+	next.Native.Routes[1].RolledBack, next.Native.Routes[1].Reason = false, "" // a reload re-armed tx
 	snap.Store(&next)
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -105,6 +107,9 @@ func TestPageInBrowser(t *testing.T) {
 	}
 	if got := text(t, ctx, "#verdict"); got != "Healthy" {
 		t.Errorf("after the refresh, the verdict is %q", got)
+	}
+	if got := text(t, ctx, `[data-f="native.routes.1.rolled_back"]`); got != "no" {
+		t.Errorf("after the refresh, tx shows rolled back %q, want no", got)
 	}
 	if !eval[bool](t, ctx, `document.querySelector(".tile[data-s='totals.open_breakers']").classList.contains("st-ok")`) {
 		t.Error("after the refresh, the open-breakers figure is still red")

@@ -40,6 +40,12 @@ func fixture() Snapshot {
 			{Names: []string{"old.example.com"}, NotAfter: taken.Add(12*24*time.Hour + time.Hour)},
 		},
 		Migration: &migration{Keys: []migrationKey{{KeyID: "acme-prod", Legacy: 120, V1: 88100}, {KeyID: "desk-7", Legacy: 5400, V1: 310}}},
+		Native: &Native{Routes: []NativeRoute{
+			{Name: "activity", Mode: "shadow", EffectiveMode: "shadow", Compared: 5120, Different: 3, Skipped: 40210, NativeErrors: 7},
+			{Name: "tx", Mode: "native", EffectiveMode: "shadow", RolledBack: true, RolledBackAt: taken.Add(-7 * time.Minute),
+				Reason: "native error ratio 0.400 (20 of 50 calls in 1m0s) passed rollback.error_ratio 0.05", Compared: 310, NativeErrors: 20, Dropped: 2},
+			{Name: "wallet_address", Mode: "canary", EffectiveMode: "canary", Percent: 30, Compared: 880, Different: 0},
+		}},
 	}
 	rates := map[string][4]float64{ // requests/s, 5xx ratio, p50, p99
 		"orderbook_events":       {120.4, 0, 0.0009, 0.012},

@@ -174,8 +174,12 @@ func shape(s *Snapshot) string {
 	if s.Migration != nil {
 		mig = len(s.Migration.Keys)
 	}
-	return fmt.Sprintf("%d/%d/%d/%d/%d/%d/%t/%t", len(s.Routes), len(s.Limits.Refused), len(s.Limits.TopKeys),
-		len(s.TLS), len(s.Fleet.Replicas), mig, s.Cache.L2.Present, s.Fleet.Enabled)
+	nat := -1
+	if s.Native != nil {
+		nat = len(s.Native.Routes)
+	}
+	return fmt.Sprintf("%d/%d/%d/%d/%d/%d/%t/%t/%d", len(s.Routes), len(s.Limits.Refused), len(s.Limits.TopKeys),
+		len(s.TLS), len(s.Fleet.Replicas), mig, s.Cache.L2.Present, s.Fleet.Enabled, nat)
 }
 
 var funcs = template.FuncMap{

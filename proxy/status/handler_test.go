@@ -81,6 +81,10 @@ func TestAssess(t *testing.T) {
 		{"redis unreachable", func(s *Snapshot) { s.Cache.L2.Breaker = breakerOpen }, amber, "Redis unreachable"},
 		{"in flight", func(s *Snapshot) { s.Upstream.InFlight = 60 }, amber, "near the limit"},
 		{"replica down", func(s *Snapshot) { s.Fleet.Replicas = []replica{{ID: "edge-9"}} }, amber, "replica not ready: edge-9"},
+		{"native fine", func(s *Snapshot) { s.Native = &Native{Routes: []NativeRoute{{Name: "tx", Mode: "native"}}} }, green, ""},
+		{"native rolled back", func(s *Snapshot) {
+			s.Native = &Native{Routes: []NativeRoute{{Name: "tx", Mode: "native", RolledBack: true}, {Name: "activity", Mode: "canary", RolledBack: true}}}
+		}, amber, "native rolled back to legacy: tx, activity"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -160,7 +164,8 @@ func TestPageWithoutJavaScript(t *testing.T) {
 	}
 	// The figures are in the HTML itself, formatted, not left for a
 	// script to fill in.
-	for _, want := range []string{"Failing", "breaker open: activity", "91.2 %", "187.0 MiB", "256.0 MiB", "48,213", "120.4/s", "4.80 s", "2.1 ms", "72", "acme-prod", "3 d 4 h", "edge-3", "12"} {
+	for _, want := range []string{"Failing", "breaker open: activity", "91.2 %", "187.0 MiB", "256.0 MiB", "48,213", "120.4/s", "4.80 s", "2.1 ms", "72", "acme-prod", "3 d 4 h", "edge-3", "12",
+		"native rolled back to legacy: tx", "passed rollback.error_ratio 0.05", "40,210", "canary 30%"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("page lacks %q", want)
 		}

@@ -88,6 +88,17 @@ func assess(s *Snapshot) {
 	if m := s.Upstream.MaxConcurrent; m > 0 && float64(s.Upstream.InFlight) >= inFlightAmberFrac*float64(m) {
 		h.add(amber, fmt.Sprintf("upstream calls in flight near the limit (%d of %d)", s.Upstream.InFlight, m))
 	}
+	if s.Native != nil {
+		var back []string
+		for _, r := range s.Native.Routes {
+			if r.RolledBack {
+				back = append(back, r.Name)
+			}
+		}
+		if len(back) > 0 {
+			h.add(amber, "native rolled back to legacy: "+strings.Join(back, ", "))
+		}
+	}
 	if s.Fleet.Error != "" {
 		h.add(amber, "fleet figures unavailable")
 	}
@@ -138,6 +149,9 @@ func derive(s *Snapshot) {
 	}
 	if s.Fleet.Replicas == nil {
 		s.Fleet.Replicas = []replica{}
+	}
+	if s.Native != nil && s.Native.Routes == nil {
+		s.Native.Routes = []NativeRoute{}
 	}
 	for i := range s.TLS {
 		if s.TLS[i].Names == nil {

@@ -42,6 +42,9 @@ type Snapshot struct {
 	Fleet    fleetView    `json:"fleet"`
 	// Migration is absent until the edge counts legacy against /v1 calls.
 	Migration *migration `json:"migration,omitempty"`
+	// Native is absent while no route leaves the legacy host (native
+	// section off).
+	Native *Native `json:"native,omitempty"`
 }
 
 // Build says which binary runs (tradergate_build_info).
@@ -197,4 +200,36 @@ func (s *Snapshot) Route(name string) *Route {
 		}
 	}
 	return nil
+}
+
+// Native is the move of the backend off the legacy host: per route, how
+// its misses are served and what the comparisons with the native service
+// found, since the replica started (GET /shadow has the details).
+type Native struct {
+	Routes []NativeRoute `json:"routes"`
+}
+
+// NativeRoute is one route of Native.
+type NativeRoute struct {
+	Name string `json:"name"`
+	// Mode is the configured mode (legacy, shadow, canary, native);
+	// EffectiveMode what runs: shadow once the route rolled back.
+	Mode          string `json:"mode"`
+	EffectiveMode string `json:"effective_mode"`
+	// Percent is the share of keys native serves in canary mode.
+	Percent float64 `json:"percent"`
+	// RolledBack: native's errors or differences passed native.rollback;
+	// clients are on legacy until a reload. Reason says which bound.
+	RolledBack   bool      `json:"rolled_back"`
+	Reason       string    `json:"reason,omitempty"`
+	RolledBackAt time.Time `json:"rolled_back_at,omitzero"`
+	// Compared counts comparisons made, Different those that differed;
+	// Skipped, pages not compared because they are fresh; NativeErrors,
+	// comparisons native gave no answer for; Dropped, comparisons a full
+	// queue refused.
+	Compared     int64 `json:"compared"`
+	Different    int64 `json:"different"`
+	Skipped      int64 `json:"skipped"`
+	NativeErrors int64 `json:"native_errors"`
+	Dropped      int64 `json:"dropped"`
 }

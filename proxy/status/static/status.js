@@ -72,8 +72,9 @@
   }
   function shape(s) {
     var mig = s.migration ? s.migration.keys.length : -1;
+    var nat = s.native ? s.native.routes.length : -1;
     return [s.routes.length, s.limits.refused.length, s.limits.top_keys.length, s.tls.length,
-      s.fleet.replicas.length, mig, s.cache.l2.present, s.fleet.enabled].join("/");
+      s.fleet.replicas.length, mig, s.cache.l2.present, s.fleet.enabled, nat].join("/");
   }
   function apply(s) {
     if (shape(s) !== body.getAttribute("data-shape")) { location.reload(); return; }
