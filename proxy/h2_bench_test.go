@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -29,7 +30,8 @@ import (
 // is the edge's. "record-per-flush" writes each flush of x/net/http2 as
 // it comes, "coalesced" is the edge's way (h2conn.go). writes/op counts
 // the process's write system calls per response (/proc/self/io syscw,
-// the client's included: about one per request in both).
+// the client's included: about one per request in both), and cpu-µs/op
+// the process's CPU time per response, the client's included.
 func BenchmarkH2Hit(b *testing.B) {
 	for _, v := range []struct {
 		name      string
@@ -60,7 +62,7 @@ func BenchmarkH2Hit(b *testing.B) {
 			h2BenchCheck(b, addr, path, !v.identity)
 			var left atomic.Int64
 			left.Store(int64(b.N))
-			w0 := procSyscw(b)
+			w0, cpu0 := procSyscw(b), procCPU(b)
 			b.ReportAllocs()
 			b.ResetTimer()
 			var wg sync.WaitGroup
@@ -70,6 +72,7 @@ func BenchmarkH2Hit(b *testing.B) {
 			wg.Wait()
 			b.StopTimer()
 			b.ReportMetric(float64(procSyscw(b)-w0)/float64(b.N), "writes/op")
+			b.ReportMetric(float64(procCPU(b)-cpu0)/float64(time.Microsecond)/float64(b.N), "cpu-µs/op")
 		})
 	}
 }
@@ -110,6 +113,16 @@ func h2BenchCheck(b *testing.B, addr, path string, gzip bool) {
 			b.Fatalf("status %d, X-Cache %q", resp.StatusCode, resp.Header.Get("X-Cache"))
 		}
 	}
+}
+
+// procCPU is the CPU time the process has used so far, user and system:
+// on a busy machine a steadier measure than the wall clock of ns/op.
+func procCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // procSyscw is the process's count of write system calls so far.

@@ -16,9 +16,11 @@ import (
 // collected as one record and one system call:
 //
 //   - a Write that brings the buffer to h2CoalesceBytes (a full TLS
-//     record) writes it at once, in the caller's goroutine, so a large
-//     answer goes out as it is framed and a client that does not read
-//     holds the writer back as it would without h2conn;
+//     record) writes it at once, topped up to a record from the Write's
+//     bytes, and the rest of those as they are (not copied), in the
+//     caller's goroutine: a large answer goes out as it is framed, and a
+//     client that does not read holds the writer back as it would without
+//     h2conn;
 //   - a smaller Write returns at once, and a flusher goroutine started for
 //     the burst writes the buffer once the goroutines that were ready to
 //     run (the connection's serve loop, the handlers of its other streams)
@@ -77,31 +79,58 @@ func (c *h2conn) ConnectionState() tls.ConnectionState {
 
 func (c *h2conn) Write(p []byte) (int, error) {
 	c.mu.Lock()
-	if c.err != nil {
-		err := c.err
+	if err := c.errLocked(); err != nil {
 		c.mu.Unlock()
 		return 0, err
-	}
-	if c.closed {
-		c.mu.Unlock()
-		return 0, net.ErrClosed
 	}
 	if c.buf == nil {
 		c.buf = h2bufs.Get().(*[]byte)
 	}
-	*c.buf = append(*c.buf, p...)
-	if len(*c.buf) >= h2CoalesceBytes {
+	if len(*c.buf)+len(p) >= h2CoalesceBytes {
 		c.mu.Unlock()
-		if err := c.flush(); err != nil {
-			return 0, err
-		}
-		return len(p), nil
+		return c.writeThrough(p)
 	}
+	*c.buf = append(*c.buf, p...)
 	start := !c.flushing
 	c.flushing = true
 	c.mu.Unlock()
 	if start {
 		go c.flushLater()
+	}
+	return len(p), nil
+}
+
+// errLocked is why nothing more can be written, or nil; mu is held.
+func (c *h2conn) errLocked() error {
+	if c.err != nil {
+		return c.err
+	}
+	if c.closed {
+		return net.ErrClosed
+	}
+	return nil
+}
+
+// writeThrough writes the buffer, topped up from p to a full record, and
+// then the rest of p as it is, without copying a large p.
+func (c *h2conn) writeThrough(p []byte) (int, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	b, err := c.take()
+	n := 0
+	if b != nil {
+		if err == nil {
+			n = min(len(p), max(h2CoalesceBytes-len(*b), 0))
+			*b = append(*b, p[:n]...)
+			err = c.write(*b)
+		}
+		putH2Buf(b)
+	}
+	if err == nil && n < len(p) {
+		err = c.write(p[n:])
+	}
+	if err != nil {
+		return 0, err
 	}
 	return len(p), nil
 }
@@ -116,7 +145,9 @@ func (c *h2conn) flushLater() {
 			break
 		}
 	}
-	_ = c.flush()
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.flushLocked()
 }
 
 // buffered is how many bytes wait in buf.
@@ -129,37 +160,50 @@ func (c *h2conn) buffered() int {
 	return len(*c.buf)
 }
 
-// flush writes what buf holds to Conn and returns the connection's write
-// error, if it has one.
-func (c *h2conn) flush() error {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	return c.flushLocked()
-}
-
-// flushLocked is flush with wmu held.
-func (c *h2conn) flushLocked() error {
+// take empties buf and returns what it held (nil: nothing) and the
+// connection's write error.
+func (c *h2conn) take() (*[]byte, error) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	b := c.buf
 	c.buf, c.flushing = nil, false
-	err := c.err
-	c.mu.Unlock()
+	if b != nil && len(*b) == 0 {
+		putH2Buf(b)
+		b = nil
+	}
+	return b, c.err
+}
+
+// flushLocked writes what buf holds to Conn; wmu is held.
+func (c *h2conn) flushLocked() {
+	b, err := c.take()
 	if b == nil {
-		return err
+		return
 	}
 	if err == nil {
-		if _, err = c.Conn.Write(*b); err != nil {
-			c.mu.Lock()
-			if c.err == nil {
-				c.err = err
-			}
-			c.mu.Unlock()
-			_ = c.Conn.Close()
-		}
+		_ = c.write(*b)
 	}
+	putH2Buf(b)
+}
+
+// write writes p to Conn; wmu is held. A failure is kept for every later
+// Write, and closes the connection.
+func (c *h2conn) write(p []byte) error {
+	_, err := c.Conn.Write(p)
+	if err != nil {
+		c.mu.Lock()
+		if c.err == nil {
+			c.err = err
+		}
+		c.mu.Unlock()
+		_ = c.Conn.Close()
+	}
+	return err
+}
+
+func putH2Buf(b *[]byte) {
 	*b = (*b)[:0]
 	h2bufs.Put(b)
-	return err
 }
 
 // Close writes what is buffered, unless a write is under way, and closes
@@ -175,7 +219,7 @@ func (c *h2conn) Close() error {
 	if c.wmu.TryLock() {
 		if c.buffered() > 0 {
 			_ = c.Conn.SetWriteDeadline(time.Now().Add(h2CloseFlushTimeout))
-			_ = c.flushLocked()
+			c.flushLocked()
 		}
 		c.wmu.Unlock()
 	}
