@@ -43,10 +43,10 @@ func BenchmarkH2Hit(b *testing.B) {
 	}{
 		{name: "record-per-flush", perFlush: true, streams: 10, conns: 4},
 		{name: "coalesced", streams: 10, conns: 4},
-		{name: "record-per-flush/one-stream", perFlush: true, streams: 1, conns: 1},
-		{name: "coalesced/one-stream", streams: 1, conns: 1},
-		{name: "record-per-flush/orderbook1000", perFlush: true, streams: 10, conns: 4, identity: true, orderbook: true},
-		{name: "coalesced/orderbook1000", streams: 10, conns: 4, identity: true, orderbook: true},
+		{name: "record-per-flush-1stream", perFlush: true, streams: 1, conns: 1},
+		{name: "coalesced-1stream", streams: 1, conns: 1},
+		{name: "record-per-flush-orderbook1000", perFlush: true, streams: 10, conns: 4, identity: true, orderbook: true},
+		{name: "coalesced-orderbook1000", streams: 10, conns: 4, identity: true, orderbook: true},
 	} {
 		b.Run(v.name, func(b *testing.B) {
 			e, addr := h2BenchEdge(b, v.perFlush)
