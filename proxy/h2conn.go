@@ -53,7 +53,7 @@ const (
 	h2CoalesceBytes = 16 << 10
 	// h2MaxYields bounds how many times a flusher lets other goroutines
 	// run before it writes, however busy the connection keeps it.
-	h2MaxYields = 4
+	h2MaxYields = 1
 	// h2CloseFlushTimeout bounds the last write of Close, as tls.Conn
 	// bounds its close_notify alert.
 	h2CloseFlushTimeout = 5 * time.Second
