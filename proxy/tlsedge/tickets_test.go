@@ -127,7 +127,7 @@ func writePair(t *testing.T, dir, name string) (certFile, keyFile string) {
 	return certFile, keyFile
 }
 
-// writeTicketKeys writes n new keys, one a line, and returns them.
+// writeTicketKeys writes keys into file, one a line.
 func writeTicketKeys(t *testing.T, file string, keys ...string) {
 	t.Helper()
 	if err := os.WriteFile(file, []byte(strings.Join(keys, "\n")+"\n"), 0o600); err != nil {
@@ -192,7 +192,7 @@ func TestSessionTicketKeyFileSharedAndRotated(t *testing.T) {
 		}
 	}
 	oldTicket := tls.NewLRUClientSessionCache(8)
-	writeTicketKeys(t, filepath.Join(dir, "scratch"), oldKey) // keep the file's form
+	writeTicketKeys(t, filepath.Join(dir, "scratch"), oldKey) // for an edge of the old key alone, below
 	if resumed, _ := dial(t, a.addr, cache, nil); !resumed {
 		t.Fatal("after the rotation, a ticket of the old key was refused")
 	}
