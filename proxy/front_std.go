@@ -4,6 +4,9 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
 )
 
 // The net/http front: HTTP/2 connections (those that negotiate h2 on the
@@ -35,22 +38,86 @@ func (s *Server) serveStd(w http.ResponseWriter, r *http.Request) {
 	if x.status == statusClientClosed {
 		return // nobody is listening
 	}
+	h2 := r.ProtoMajor >= 2
 	h := w.Header()
-	for _, f := range x.headers[:x.nh] {
-		h[f.name] = []string{f.value}
+	// One backing array for every value, rather than one slice per field.
+	vals := make([]string, x.nh+3)
+	for i, f := range x.headers[:x.nh] {
+		name := f.name
+		if h2 {
+			if lower, ok := h2Names[name]; ok {
+				name = lower
+			}
+		}
+		vals[i] = f.value
+		h[name] = vals[i : i+1 : i+1]
+	}
+	n := x.nh
+	add := func(name, value string) {
+		vals[n] = value
+		h[name] = vals[n : n+1 : n+1]
+		n++
 	}
 	if hsts := s.hstsValue(); hsts != "" && r.TLS != nil {
-		h["Strict-Transport-Security"] = []string{hsts}
+		add("Strict-Transport-Security", hsts)
 	}
 	if x.body != nil {
-		h["Content-Length"] = []string{strconv.Itoa(len(x.body))}
+		add("Content-Length", strconv.Itoa(len(x.body)))
 	}
-	if x.closeConn && r.ProtoMajor < 2 {
+	if h2 {
+		// x/net/http2 formats a Date of its own for every answer that
+		// has none.
+		add("Date", httpDate(x.start))
+	} else if x.closeConn {
 		// HTTP/2 has no Connection field; the stream just ends.
-		h["Connection"] = []string{"close"}
+		add("Connection", "close")
 	}
 	w.WriteHeader(x.status)
 	if r.Method != http.MethodHead && x.body != nil {
 		_, _ = w.Write(x.body)
 	}
 }
+
+// h2Names are the lower-case forms of the answer's field names that
+// x/net/http2 does not know by heart. HTTP/2 sends field names in lower
+// case (RFC 9113 section 8.2.1), and x/net/http2 lower-cases a copy of
+// every name it does not know, answer after answer; a name given in lower
+// case goes out as it is. The names it knows (Content-Type, Date, Etag,
+// Retry-After, ...) stay canonical: it also reads some of those from the
+// header map by their canonical name. A name missing here is still sent
+// right, lower-cased by x/net/http2.
+var h2Names = func() map[string]string {
+	m := map[string]string{}
+	for _, n := range []string{
+		"X-Request-Id", "X-Cache", "Cache-Status", "X-Content-Type-Options",
+		"X-Ratelimit-Limit", "X-Ratelimit-Remaining", "X-Ratelimit-Reset", "Ratelimit-Policy", "Ratelimit",
+		"Deprecation", "Sunset",
+	} {
+		m[n] = strings.ToLower(n)
+	}
+	return m
+}()
+
+// httpDate is t's second as an HTTP date (RFC 9110 section 5.6.7), made
+// once a second: every answer of that second shares the string. lastDate
+// is only a memo of a pure function of the second, so sharing it between
+// servers is harmless.
+func httpDate(t time.Time) string {
+	if t.IsZero() {
+		t = time.Now()
+	}
+	sec := t.Unix()
+	if d := lastDate.Load(); d != nil && d.sec == sec {
+		return d.text
+	}
+	d := &dateText{sec: sec, text: time.Unix(sec, 0).UTC().Format(http.TimeFormat)}
+	lastDate.Store(d)
+	return d.text
+}
+
+type dateText struct {
+	sec  int64
+	text string
+}
+
+var lastDate atomic.Pointer[dateText]

@@ -160,6 +160,9 @@ func (e *edge) buildTLS(fs *fasthttp.Server) error {
 		return fmt.Errorf("http2: %w", err)
 	}
 	fs.NextProto("h2", func(conn net.Conn) error {
+		if !c.TLS.RecordPerFlush {
+			conn = newH2Conn(conn) // h2conn.go: a burst's frames in one record
+		}
 		h2.ServeConn(conn, &http2.ServeConnOpts{Context: e.base, BaseConfig: std, Handler: std.Handler})
 		return nil
 	})

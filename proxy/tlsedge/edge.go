@@ -51,6 +51,19 @@ type Config struct {
 	CertFile string `yaml:"cert_file"`
 	// KeyFile is the PEM private key of CertFile. Required in mode files.
 	KeyFile string `yaml:"key_file"`
+	// SecondCertFile and SecondKeyFile are a second pair of mode files,
+	// for the same names with a key of the other kind (an RSA pair beside
+	// an ECDSA one): each client gets the first pair it supports, ECDSA
+	// before RSA. Zero: one pair. Both or neither; re-read on SIGHUP.
+	SecondCertFile string `yaml:"second_cert_file"`
+	SecondKeyFile  string `yaml:"second_key_file"`
+
+	// SessionTicketKeyFile is a file of session ticket keys, one a line,
+	// each the base64 of 32 bytes: the first encrypts new tickets, every
+	// one decrypts. Replicas given the same file resume each other's TLS
+	// sessions. Re-read on SIGHUP. Zero: keys made and rotated in memory
+	// by crypto/tls, one process's own (tickets.go).
+	SessionTicketKeyFile string `yaml:"session_ticket_key_file"`
 
 	// Domains are the names mode acme obtains certificates for: DNS names,
 	// no wildcards (HTTP-01 and TLS-ALPN-01 cannot prove one). Required
@@ -86,6 +99,12 @@ type Config struct {
 	// max-age (whole seconds) on every TLS response; zero: no header.
 	HSTSMaxAge time.Duration `yaml:"hsts_max_age"`
 
+	// RecordPerFlush, when set, writes each flush of the HTTP/2 server
+	// to the connection as it comes, a TLS record and a system call each,
+	// instead of coalescing a burst of them (proxy/h2conn.go). For
+	// benchmarks that compare both ways; never read from the file.
+	RecordPerFlush bool `yaml:"-"`
+
 	// Backdate, when set, backdates ACME orders by that much, which yields
 	// a certificate already due for renewal. For tests; never read from
 	// the file.
@@ -118,6 +137,9 @@ func (c *Config) Validate() error {
 		}
 		if c.KeyFile == "" {
 			add("key_file", "is required when mode is files")
+		}
+		if (c.SecondCertFile == "") != (c.SecondKeyFile == "") {
+			add("second_cert_file", "and second_key_file go together: give both or neither")
 		}
 	case ModeACME:
 		if len(c.Domains) == 0 {
@@ -208,11 +230,12 @@ type Options struct {
 // Edge is the TLS side of one server: its certificate source and, once
 // started, its plain-HTTP listener.
 type Edge struct {
-	cfg   Config
-	log   *slog.Logger
-	now   func() time.Time
-	files certFiles                   // mode files: the certificate new handshakes get
-	acme  atomic.Pointer[acmeManager] // mode acme, once started
+	cfg     Config
+	log     *slog.Logger
+	now     func() time.Time
+	files   certFiles                   // mode files: the certificate new handshakes get
+	tickets ticketKeys                  // server.tls.session_ticket_key_file
+	acme    atomic.Pointer[acmeManager] // mode acme, once started
 }
 
 // Certificate is one certificate the edge serves, for metrics and the
@@ -231,8 +254,10 @@ func (e *Edge) Certificates() []Certificate {
 	var leaves []*x509.Certificate
 	switch e.cfg.Mode {
 	case ModeFiles:
-		if c := e.files.cur.Load(); c != nil {
-			leaves = append(leaves, c.Leaf)
+		if set := e.files.cur.Load(); set != nil {
+			for _, c := range set.pairs {
+				leaves = append(leaves, c.Leaf)
+			}
 		}
 	case ModeACME:
 		if m := e.acme.Load(); m != nil {
@@ -323,12 +348,15 @@ func (e *Edge) Start(ln net.Listener, timeouts *http.Server) (*Started, error) {
 		}
 		tlsCfg = &tls.Config{GetCertificate: e.files.get}
 	}
+	keys, err := e.tickets.load(e)
+	if err != nil {
+		return nil, err
+	}
 
 	// Bound before the CA is asked anything, so that a busy port fails at
 	// start and HTTP-01 finds it answering.
 	var hln net.Listener
 	if *c.HTTPListen != "" {
-		var err error
 		if hln, err = net.Listen("tcp", *c.HTTPListen); err != nil {
 			return nil, fmt.Errorf("server.tls.http_listen: %w", err)
 		}
@@ -357,6 +385,7 @@ func (e *Edge) Start(ln net.Listener, timeouts *http.Server) (*Started, error) {
 	tlsCfg.MinVersion = tls.VersionTLS12
 	tlsCfg.NextProtos = append([]string{"h2", "http/1.1"}, tlsCfg.NextProtos...)
 	st.TLS = tlsCfg
+	e.tickets.start(tlsCfg, keys)
 	if c.HSTSMaxAge > 0 {
 		st.HSTS = "max-age=" + strconv.FormatInt(int64(c.HSTSMaxAge/time.Second), 10)
 	}
