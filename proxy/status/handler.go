@@ -180,6 +180,7 @@ func shape(s *Snapshot) string {
 
 var funcs = template.FuncMap{
 	"pct":         pct,
+	"per":         per,
 	"rate":        rate,
 	"dur":         dur,
 	"size":        size,
