@@ -28,13 +28,13 @@ const (
 var errCallerGone = errors.New("caller gone")
 
 // incr is one store call, under RedisTimeout for Redis.
-func (l *Limiter) incr(ctx context.Context, w *windowKey, limit int64, ttl time.Duration) (limiter.Context, error) {
+func (l *Limiter) incr(ctx context.Context, w *windowKey, n, limit int64, ttl time.Duration) (limiter.Context, error) {
 	if !l.remote { // memory: cannot fail or block
-		return l.store.incr(ctx, w, limit, ttl)
+		return l.store.incr(ctx, w, n, limit, ttl)
 	}
 	sctx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
-	res, err := l.store.incr(sctx, w, limit, ttl)
+	res, err := l.store.incr(sctx, w, n, limit, ttl)
 	if err != nil && ctx.Err() != nil {
 		return res, fmt.Errorf("%w: %w", errCallerGone, err)
 	}

@@ -137,6 +137,15 @@ func (l *Limiter) Close() error {
 // again). An invalid plan (a bug: plans are validated when loaded) is
 // refused with a StoreErr, whatever on_store_error says.
 func (l *Limiter) TakeAt(ctx context.Context, now time.Time, b *Bucket, plan Plan, policy string) Decision {
+	return l.TakeNAt(ctx, now, b, plan, policy, 1)
+}
+
+// TakeNAt is TakeAt for n requests at once (n >= 1), for a request that
+// costs several: the order book at T is charged the events pages it read
+// (docs/CONTRACT.md "Rate limits"). The decision is that of the last of
+// the n: Remaining counts all of them, and the charge is refused when it
+// passes the allowance.
+func (l *Limiter) TakeNAt(ctx context.Context, now time.Time, b *Bucket, plan Plan, policy string, n int64) Decision {
 	d := Decision{Policy: policy, Limit: plan.Requests, Window: plan.Window, Remaining: -1}
 	if err := plan.Validate(); err != nil {
 		// A programming error: plans are validated when loaded.
@@ -151,7 +160,7 @@ func (l *Limiter) TakeAt(ctx context.Context, now time.Time, b *Bucket, plan Pla
 	// call may take, so no call still in flight can find it gone.
 	ttl := end.Sub(now) + keyGrace + l.timeout
 
-	res, err := l.incr(ctx, w, plan.Requests, ttl)
+	res, err := l.incr(ctx, w, max(n, 1), plan.Requests, ttl)
 	if err != nil {
 		d.StoreErr = fmt.Errorf("%w: %w", errStoreUnavailable, err)
 		d.Allowed = !l.deny

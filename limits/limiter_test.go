@@ -73,6 +73,33 @@ func TestTakeExactUnderConcurrency(t *testing.T) {
 	}
 }
 
+// TakeNAt charges n at once: Remaining counts them all, and a charge past
+// the allowance is refused (and charged, like any refusal).
+func TestTakeN(t *testing.T) {
+	plan := Plan{Requests: 10, Window: time.Minute}
+	for _, kind := range storeKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			clk := testkit.NewClock(t0.Add(250 * time.Millisecond))
+			l := newLimiter(t, Config{}, kind.opt(t, Options{Now: clk.Now}))
+			b := NewBucket("key:n")
+			for _, step := range []struct {
+				n         int64
+				allowed   bool
+				remaining int64
+			}{{1, true, 9}, {4, true, 5}, {5, true, 0}, {1, false, 0}} {
+				d := l.TakeNAt(bg, clk.Now(), b, plan, "free", step.n)
+				if d.StoreErr != nil || d.Allowed != step.allowed || d.Remaining != step.remaining {
+					t.Fatalf("take %d: %+v; want allowed %v, remaining %d", step.n, d, step.allowed, step.remaining)
+				}
+			}
+			c := NewBucket("key:over")
+			if d := l.TakeNAt(bg, clk.Now(), c, plan, "free", 11); d.Allowed || d.Remaining != 0 {
+				t.Fatalf("11 of 10 at once: %+v", d)
+			}
+		})
+	}
+}
+
 // A kept Bucket (as the edge keeps one per key) names its counter once per
 // window: every request of a window is charged to the same counter, even
 // when many race over the window's first request, and the next window, or
@@ -301,10 +328,10 @@ func TestRedisCountersExpire(t *testing.T) {
 func TestMemoryStoreCleans(t *testing.T) {
 	s := newMemoryStore(new(testkit.LogBuffer).Logger())
 	defer s.close()
-	if _, err := s.incr(bg, &windowKey{name: "old"}, 1, 10*time.Millisecond); err != nil {
+	if _, err := s.incr(bg, &windowKey{name: "old"}, 1, 1, 10*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.incr(bg, &windowKey{name: "live"}, 1, time.Hour); err != nil {
+	if _, err := s.incr(bg, &windowKey{name: "live"}, 1, 1, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	// The store reads the wall clock: clean until the 10ms TTL has passed.

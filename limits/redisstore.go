@@ -83,12 +83,12 @@ func (s *redisStore) reconnect() (done bool) {
 	return true
 }
 
-func (s *redisStore) incr(ctx context.Context, w *windowKey, limit int64, ttl time.Duration) (limiter.Context, error) {
+func (s *redisStore) incr(ctx context.Context, w *windowKey, n, limit int64, ttl time.Duration) (limiter.Context, error) {
 	st := s.store.Load()
 	if st == nil {
 		return limiter.Context{}, errStoreNotReady
 	}
-	return (*st).Increment(ctx, w.name, 1, limiter.Rate{Limit: limit, Period: ttl})
+	return (*st).Increment(ctx, w.name, n, limiter.Rate{Limit: limit, Period: ttl})
 }
 
 // close stops the reconnect loop. The client is the caller's.

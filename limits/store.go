@@ -11,11 +11,11 @@ import (
 	"github.com/ulule/limiter/v3"
 )
 
-// counterStore charges one request to the counter of window w and reports the
+// counterStore charges n requests to the counter of window w and reports the
 // outcome against limit. ttl is how long the counter must outlive this call.
 // Implementations: memoryStore (one node) and redisStore (every replica).
 type counterStore interface {
-	incr(ctx context.Context, w *windowKey, limit int64, ttl time.Duration) (limiter.Context, error)
+	incr(ctx context.Context, w *windowKey, n, limit int64, ttl time.Duration) (limiter.Context, error)
 	close() error
 }
 
@@ -94,13 +94,13 @@ func newMemoryStore(log *slog.Logger) *memoryStore {
 	return s
 }
 
-func (s *memoryStore) incr(_ context.Context, w *windowKey, limit int64, ttl time.Duration) (limiter.Context, error) {
+func (s *memoryStore) incr(_ context.Context, w *windowKey, n, limit int64, ttl time.Duration) (limiter.Context, error) {
 	c := w.local.Load()
 	if c == nil || c.store != s {
 		c = s.counter(w.name, ttl)
 		w.local.Store(c)
 	}
-	return counted(c.n.Add(1), limit, time.Unix(0, c.expires)), nil
+	return counted(c.n.Add(n), limit, time.Unix(0, c.expires)), nil
 }
 
 // counter finds or makes the counter named key, which must outlive now by

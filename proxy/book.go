@@ -1,8 +1,10 @@
 package proxy
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -15,17 +17,31 @@ import (
 // serveBook answers the order book at a time T (docs/CONTRACT.md
 // #orderbook-book): orderbook.Rebuild follows the contract's reconstruction
 // rule over pages of the events route, and each page is an ordinary page
-// of the cache, fetched and coalesced like any request's, so a second
-// rebuild near the same T costs no legacy call. The rebuild counts as one
-// request against the key's allowance, which the rate limit step charged.
+// of the cache, fetched and coalesced like any request's. A settled T is
+// read from pages bounded at T rounded up to orderbook.align, settled
+// themselves, so that rebuilds near the same T read the same cached pages
+// and cost no legacy call; a recent T reads pages bounded at T.
+//
+// The rebuild is charged the events pages it read, as a client paging the
+// events route would be: the rate limit step took the first, and the rest
+// are taken once the pages are read, before the answer. A charge past the
+// allowance is answered 429 like any request past it.
 func (s *Server) serveBook(x *exchange) {
 	at, ok := x.req.IntParam("at")
 	if !ok {
 		at = x.now.UnixMilli()
 	}
 	depth, _ := x.req.IntParam("depth")
-	book, err := orderbook.Rebuild(x.ctx, s.eventsPages(x), x.req.Param("tokenId"), at,
-		orderbook.Options{Depth: int(depth), MaxEvents: s.cfg.OrderBook.MaxEvents})
+	pages := 0
+	book, err := orderbook.Rebuild(x.ctx, s.eventsPages(x, &pages), x.req.Param("tokenId"), at, orderbook.Options{
+		Depth:     int(depth),
+		MaxEvents: s.cfg.OrderBook.MaxEvents,
+		Align:     s.cfg.OrderBook.Align,
+		Settled:   s.eventsSettled(x),
+	})
+	if pages > 1 && !s.allowed(x, s.take(x, int64(pages-1))) {
+		return
+	}
 	if err != nil {
 		x.fail(bookError(err))
 		return
@@ -38,12 +54,28 @@ func (s *Server) serveBook(x *exchange) {
 	x.reply(http.StatusOK, body)
 }
 
-// eventsPages reads events pages for a rebuild through the cache. A query
-// the events route refuses would be a bug of the rebuild, not the client's
-// doing, so it is an internal error rather than a 400.
-func (s *Server) eventsPages(x *exchange) orderbook.PageFunc {
+// eventsSettled is the first Unix ms that the cache policy of the events
+// route does not hold settled at the request's time: a page bounded before
+// it is immutable (docs/ARCHITECTURE.md "Cache policy"). Without a settle
+// window (a configuration whose defaults were not applied) nothing is
+// settled, and every page is bounded at T.
+func (s *Server) eventsSettled(x *exchange) int64 {
+	c := s.live.Load().Cache
+	w := cmp.Or(c.Routes[route.OrderBookEvents].SettleWindow, c.Policy.SettleWindow)
+	if w <= 0 {
+		return math.MinInt64
+	}
+	return x.now.Add(-w).UnixMilli()
+}
+
+// eventsPages reads events pages for a rebuild through the cache, counting
+// them in *pages. A query the events route refuses would be a bug of the
+// rebuild, not the client's doing, so it is an internal error rather than
+// a 400.
+func (s *Server) eventsPages(x *exchange, pages *int) orderbook.PageFunc {
 	events := s.routes.ByName(route.OrderBookEvents)
 	return func(ctx context.Context, q orderbook.Query) ([]byte, error) {
+		*pages++
 		raw := "tokenId=" + url.QueryEscape(q.TokenID) + "&eventType=" + q.EventType +
 			"&to=" + strconv.FormatInt(q.To, 10) + "&order=" + q.Order + "&limit=" + strconv.Itoa(q.Limit)
 		if q.Cursor != "" {

@@ -1,13 +1,17 @@
 package proxy_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"math/big"
+	"math/rand/v2"
+	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,7 +19,9 @@ import (
 
 	"tradergate/internal/testkit"
 	"tradergate/legacysim"
+	"tradergate/limits"
 	"tradergate/proxy"
+	"tradergate/proxy/route"
 )
 
 // bookEdge is an edge over a legacysim whose order books exercise every
@@ -288,15 +294,174 @@ func farFromSnapshot(t *testing.T, e *edge, token string, n int) int64 {
 func TestBookUpstreamFailureMidRebuild(t *testing.T) {
 	leaks := append([]goleak.Option{goleak.IgnoreCurrent()}, append(certmagicGoroutines, testkit.FasthttpGoroutines...)...)
 	t.Cleanup(func() { goleak.VerifyNone(t, leaks...) }) // runs last, after the edge's own cleanups
-	e := bookEdge(t)
+	// The snapshot pages are answered; every price change page fails.
+	var snapshots atomic.Int64
+	e := bookEdge(t, withUpstream(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Query().Get("eventType") == "price_change" {
+				http.Error(w, "down", http.StatusInternalServerError)
+				return
+			}
+			snapshots.Add(1)
+			next.ServeHTTP(w, r)
+		})
+	}))
 	token := e.sim.Markets()[1].Tokens[0]
-	at := time.Now().Add(-2 * time.Hour).UnixMilli()
-	// The snapshot page is cached first; then every legacy call fails.
-	if resp, body := e.get("/v1/orderbook/events?tokenId=" + url.QueryEscape(token) + "&eventType=book&to=" +
-		strconv.FormatInt(at, 10) + "&order=desc&limit=1"); resp.StatusCode != 200 {
+	for _, at := range []int64{time.Now().Add(-2 * time.Hour).UnixMilli(), time.Now().Add(-30 * time.Second).UnixMilli()} {
+		before := snapshots.Load()
+		resp, body := e.get("/v1/orderbook/book?tokenId=" + url.QueryEscape(token) + "&at=" + strconv.FormatInt(at, 10))
+		failure(t, resp, body, 502, "Upstream error")
+		if snapshots.Load() == before {
+			t.Errorf("at %d: failed before the snapshot was read", at)
+		}
+	}
+}
+
+// legacyBounds is the `to` of each events page the legacy host was asked
+// for since it had answered *seen requests, which it updates.
+func legacyBounds(t *testing.T, e *edge, seen *int64) []int64 {
+	t.Helper()
+	n := e.sim.Stats().Requests
+	recent := e.sim.Recent()
+	if int(n-*seen) > len(recent) {
+		t.Fatalf("%d legacy calls, only the last %d recorded", n-*seen, len(recent))
+	}
+	var out []int64
+	for _, r := range recent[len(recent)-int(n-*seen):] {
+		if r.Route == route.OrderBookEvents {
+			to, _ := strconv.ParseInt(r.Query.Get("to"), 10, 64)
+			out = append(out, to)
+		}
+	}
+	*seen = n
+	return out
+}
+
+// A settled time is read from pages bounded at the next whole minute:
+// rebuilds at T and T+1 ms (or anywhere before that minute ends) cost no
+// second legacy call. A recent time reads its pages on its exact bound.
+func TestBookSettledTimesShareTheirPages(t *testing.T) {
+	e := bookEdge(t)
+	token := e.sim.Markets()[0].Tokens[0]
+	// Times five minutes after a snapshot, so that no snapshot lies
+	// between them and their minute's end (the sim has one every ten).
+	var snaps []int64
+	for _, ev := range allEvents(t, e, token) {
+		if ev.EventType == "book" {
+			snaps = append(snaps, ev.Timestamp)
+		}
+	}
+	seen := e.sim.Stats().Requests
+	for _, snap := range []int64{snaps[1], snaps[len(snaps)/2], snaps[len(snaps)-2]} {
+		at := snap + 5*60_000 + 1234
+		bound := (at + 59_999) / 60_000 * 60_000
+		calls := e.sim.Stats().Requests
+		if status, _, body := getBook(t, e, token, at, ""); status != 200 {
+			t.Fatalf("at %d: %d %s", at, status, body)
+		}
+		first := e.sim.Stats().Requests - calls
+		if first < 2 {
+			t.Fatalf("at %d: %d legacy calls", at, first)
+		}
+		for _, to := range legacyBounds(t, e, &seen) {
+			if to != bound {
+				t.Errorf("at %d: a page bounded at %d, want %d", at, to, bound)
+			}
+		}
+		for _, near := range []int64{at + 1, at - 1000, bound} {
+			if status, got, body := getBook(t, e, token, near, ""); status != 200 || got.At != near {
+				t.Fatalf("at %d: %d %s", near, status, body)
+			}
+		}
+		if n := e.sim.Stats().Requests - calls; n != first {
+			t.Errorf("at %d: rebuilds at nearby times made %d legacy calls beyond the first rebuild's %d", at, n-first, first)
+		}
+	}
+
+	// Recent: the minute's end is not settled, so the bound is T itself,
+	// and T+1 ms is another page.
+	at := time.Now().Add(-time.Minute).UnixMilli()
+	for _, t1 := range []int64{at, at + 1} {
+		if status, _, body := getBook(t, e, token, t1, ""); status != 200 {
+			t.Fatalf("recent at %d: %d %s", t1, status, body)
+		}
+		bounds := legacyBounds(t, e, &seen)
+		if len(bounds) < 2 {
+			t.Fatalf("recent at %d: %d legacy calls", t1, len(bounds))
+		}
+		for _, to := range bounds {
+			if to != t1 {
+				t.Errorf("recent at %d: a page bounded at %d", t1, to)
+			}
+		}
+	}
+}
+
+// On aligned bounds the edge answers, byte for byte, what an edge reading
+// every page on its exact bound answers, at random settled times; and both
+// agree with a client's own rebuild.
+func TestBookAlignedAnswersEqualExact(t *testing.T) {
+	aligned := bookEdge(t)
+	exact := bookEdge(t, withConfig(func(c *proxy.Config) { c.OrderBook.Align = -1 }))
+	token := aligned.sim.Markets()[1].Tokens[1]
+	events := allEvents(t, aligned, token)
+	first, last := events[0].Timestamp, events[len(events)-1].Timestamp
+	rng := rand.New(rand.NewPCG(11, 7))
+	for range 25 {
+		at := first - 60_000 + rng.Int64N(last-first+120_000)
+		sa, ga, ba := getBook(t, aligned, token, at, "")
+		se, _, be := getBook(t, exact, token, at, "")
+		if sa != se || !bytes.Equal(ba, be) {
+			t.Fatalf("at %d: aligned %d %s\nexact %d %s", at, sa, ba, se, be)
+		}
+		if wantBids, wantAsks, ok := naiveBook(events, at); ok != (sa == 200) ||
+			ok && (!mapsEqual(levelsOf(ga.Bids), wantBids) || !mapsEqual(levelsOf(ga.Asks), wantAsks)) {
+			t.Fatalf("at %d: %d %s, a client's rebuild found a snapshot: %v", at, sa, ba, ok)
+		}
+	}
+}
+
+// A rebuild is charged the events pages it reads, cached or not: the
+// second rebuild near the same T costs the legacy host nothing and the
+// client as much as the first. A charge past the allowance is a 429.
+func TestBookChargedPerPage(t *testing.T) {
+	e := bookEdge(t)
+	token := e.sim.Markets()[0].Tokens[1]
+	at := time.Now().Add(-90*time.Minute).Truncate(time.Minute).UnixMilli() + 5_000
+	remaining := func(resp *http.Response) int {
+		n, err := strconv.Atoi(resp.Header.Get("X-RateLimit-Remaining"))
+		if err != nil {
+			t.Fatalf("X-RateLimit-Remaining %q", resp.Header.Get("X-RateLimit-Remaining"))
+		}
+		return n
+	}
+	path := func(at int64) string {
+		return "/v1/orderbook/book?tokenId=" + url.QueryEscape(token) + "&at=" + strconv.FormatInt(at, 10)
+	}
+	resp, _ := e.get("/v1/openapi.json")
+	left := remaining(resp)
+	calls := e.sim.Stats().Requests
+	resp, body := e.get(path(at))
+	if resp.StatusCode != 200 {
 		t.Fatalf("%d %s", resp.StatusCode, body)
 	}
-	e.sim.SetFaults(legacysim.Faults{FailStatus: 500})
-	resp, body := e.get("/v1/orderbook/book?tokenId=" + url.QueryEscape(token) + "&at=" + strconv.FormatInt(at, 10))
-	failure(t, resp, body, 502, "Upstream error")
+	pages := int(e.sim.Stats().Requests - calls) // all misses on a fresh edge
+	if pages < 2 || remaining(resp) != left-pages {
+		t.Fatalf("a rebuild of %d pages left %d of %d", pages, remaining(resp), left)
+	}
+	left = remaining(resp)
+	resp, _ = e.get(path(at + 1))
+	if resp.StatusCode != 200 || e.sim.Stats().Requests != calls+int64(pages) || remaining(resp) != left-pages {
+		t.Fatalf("a rebuild from cached pages: %d, legacy calls %d -> %d, left %d of %d",
+			resp.StatusCode, calls+int64(pages), e.sim.Stats().Requests, remaining(resp), left)
+	}
+
+	// A plan of one request: the rebuild passes the rate limit step, and
+	// its second page is past the allowance.
+	tight := bookEdge(t, withConfig(func(c *proxy.Config) { c.Plans["pro"] = limits.Plan{Requests: 1, Window: time.Hour} }))
+	resp, body = tight.get(path(at))
+	failure(t, resp, body, 429, "Rate limit exceeded")
+	if resp.Header.Get("Retry-After") == "" || remaining(resp) != 0 {
+		t.Errorf("429 with Retry-After %q, X-RateLimit-Remaining %q", resp.Header.Get("Retry-After"), resp.Header.Get("X-RateLimit-Remaining"))
+	}
 }

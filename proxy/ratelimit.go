@@ -9,12 +9,20 @@ import "tradergate/limits"
 // hits included, because they are set here, before anything answers. A
 // spent allowance is a 429 with Retry-After until the window resets.
 func (s *Server) rateLimit(x *exchange) bool {
+	return s.allowed(x, s.take(x, 1))
+}
+
+// take charges n requests to the request's bucket (see rateLimit) and sets
+// the answer's X-RateLimit-* fields from the decision, as fields every
+// answer keeps. A request that costs more than one (the order book at T,
+// book.go) takes the rest after rateLimit took the first.
+func (s *Server) take(x *exchange, n int64) limits.Decision {
 	var d limits.Decision
 	if p := x.principal; p != nil {
-		d = s.limiter.TakeAt(x.ctx, x.now, p.bucket, p.Limit, p.Plan)
+		d = s.limiter.TakeNAt(x.ctx, x.now, p.bucket, p.Limit, p.Plan, n)
 	} else {
 		ip := s.limiter.ClientIPFrom(x.peer, x.forwardedFor)
-		d = s.limiter.TakeAt(x.ctx, x.now, limits.NewBucket(limits.IPBucket(ip)), s.limiter.Anonymous(), limits.AnonymousPolicy)
+		d = s.limiter.TakeNAt(x.ctx, x.now, limits.NewBucket(limits.IPBucket(ip)), s.limiter.Anonymous(), limits.AnonymousPolicy, n)
 	}
 	d.AppendHeaders(&x.vals, x.now, func(name, value string) {
 		if value == "" {
@@ -24,10 +32,17 @@ func (s *Server) rateLimit(x *exchange) bool {
 		x.setHeader(name, value)
 	})
 	x.always = x.nh
+	return d
+}
+
+// allowed answers a refused charge: 429 for a spent allowance, 503 when
+// the store failed and on_store_error denies. It reports whether the
+// request may go on.
+func (s *Server) allowed(x *exchange, d limits.Decision) bool {
 	if d.Allowed {
 		return true
 	}
-	// Retry-After is already set by AppendHeaders above, in step with
+	// Retry-After is already set by AppendHeaders (take), in step with
 	// X-RateLimit-Reset.
 	if d.StoreErr != nil {
 		x.fail(&edgeError{kind: failLimitStore, Err: d.StoreErr})

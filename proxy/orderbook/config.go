@@ -1,6 +1,10 @@
 package orderbook
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+	"time"
+)
 
 // Config is the `orderbook:` section: the bounds of the edge's order book
 // route (GET /v1/orderbook/book).
@@ -9,19 +13,38 @@ type Config struct {
 	// snapshot and the requested time; a request past it is refused (422)
 	// before the edge reads more. Zero: 200000.
 	MaxEvents int `yaml:"max_events"`
+	// Align is the span whose rebuilds share their pages: a settled time
+	// T is read from pages bounded at T rounded up to a multiple of Align
+	// (Options.Align). Zero: 1m. Negative: every page is bounded at T
+	// exactly. At most 1h, in whole milliseconds.
+	Align time.Duration `yaml:"align"`
 }
+
+// DefaultAlign is Config.Align when zero.
+const DefaultAlign = time.Minute
+
+// maxAlign bounds Align: the events between T and the bound are read in
+// vain, and a wide span holds more of them.
+const maxAlign = time.Hour
 
 // ApplyDefaults fills the zero fields with the defaults their comments name.
 func (c *Config) ApplyDefaults() {
 	if c.MaxEvents == 0 {
 		c.MaxEvents = DefaultMaxEvents
 	}
+	if c.Align == 0 {
+		c.Align = DefaultAlign
+	}
 }
 
 // Validate reports every problem, each naming its field path, joined.
 func (c *Config) Validate() error {
+	var errs []error
 	if c.MaxEvents < 1 || c.MaxEvents > 10_000_000 {
-		return fmt.Errorf("orderbook.max_events: must be 1 to 10000000, got %d", c.MaxEvents)
+		errs = append(errs, fmt.Errorf("orderbook.max_events: must be 1 to 10000000, got %d", c.MaxEvents))
 	}
-	return nil
+	if c.Align > maxAlign || c.Align > 0 && c.Align%time.Millisecond != 0 {
+		errs = append(errs, fmt.Errorf("orderbook.align: must be whole milliseconds, at most %v (negative: off), got %v", maxAlign, c.Align))
+	}
+	return errors.Join(errs...)
 }

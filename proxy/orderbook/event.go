@@ -7,20 +7,26 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// event reads one event of kind want and applies it. A snapshot's levels
-// go straight into the emptied book; a price change is applied once all
+// event reads one event of kind want and applies it, unless it comes
+// after r.at: such an event (past) is read and checked, never applied.
+// While the reader looks for the snapshot (the first book event <= at of
+// the descending snapshot pages), each book event is a candidate whose
+// levels go straight into the emptied book; once the snapshot is found,
+// later book events are only checked. A price change is applied once all
 // its members are read, since they may come in any order. Members are
 // dispatched by name here, with direct calls, not through object: this
 // loop runs for every member of every event. Members the rebuild does not
 // use are skipped.
-func (r *reader) event(s *scan, want string) error {
+func (r *reader) event(s *scan, want string) (past bool, err error) {
 	if err := s.open('{'); err != nil {
-		return err
+		return false, err
 	}
 	book := want == evBook
-	if book {
+	take := book && !r.haveSnap
+	if take {
 		r.bids.reset()
 		r.asks.reset()
+		r.snapCursor = ""
 	}
 	var (
 		h  head
@@ -29,25 +35,25 @@ func (r *reader) event(s *scan, want string) error {
 	for first := true; ; first = false {
 		more, err := s.more('}', first)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if !more {
 			break
 		}
 		name, err := r.name(s)
 		if err != nil {
-			return err
+			return false, err
 		}
 		val, err := s.value()
 		if err != nil {
-			return err
+			return false, err
 		}
 		esc := s.esc
 		switch string(name) {
 		case "tokenId", "eventType", "timestamp":
 			err = r.headMember(&h, want, name, val, esc)
 		case "cursor", "bids", "asks":
-			if book {
+			if take {
 				err = r.snapshotMember(name, val, esc)
 			}
 		case "side", "price", "sizeAfter":
@@ -56,22 +62,30 @@ func (r *reader) event(s *scan, want string) error {
 			}
 		}
 		if err != nil {
-			return err
+			return false, err
 		}
 	}
 	if err := r.inOrder(h); err != nil {
-		return err
+		return false, err
 	}
+	past = h.ts > r.at
 	if book {
-		if r.snapCursor == "" {
-			return errors.New("snapshot without a cursor")
+		switch {
+		case !take:
+		case r.snapCursor == "":
+			return false, errors.New("snapshot without a cursor")
+		case !past:
+			r.haveSnap, r.snapTs = true, h.ts
 		}
-		return nil
+		return past, nil
 	}
 	if pc.side == nil || !pc.havePrice || !pc.haveSize {
-		return errors.New("price change without side, price or sizeAfter")
+		return false, errors.New("price change without side, price or sizeAfter")
 	}
-	return apply(pc.side, r.price, r.size)
+	if past {
+		return true, nil
+	}
+	return false, apply(pc.side, r.price, r.size)
 }
 
 // head is what every event must carry: its token, its kind, its time.
@@ -173,9 +187,10 @@ func (r *reader) changeMember(pc *priceChange, name, val []byte, esc bool) error
 	return nil
 }
 
-// inOrder checks that the event carried its head and comes, in time,
-// after the previous event and not after the requested time; it then
-// becomes the previous event.
+// inOrder checks that the event carried its head, comes in the page's
+// order after the previous event (not earlier in time on an ascending
+// page, not later on a descending one) and not after the pages' upper
+// bound; it then becomes the previous event.
 func (r *reader) inOrder(h head) error {
 	switch {
 	case !h.sawToken:
@@ -184,10 +199,12 @@ func (r *reader) inOrder(h head) error {
 		return errors.New("no eventType")
 	case !h.sawTs:
 		return errors.New("no timestamp")
-	case h.ts > r.at:
-		return fmt.Errorf("timestamp %d after the requested time %d", h.ts, r.at)
-	case r.haveTs && h.ts < r.lastTs:
+	case h.ts > r.to:
+		return fmt.Errorf("timestamp %d after the upper bound %d asked for", h.ts, r.to)
+	case r.haveTs && !r.desc && h.ts < r.lastTs:
 		return fmt.Errorf("timestamp %d before the previous event's %d", h.ts, r.lastTs)
+	case r.haveTs && r.desc && h.ts > r.lastTs:
+		return fmt.Errorf("timestamp %d after the previous event's %d on a descending page", h.ts, r.lastTs)
 	}
 	r.lastTs, r.haveTs = h.ts, true
 	return nil

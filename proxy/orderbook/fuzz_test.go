@@ -3,6 +3,7 @@ package orderbook
 import (
 	"context"
 	"testing"
+	"time"
 )
 
 // Spellings the fuzzer draws from: several of each value, so that levels
@@ -74,6 +75,14 @@ func FuzzRebuild(f *testing.F) {
 		checkRebuild(t, mem.page, mem.events, "42", T, opt)
 		if opt.MaxEvents > 0 && mem.changes.Load() > int64(opt.MaxEvents)+1 {
 			t.Fatalf("%d price changes fetched with MaxEvents %d", mem.changes.Load(), opt.MaxEvents)
+		}
+		// On a bound rounded up to align, past events and snapshots after
+		// T included, the same answer.
+		align := time.Duration(pageCap>>3+1) * time.Millisecond
+		mem.changes.Store(0)
+		checkAligned(t, mem.page, "42", T, opt, align)
+		if opt.MaxEvents > 0 && mem.changes.Load() > 2*(int64(opt.MaxEvents)+1) {
+			t.Fatalf("%d price changes fetched by two rebuilds with MaxEvents %d", mem.changes.Load(), opt.MaxEvents)
 		}
 		// A depth keeps the best levels of the full book.
 		if depth := int(tOff%3) + 1; len(mem.events) > 0 {

@@ -170,5 +170,6 @@ func checkSimTimes(t *testing.T, fetch PageFunc, evs []event, token string, vari
 	}
 	for _, T := range times {
 		checkRebuild(t, fetch, evs, token, T, Options{})
+		checkAligned(t, fetch, token, T, Options{}, time.Minute)
 	}
 }

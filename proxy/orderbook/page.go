@@ -14,11 +14,15 @@ const (
 // nothing is copied into events, so a page costs no allocation per event.
 type reader struct {
 	tokenID string
-	at      int64
+	at      int64 // the requested time: later events are read, never applied
+	to      int64 // the pages' upper bound, at or later: later events break the page
 
 	bids, asks side
+	desc       bool  // the pages read are in descending order (the snapshot's)
 	haveTs     bool  // lastTs holds an event's timestamp
 	lastTs     int64 // timestamp of the last event read
+	haveSnap   bool  // the book holds the snapshot: the latest book event <= at
+	snapTs     int64 // its timestamp
 	snapCursor string
 	nextCursor string
 
@@ -26,12 +30,13 @@ type reader struct {
 	key               []byte // scratch for an escaped member name
 }
 
-func newReader(tokenID string, at int64) *reader {
-	return &reader{tokenID: tokenID, at: at, bids: newSide(), asks: newSide()}
+func newReader(tokenID string, at, to int64) *reader {
+	return &reader{tokenID: tokenID, at: at, to: to, bids: newSide(), asks: newSide()}
 }
 
 type pageInfo struct {
 	items int
+	past  int  // items after at, read past (always the last ones of a page of changes)
 	more  bool // nextCursor was a string
 }
 
@@ -105,8 +110,12 @@ func (r *reader) data(s *scan, limit int, want string) (pg pageInfo, err error) 
 				if pg.items++; pg.items > limit {
 					return fmt.Errorf("more than the %d items asked for", limit)
 				}
-				if err := r.event(s, want); err != nil {
+				past, err := r.event(s, want)
+				if err != nil {
 					return fmt.Errorf("item %d: %w", pg.items-1, err)
+				}
+				if past {
+					pg.past++
 				}
 			}
 		case "nextCursor":

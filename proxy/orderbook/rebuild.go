@@ -14,7 +14,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
+	"time"
 )
 
 // Query is one request to the events endpoint, for a single token.
@@ -43,6 +45,11 @@ const MaxPageSize = 10000
 // DefaultMaxEvents is Options.MaxEvents when zero.
 const DefaultMaxEvents = 200_000
 
+// snapshotPageSize is the page size of the snapshot lookup on an aligned
+// bound: the book events between at and the bound come first on those
+// descending pages, read past until the first one at or before at.
+const snapshotPageSize = 8
+
 // Options tune one Rebuild.
 type Options struct {
 	// Depth is the number of levels kept per side, best first; 0 keeps all.
@@ -50,6 +57,32 @@ type Options struct {
 	// MaxEvents bounds the price changes a rebuild may read between the
 	// snapshot and T; more is a *TooManyEventsError. 0: DefaultMaxEvents.
 	MaxEvents int
+	// Align, with Settled, lets rebuilds at nearby times read the same
+	// pages: the pages' upper bound `to` is T rounded up to a multiple of
+	// Align (Unix ms) when that bound is settled (before Settled), and the
+	// events after T on those pages are read past, never applied. A bound
+	// not yet settled stays T: its page may still grow, and would be
+	// cached briefly (docs/CONTRACT.md "Order book at T"). 0: pages are
+	// bounded at T.
+	Align time.Duration
+	// Settled is the first Unix ms that is not settled: the cache's settle
+	// window before now. Only an aligned bound before it is used.
+	Settled int64
+}
+
+// pageBound is the upper bound of the pages a rebuild at at reads: at
+// rounded up to a multiple of align when that is before settled (aligned),
+// else at (see Options.Align).
+func pageBound(at int64, align time.Duration, settled int64) (to int64, aligned bool) {
+	a := align.Milliseconds()
+	if a <= 0 || at < 0 || at > math.MaxInt64-a {
+		return at, false
+	}
+	to = (at + a - 1) / a * a
+	if to >= settled {
+		return at, false
+	}
+	return to, true
 }
 
 // ErrNoSnapshot: the token has no book event at or before T, and price
@@ -73,7 +106,9 @@ func (e *TooManyEventsError) Error() string {
 // book event at or before at, then pages the price changes after it with
 // pages of MaxPageSize, applying BUY changes to bids and SELL changes to
 // asks: a sizeAfter of 0 removes the level, any other value replaces its
-// size. Levels are identified by decimal value, never by float.
+// size. Levels are identified by decimal value, never by float. The pages
+// are bounded as Options.Align says; the answer is the same whichever
+// bound they have.
 //
 // On error nothing is returned: ErrNoSnapshot, a *TooManyEventsError, an
 // error wrapping ErrBadPage, ctx's error (checked before each page), or
@@ -83,35 +118,51 @@ func Rebuild(ctx context.Context, fetch PageFunc, tokenID string, at int64, opt 
 	if maxEvents <= 0 {
 		maxEvents = DefaultMaxEvents
 	}
-	r := newReader(tokenID, at)
+	to, aligned := pageBound(at, opt.Align, opt.Settled)
+	r := newReader(tokenID, at, to)
 
-	// (a) the latest snapshot at or before at
-	if err := ctx.Err(); err != nil {
-		return nil, err
+	// (a) the latest snapshot at or before at: the first book event at or
+	// before at of the descending pages up to the bound. On the exact
+	// bound that is the first one.
+	snapLimit := 1
+	if aligned {
+		snapLimit = snapshotPageSize
 	}
-	body, err := fetch(ctx, Query{TokenID: tokenID, EventType: evBook, Order: "desc", To: at, Limit: 1})
-	if err != nil {
-		return nil, err
+	r.desc = true
+	cursor := ""
+	for n := 1; ; n++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		body, err := fetch(ctx, Query{TokenID: tokenID, EventType: evBook, Order: "desc", Cursor: cursor, To: to, Limit: snapLimit})
+		if err != nil {
+			return nil, err
+		}
+		pg, err := r.page(body, snapLimit, evBook)
+		if err != nil {
+			return nil, fmt.Errorf("%w: snapshot page %d: %w", ErrBadPage, n, err)
+		}
+		if r.haveSnap {
+			break
+		}
+		if pg.items == 0 || !pg.more {
+			return nil, ErrNoSnapshot
+		}
+		cursor = r.nextCursor
 	}
-	pg, err := r.page(body, 1, evBook)
-	if err != nil {
-		return nil, fmt.Errorf("%w: snapshot page: %w", ErrBadPage, err)
-	}
-	if pg.items == 0 {
-		return nil, ErrNoSnapshot
-	}
-	snapTs := r.lastTs
+	r.desc, r.lastTs = false, r.snapTs
 
 	// (b), (c) the price changes after the snapshot's cursor, up to at.
 	// The last pages shrink so that no more than maxEvents+1 are fetched.
-	cursor := r.snapCursor
+	// Pages end at the first change after at, or at the last page.
+	cursor = r.snapCursor
 	applied := 0
 	for n := 1; ; n++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		limit := min(MaxPageSize, maxEvents+1-applied)
-		body, err := fetch(ctx, Query{TokenID: tokenID, EventType: evChange, Order: "asc", Cursor: cursor, To: at, Limit: limit})
+		body, err := fetch(ctx, Query{TokenID: tokenID, EventType: evChange, Order: "asc", Cursor: cursor, To: to, Limit: limit})
 		if err != nil {
 			return nil, err
 		}
@@ -119,11 +170,11 @@ func Rebuild(ctx context.Context, fetch PageFunc, tokenID string, at int64, opt 
 		if err != nil {
 			return nil, fmt.Errorf("%w: price change page %d: %w", ErrBadPage, n, err)
 		}
-		applied += pg.items
+		applied += pg.items - pg.past
 		if applied > maxEvents {
 			return nil, &TooManyEventsError{Max: maxEvents}
 		}
-		if !pg.more {
+		if !pg.more || pg.past > 0 {
 			break
 		}
 		if pg.items == 0 {
@@ -136,7 +187,7 @@ func Rebuild(ctx context.Context, fetch PageFunc, tokenID string, at int64, opt 
 	b := &Book{
 		TokenID:           tokenID,
 		At:                at,
-		SnapshotTimestamp: snapTs,
+		SnapshotTimestamp: r.snapTs,
 		EventsApplied:     applied,
 		Bids:              r.bids.sorted(true, opt.Depth),
 		Asks:              r.asks.sorted(false, opt.Depth),

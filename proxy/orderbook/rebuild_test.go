@@ -271,10 +271,15 @@ func FuzzPage(f *testing.F) {
 	f.Add([]byte(`{"data":null}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, want := range []string{evBook, evChange} {
-			r := newReader("7", 2000)
-			pg, err := r.page(body, 3, want)
-			if err == nil && pg.items > 3 {
-				t.Fatalf("%d items accepted with limit 3", pg.items)
+			for _, at := range []int64{2000, 1500} { // exact bound, aligned bound
+				for _, desc := range []bool{false, true} {
+					r := newReader("7", at, 2000)
+					r.desc = desc
+					pg, err := r.page(body, 3, want)
+					if err == nil && (pg.items > 3 || pg.past > pg.items) {
+						t.Fatalf("%d items (%d past) accepted with limit 3", pg.items, pg.past)
+					}
+				}
 			}
 		}
 	})

@@ -1,16 +1,19 @@
 package orderbook
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/big"
 	"regexp"
 	"slices"
 	"strconv"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // event is one order book event as the tests hold it, in the JSON shape
@@ -256,4 +259,54 @@ func checkRebuild(t testing.TB, fetch PageFunc, events []event, token string, T 
 			t.Fatalf("T=%d: at %d token %q", T, got.At, got.TokenID)
 		}
 	}
+}
+
+// checkAligned rebuilds at T on pages bounded at T and on pages bounded at
+// T rounded up to align (settled): the same answer byte for byte, or the
+// same error. It reports whether the aligned bound differed from T.
+func checkAligned(t testing.TB, fetch PageFunc, token string, T int64, opt Options, align time.Duration) bool {
+	t.Helper()
+	ctx := context.Background()
+	exact, errExact := Rebuild(ctx, fetch, token, T, opt)
+	opt.Align, opt.Settled = align, math.MaxInt64
+	got, err := Rebuild(ctx, fetch, token, T, opt)
+	switch {
+	case errExact != nil || err != nil:
+		_, manyExact := errors.AsType[*TooManyEventsError](errExact)
+		_, many := errors.AsType[*TooManyEventsError](err)
+		if (errExact == nil) != (err == nil) || errors.Is(errExact, ErrNoSnapshot) != errors.Is(err, ErrNoSnapshot) || manyExact != many {
+			t.Fatalf("T=%d align %v: error %v, on the exact bound %v", T, align, err, errExact)
+		}
+	default:
+		if g, w := got.AppendJSON(nil), exact.AppendJSON(nil); !bytes.Equal(g, w) {
+			t.Fatalf("T=%d align %v:\n got %s\nwant %s", T, align, g, w)
+		}
+	}
+	to, _ := pageBound(T, align, math.MaxInt64)
+	return to != T
+}
+
+// memo is a PageFunc in front of another that keeps every page it read,
+// as the edge's cache keeps settled pages, and counts the pages it had to
+// read (its misses).
+type memo struct {
+	next   PageFunc
+	pages  map[Query][]byte
+	misses int
+}
+
+func (m *memo) page(ctx context.Context, q Query) ([]byte, error) {
+	if b, ok := m.pages[q]; ok {
+		return b, nil
+	}
+	b, err := m.next(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	if m.pages == nil {
+		m.pages = map[Query][]byte{}
+	}
+	m.misses++
+	m.pages[q] = b
+	return b, nil
 }

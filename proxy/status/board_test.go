@@ -66,8 +66,8 @@ func TestBoardSumsTwoReplicas(t *testing.T) {
 	}
 	// Ratios of the sums: 200 hits of 300 lookups, not the mean of 95 %
 	// and 10 %.
-	if !near(v.HitRatio, 200.0/300) || !near(v.ErrorRatio, 3.0/400) || !near(v.ShieldRatio, 100.0/400) {
-		t.Errorf("ratios: hit %v, error %v, shield %v", v.HitRatio, v.ErrorRatio, v.ShieldRatio)
+	if !near(v.HitRatio, 200.0/300) || !near(v.ErrorRatio, 3.0/400) || !near(v.LegacyCallsPerRequest, 100.0/400) {
+		t.Errorf("ratios: hit %v, error %v, legacy calls per request %v", v.HitRatio, v.ErrorRatio, v.LegacyCallsPerRequest)
 	}
 
 	// The page lists them.

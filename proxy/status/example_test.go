@@ -23,9 +23,9 @@ func ExampleWindow() {
 	var s status.Snapshot
 	w.Fill(&s)
 	tx := s.Route("tx")
-	fmt.Printf("tx: %.0f/s, p50 %.4fs, hit ratio %.2f, shield ratio %.2f, busiest %s\n",
-		tx.RequestsPerSec, tx.P50Seconds, s.Cache.HitRatio, s.Upstream.ShieldRatio, s.Limits.TopKeys[0].KeyID)
-	// Output: tx: 2/s, p50 0.0025s, hit ratio 0.50, shield ratio 0.50, busiest acme
+	fmt.Printf("tx: %.0f/s, p50 %.4fs, hit ratio %.2f, legacy calls per request %.2f, busiest %s\n",
+		tx.RequestsPerSec, tx.P50Seconds, s.Cache.HitRatio, s.Upstream.LegacyCallsPerRequest, s.Limits.TopKeys[0].KeyID)
+	// Output: tx: 2/s, p50 0.0025s, hit ratio 0.50, legacy calls per request 0.50, busiest acme
 }
 
 func ExampleHandler() {

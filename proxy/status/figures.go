@@ -44,8 +44,12 @@ func (f figures) ErrorRatio() float64 { return ratio(f.ErrorsPerSec, f.RequestsP
 // HitRatio is the share of cache lookups that hit.
 func (f figures) HitRatio() float64 { return ratio(f.CacheHitsPerSec, f.CacheLookupsPerSec) }
 
-// ShieldRatio is upstream calls per client request.
-func (f figures) ShieldRatio() float64 { return ratio(f.UpstreamCallsPerSec, f.RequestsPerSec) }
+// LegacyCallsPerRequest is legacy (upstream) calls per client request. It
+// passes 1 when requests make several calls each: an order book rebuild
+// reads several events pages.
+func (f figures) LegacyCallsPerRequest() float64 {
+	return ratio(f.UpstreamCallsPerSec, f.RequestsPerSec)
+}
 
 func ratio(num, den float64) float64 {
 	if den <= 0 {
@@ -65,9 +69,9 @@ type fleetView struct {
 	Replicas []replica `json:"replicas"`
 	Sum      figures   `json:"sum"`
 	// The sum's ratios, recomputed from the summed rates.
-	HitRatio    float64 `json:"hit_ratio"`
-	ErrorRatio  float64 `json:"error_ratio"`
-	ShieldRatio float64 `json:"shield_ratio"`
+	HitRatio              float64 `json:"hit_ratio"`
+	ErrorRatio            float64 `json:"error_ratio"`
+	LegacyCallsPerRequest float64 `json:"legacy_calls_per_request"`
 }
 
 // Replica is one replica's published summary.
@@ -91,6 +95,6 @@ func newFleetView(replicas []replica) fleetView {
 	for _, r := range replicas {
 		v.Sum.Add(r.Figures)
 	}
-	v.HitRatio, v.ErrorRatio, v.ShieldRatio = v.Sum.HitRatio(), v.Sum.ErrorRatio(), v.Sum.ShieldRatio()
+	v.HitRatio, v.ErrorRatio, v.LegacyCallsPerRequest = v.Sum.HitRatio(), v.Sum.ErrorRatio(), v.Sum.LegacyCallsPerRequest()
 	return v
 }

@@ -23,7 +23,7 @@ func fixture() Snapshot {
 			L2: L2{Present: true, Breaker: BreakerClosed, HitRatioTotal: 0.41},
 		},
 		Upstream: upstreamView{
-			CallsPerSec: 21.5, ShieldRatio: 0.0519, ErrorRatio: 0.093, InFlight: 12, MaxConcurrent: 64,
+			CallsPerSec: 21.5, LegacyCallsPerRequest: 0.0519, ErrorRatio: 0.093, InFlight: 12, MaxConcurrent: 64,
 			RetriesTotal: 312, BudgetRefusedTotal: 4,
 			LastError: "activity: timeout after 5s", LastErrorAt: taken.Add(-3 * time.Second),
 		},

@@ -32,6 +32,10 @@ func fixed(x float64, d int) string {
 // pct formats a ratio: 0.934 is "93.4 %".
 func pct(r float64) string { return fixed(r*100, 1) + " %" }
 
+// per formats a count per something, two decimals: 0.0519 is "0.05",
+// 2.5 is "2.50".
+func per(x float64) string { return fixed(x, 2) }
+
 // rate formats events per second: "0.4/s", "12.3/s", "1,234/s".
 func rate(x float64) string {
 	if x >= 1000 {

@@ -184,6 +184,7 @@ func shape(s *Snapshot) string {
 
 var funcs = template.FuncMap{
 	"pct":         pct,
+	"per":         per,
 	"rate":        rate,
 	"dur":         dur,
 	"size":        size,

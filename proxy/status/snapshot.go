@@ -122,13 +122,15 @@ type L2 struct {
 // Upstream is the legacy host as the edge sees it.
 type upstreamView struct {
 	CallsPerSec float64 `json:"calls_per_second"`
-	// ShieldRatio is upstream calls per client request: 0.05 means the
-	// legacy host sees one call for every twenty requests.
-	ShieldRatio   float64 `json:"shield_ratio"`
-	ErrorRatio    float64 `json:"error_ratio"`
-	InFlight      int64   `json:"in_flight"`
-	MaxConcurrent int64   `json:"max_concurrent"`
-	RetriesTotal  int64   `json:"retries_total"`
+	// LegacyCallsPerRequest is legacy calls per client request: 0.05
+	// means the legacy host sees one call for every twenty requests. It
+	// may pass 1: an order book rebuild (/v1/orderbook/book) reads several
+	// events pages, each a legacy call on a miss.
+	LegacyCallsPerRequest float64 `json:"legacy_calls_per_request"`
+	ErrorRatio            float64 `json:"error_ratio"`
+	InFlight              int64   `json:"in_flight"`
+	MaxConcurrent         int64   `json:"max_concurrent"`
+	RetriesTotal          int64   `json:"retries_total"`
 	// BudgetRefusedTotal counts retries the retry budget refused.
 	BudgetRefusedTotal int64 `json:"budget_refused_total"`
 	// LastError is the last failed call: no answer, or a 5xx.

@@ -213,7 +213,7 @@ func cacheKind(result string) int {
 
 // Fill writes the Window's figures into s: Routes (breakers left as they
 // are, or closed for a route s did not list), Totals' rates, the cache's hit
-// ratios and stale counts, the upstream's rate, shield ratio and last error,
+// ratios and stale counts, the upstream's rate, legacy calls per request and last error,
 // and the limits' refusals and busiest keys. The other fields are the
 // edge's to fill.
 func (w *Window) Fill(s *Snapshot) {
@@ -264,7 +264,7 @@ func (w *Window) Fill(s *Snapshot) {
 	s.Cache.StalePerSec = perSec(tot.cache[cacheStale])
 
 	s.Upstream.CallsPerSec = s.Totals.UpstreamCallsPerSec
-	s.Upstream.ShieldRatio = s.Totals.ShieldRatio()
+	s.Upstream.LegacyCallsPerRequest = s.Totals.LegacyCallsPerRequest()
 	s.Upstream.ErrorRatio = ratio(float64(tot.upErrors), float64(tot.upstream))
 	w.lastErr.mu.Lock()
 	if !w.lastErr.at.IsZero() {

@@ -69,7 +69,7 @@ func TestWindowRatesRatiosPercentiles(t *testing.T) {
 	if !near(s.Cache.HitRatio, 0.5) || !near(s.Cache.HitRatioTotal, 0.5) {
 		t.Errorf("hit ratio %v, total %v", s.Cache.HitRatio, s.Cache.HitRatioTotal)
 	}
-	if !near(s.Upstream.CallsPerSec, 1) || !near(s.Upstream.ShieldRatio, 0.5) || !near(s.Upstream.ErrorRatio, 1) {
+	if !near(s.Upstream.CallsPerSec, 1) || !near(s.Upstream.LegacyCallsPerRequest, 0.5) || !near(s.Upstream.ErrorRatio, 1) {
 		t.Errorf("upstream %+v", s.Upstream)
 	}
 	if s.Upstream.LastError != "HTTP 503" || !s.Upstream.LastErrorAt.Equal(t0.Add(59*time.Second)) {

@@ -25,6 +25,7 @@
   var fmt = {
     text: function (v) { return v == null ? "" : String(v); },
     pct: function (v) { return fixed((Number(v) || 0) * 100, 1) + " %"; },
+    per: function (v) { return fixed(v, 2); },
     rate: function (v) { return v >= 1000 ? count(v) + "/s" : fixed(v, 1) + "/s"; },
     dur: function (v) {
       if (!(v > 0)) return "\u2013";
