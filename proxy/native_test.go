@@ -192,17 +192,16 @@ func changeFirstItem(page []byte, field string, change func(string) string) ([]b
 	return json.Marshal(v)
 }
 
-// In shadow mode clients get the legacy-derived answers, byte for byte;
-// comparisons run on immutable pages only and report exactly the paths
-// native changed.
-func TestNativeShadowReportsTheDifferences(t *testing.T) {
-	ref := newEdge(t, withSim(nativeSim()), withClock(testkit.NewClock(nativeBase).Now))
+// sizeChanged is a native service that answers activity pages with the
+// first item's size one digit longer: a difference at data.items[].size,
+// still a decimal, so no contract break.
+func sizeChanged(t *testing.T) *nativeHost {
+	t.Helper()
 	n := newNativeHost(t)
 	n.setFault(func(w http.ResponseWriter, r *http.Request, rt *route.Route, page []byte) bool {
 		if rt.Name != route.Activity {
 			return false
 		}
-		// A size one digit longer: still a decimal, so no contract break.
 		changed, err := changeFirstItem(page, "size", func(v string) string { return v + "1" })
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -212,6 +211,15 @@ func TestNativeShadowReportsTheDifferences(t *testing.T) {
 		_, _ = w.Write(changed)
 		return true
 	})
+	return n
+}
+
+// In shadow mode clients get the legacy-derived answers, byte for byte;
+// comparisons run on immutable pages only and report exactly the paths
+// native changed.
+func TestNativeShadowReportsTheDifferences(t *testing.T) {
+	ref := newEdge(t, withSim(nativeSim()), withClock(testkit.NewClock(nativeBase).Now))
+	n := sizeChanged(t)
 	shadow := native.RouteConfig{Mode: native.ModeShadow}
 	e := newEdge(t, withSim(nativeSim()), withClock(testkit.NewClock(nativeBase).Now),
 		withNative(n, map[string]native.RouteConfig{route.Activity: shadow, "tx": shadow, "wallet_address": shadow}, nil))

@@ -192,14 +192,15 @@ func (s *Server) build(cfg *Config, opt Options) error {
 		return err
 	}
 	s.openAPI = docs.OpenAPI()
+	s.initStatus(route.Names())
 	// Built even while native is off, so that a reload can turn it on and
 	// its series are there for the dashboard from the start.
 	if s.native, err = native.New(cfg.Native, native.Options{
 		Routes: s.routes.Routes(), OpenAPI: s.openAPI, Registry: s.registry, Logger: s.log, Now: s.now,
+		Fleet: s.shadowAggregator(), // with Redis, GET /shadow is the fleet's
 	}); err != nil {
 		return err
 	}
-	s.initStatus(route.Names())
 	uopt.BreakerChanged = s.metrics.breakerChanged
 	s.upstream = upstream.New(cfg.Upstream, s.routes.Routes(), uopt)
 	return nil

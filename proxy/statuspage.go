@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"tradergate/proxy/native"
@@ -25,11 +26,16 @@ type statusState struct {
 	started time.Time
 	replica string
 	board   *status.Board // with Redis only
+	shadow  *shadowFleet  // with Redis only: GET /shadow's posts
 	// lastErr is the last legacy call's failure class, for the page.
 	mu      sync.Mutex
 	lastErr string
 	lastAt  time.Time
 }
+
+// servers numbers the Servers of the process: a second one (tests, a
+// program running several edges) posts under a replica id of its own.
+var servers atomic.Int64
 
 func (s *Server) initStatus(routes []string) {
 	host, _ := os.Hostname()
@@ -38,8 +44,12 @@ func (s *Server) initStatus(routes []string) {
 		started: time.Now(),
 		replica: host + "-" + strconv.Itoa(os.Getpid()),
 	}
+	if n := servers.Add(1); n > 1 {
+		s.status.replica += "-" + strconv.FormatInt(n, 10)
+	}
 	if s.fleet != nil {
 		s.status.board = status.NewBoard(s.fleet.Client(), status.BoardOptions{Prefix: s.cfg.Redis.Prefix})
+		s.status.shadow = newShadowFleet(s.fleet, s.status.replica, s.log)
 	}
 }
 
@@ -150,16 +160,15 @@ func (s *Server) statusHandler() http.Handler {
 	})
 }
 
-// publishStatus posts this replica's summary to the fleet's board every
-// few seconds until ctx ends; a no-op without Redis.
+// publishStatus posts this replica's summary to the fleet's board, and
+// its native report for the fleet's GET /shadow, every few seconds until
+// ctx ends; a no-op without Redis.
 func (s *Server) publishStatus(ctx context.Context) (wait func()) {
 	if s.status.board == nil {
 		return func() {}
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.status.board.Run(ctx, 5*time.Second, s.snapshot)
-	}()
-	return func() { <-done }
+	var wg sync.WaitGroup
+	wg.Go(func() { s.status.board.Run(ctx, 5*time.Second, s.snapshot) })
+	wg.Go(func() { s.status.shadow.run(ctx, s.native.Report) })
+	return wg.Wait
 }

@@ -144,6 +144,9 @@ type Report struct {
 	// Scope is "replica" (this replica's figures) or "fleet" (merged by
 	// Options.Fleet).
 	Scope string `json:"scope"`
+	// Replicas is how many replicas' figures the report holds: 1 for a
+	// replica's own.
+	Replicas int `json:"replicas"`
 	// Enabled: native.base_url is set and some route is not legacy.
 	Enabled bool          `json:"enabled"`
 	Routes  []RouteReport `json:"routes"`
@@ -197,12 +200,24 @@ type RollbackReport struct {
 	RolledBack bool       `json:"rolled_back"`
 	Reason     string     `json:"reason,omitempty"`
 	At         *time.Time `json:"at,omitempty"`
+	// RolledBackOn are the ids of the replicas that rolled the route back,
+	// in a fleet report (see Merge); empty in a replica's own.
+	RolledBackOn []string `json:"rolled_back_on,omitempty"`
 	// The window's counts: native calls and failures, comparisons and
 	// those that differed.
 	WindowCalls     int `json:"window_calls"`
 	WindowErrors    int `json:"window_errors"`
 	WindowCompared  int `json:"window_compared"`
 	WindowDifferent int `json:"window_different"`
+}
+
+// rankPaths sorts ps most frequent first (by path among equals) and keeps
+// the first topPaths.
+func rankPaths(ps []PathCount) []PathCount {
+	slices.SortFunc(ps, func(a, b PathCount) int {
+		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Path, b.Path))
+	})
+	return ps[:min(len(ps), topPaths)]
 }
 
 // Aggregator merges a replica's report with the fleet's (through Redis,
@@ -215,7 +230,7 @@ type Aggregator interface {
 func (b *Backend) Report() Report {
 	g := b.gen.Load()
 	now := b.now()
-	rep := Report{Scope: "replica", Enabled: g.cfg.Enabled(), Routes: make([]RouteReport, 0, len(b.names))}
+	rep := Report{Scope: "replica", Replicas: 1, Enabled: g.cfg.Enabled(), Routes: make([]RouteReport, 0, len(b.names))}
 	for _, name := range b.names {
 		rs, rg := b.routes[name], g.routes[name]
 		r := RouteReport{
@@ -252,10 +267,7 @@ func (b *Backend) Report() Report {
 		r.Recent = append(r.Recent, rs.recent[rs.head%max(len(rs.recent), 1):]...)
 		r.Recent = append(r.Recent, rs.recent[:rs.head%max(len(rs.recent), 1)]...)
 		rs.mu.Unlock()
-		slices.SortFunc(r.TopPaths, func(a, b PathCount) int {
-			return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Path, b.Path))
-		})
-		r.TopPaths = r.TopPaths[:min(len(r.TopPaths), topPaths)]
+		r.TopPaths = rankPaths(r.TopPaths)
 		rep.Routes = append(rep.Routes, r)
 	}
 	return rep
