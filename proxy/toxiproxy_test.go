@@ -91,18 +91,25 @@ func jsonAnswer(t *testing.T, what string, resp *http.Response, body []byte) {
 	}
 }
 
+// staleEdge is an edge behind a Toxiproxy holding one page, held past its
+// TTL and stale-while-revalidate, inside stale-if-error.
+func staleEdge(t *testing.T) (e *edge, x *toxi, held string) {
+	t.Helper()
+	clk := testkit.NewClock(time.Now())
+	e = newEdge(t, withClock(clk.Now), withToxiLegacy(t, &x))
+	held = activity(e, 0)
+	if resp, _ := e.get(held); resp.StatusCode != 200 {
+		t.Fatalf("warm-up: %d", resp.StatusCode)
+	}
+	clk.Advance(time.Minute)
+	return e, x, held
+}
+
 // A hanging legacy host opens the route's breaker within a few seconds at
 // the default breaker settings (slow_call), the calls outstanding end with
 // it, and held pages are answered at once from then on.
 func TestToxiLegacyHangOpensTheBreaker(t *testing.T) {
-	clk := testkit.NewClock(time.Now())
-	var x *toxi
-	e := newEdge(t, withClock(clk.Now), withToxiLegacy(t, &x))
-	held := activity(e, 0)
-	if resp, _ := e.get(held); resp.StatusCode != 200 {
-		t.Fatalf("warm-up: %d", resp.StatusCode)
-	}
-	clk.Advance(time.Minute) // past TTL and stale-while-revalidate, inside stale-if-error
+	e, x, held := staleEdge(t)
 
 	x.add(t, "timeout", "downstream", map[string]any{"timeout": 0}) // hang: nothing comes back
 	start := time.Now()
@@ -136,14 +143,7 @@ func TestToxiLegacyHangOpensTheBreaker(t *testing.T) {
 // A held page of a key whose fetch hangs, with the breaker still closed,
 // is answered stale after cache.stale_after while the fetch goes on.
 func TestToxiLegacyHangStaleAfter(t *testing.T) {
-	clk := testkit.NewClock(time.Now())
-	var x *toxi
-	e := newEdge(t, withClock(clk.Now), withToxiLegacy(t, &x))
-	held := activity(e, 0)
-	if resp, _ := e.get(held); resp.StatusCode != 200 {
-		t.Fatalf("warm-up: %d", resp.StatusCode)
-	}
-	clk.Advance(time.Minute)
+	e, x, held := staleEdge(t)
 	remove := x.add(t, "timeout", "downstream", map[string]any{"timeout": 0})
 	t.Cleanup(remove)
 	start := time.Now()
