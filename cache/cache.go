@@ -56,9 +56,10 @@ type Options struct {
 	// gives fleet's Conn.Key("page") and a colon); replicas that share pages
 	// must share it, and it must not contain braces. Required with L2.
 	L2Prefix string
-	// L2Timeout bounds each Redis call (the redis section's timeout,
-	// fleet's Conn.Timeout); one that takes longer counts as a failure and
-	// the flight works alone. Required with L2.
+	// L2Timeout is the least bound of each Redis call (the redis section's
+	// timeout, fleet's Conn.Timeout); Config.L2.Timeout, when longer, bounds
+	// them. One that takes longer fails and the flight works alone.
+	// Required with L2.
 	L2Timeout time.Duration
 	// LeaseTimeout is how long a replica holds the lease of a key while it
 	// fetches, and how long the others wait for its page before fetching
@@ -145,6 +146,7 @@ func New(cfg Config, opt Options) (*Cache, error) {
 			st.close()
 			return nil, err
 		}
+		c.l2.setTimeout(s)
 		c.l2.listen(c.stop)
 	}
 	return c, nil
@@ -165,6 +167,9 @@ func (c *Cache) SetConfig(cfg Config) error {
 		c.log.Warn("cache: max_bytes changes on restart only", slog.Int64("running", c.store.max), slog.Int64("configured", cfg.MaxBytes))
 	}
 	c.fileSettings(s)
+	if c.l2 != nil {
+		c.l2.setTimeout(s)
+	}
 	c.cfg.Store(s)
 	return nil
 }

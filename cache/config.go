@@ -51,6 +51,12 @@ type Config struct {
 	// L2 configures the shared tier, used when the proxy gives the cache a
 	// Redis client (Options.L2).
 	L2 L2Config `yaml:"l2"`
+	// StaleAfter: a miss that holds a page still inside stale_if_error is
+	// answered with it (X-Cache: STALE) once the key's fetch has not
+	// answered within this, or at once when a fetch of the key is already
+	// running; the fetch goes on and refreshes the page. Zero: 500ms.
+	// Negative: wait for the fetch.
+	StaleAfter time.Duration `yaml:"stale_after"`
 }
 
 // L2Config is the `cache.l2:` section.
@@ -64,6 +70,12 @@ type L2Config struct {
 	// page stays in L1 only. Zero: 1 MiB. At most 512 MiB, the Redis
 	// string limit.
 	MaxEntryBytes int `yaml:"max_entry_bytes"`
+	// Timeout bounds each Redis call of the shared tier (read the page,
+	// take or wait for the lease, write it back). They are all made on a
+	// miss, which waits for the legacy host anyway, so it may be longer
+	// than redis.timeout, the bound of the quota's call on every request;
+	// never shorter than it. Zero: 250ms. At most 1s.
+	Timeout time.Duration `yaml:"timeout"`
 }
 
 // Policy holds the figures of the caching policy (docs/ARCHITECTURE.md
@@ -106,6 +118,10 @@ const (
 	defaultSettleWindow         = 5 * time.Minute
 	defaultStaleWhileRevalidate = time.Second
 	defaultStaleIfError         = 5 * time.Minute
+
+	defaultStaleAfter = 500 * time.Millisecond
+	defaultL2Timeout  = 250 * time.Millisecond
+	maxL2Timeout      = time.Second
 )
 
 // Bounds checked by Validate.
@@ -142,6 +158,8 @@ func (c *Config) ApplyDefaults() {
 	if c.L2.MaxEntryBytes == 0 {
 		c.L2.MaxEntryBytes = defaultL2MaxEntryBytes
 	}
+	c.L2.Timeout = cmp.Or(c.L2.Timeout, defaultL2Timeout)
+	c.StaleAfter = cmp.Or(c.StaleAfter, defaultStaleAfter)
 	c.Policy = c.Policy.withDefaults()
 	for name, p := range c.Routes {
 		c.Routes[name] = p.inherit(c.Policy)
@@ -194,6 +212,9 @@ func (c Config) Validate(routes []string) error {
 	if c.L2.MaxEntryBytes < 0 || c.L2.MaxEntryBytes > maxIdentity {
 		add("cache.l2.max_entry_bytes", "must be between 0 (default 1 MiB) and %d (the Redis string limit), got %d", maxIdentity, c.L2.MaxEntryBytes)
 	}
+	if c.L2.Timeout < 0 || c.L2.Timeout > maxL2Timeout {
+		add("cache.l2.timeout", "must be between 0 (default %v) and %v, got %v", defaultL2Timeout, maxL2Timeout, c.L2.Timeout)
+	}
 	c.Policy.validate("cache.policy", add)
 	for name, p := range c.Routes {
 		field := "cache.routes." + name
@@ -233,6 +254,8 @@ type settings struct {
 	fileDir     string
 	l2          bool
 	l2Max       int
+	l2Timeout   time.Duration
+	staleAfter  time.Duration // < 0: wait for the fetch
 	global      Policy
 	routes      map[string]Policy
 }
@@ -253,6 +276,8 @@ func resolve(cfg Config) (*settings, error) {
 		fileDir:     cfg.SendfileDir,
 		l2:          *cfg.L2.Enabled,
 		l2Max:       cfg.L2.MaxEntryBytes,
+		l2Timeout:   cfg.L2.Timeout,
+		staleAfter:  cfg.StaleAfter,
 		global:      cfg.Policy,
 		routes:      cfg.Routes,
 	}, nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -54,7 +55,8 @@ type l2 struct {
 	rdb       redis.UniversalClient
 	prefix    string
 	channel   string
-	timeout   time.Duration
+	minCall   time.Duration // Options.L2Timeout: no call is bounded below it
+	timeout   atomic.Int64  // bound on one call: cache.l2.timeout, at least minCall
 	lease     time.Duration
 	encodeErr func(error) []byte
 	decodeErr func([]byte) error
@@ -70,7 +72,7 @@ func newL2(opt Options) (*l2, error) {
 	l := &l2{
 		rdb:       opt.L2,
 		prefix:    opt.L2Prefix,
-		timeout:   opt.L2Timeout,
+		minCall:   opt.L2Timeout,
 		lease:     opt.LeaseTimeout,
 		encodeErr: opt.EncodeErr,
 		decodeErr: opt.DecodeErr,
@@ -81,7 +83,7 @@ func newL2(opt Options) (*l2, error) {
 		return nil, errors.New("cache: Options.L2Prefix is required with L2")
 	case strings.ContainsAny(l.prefix, "{}"):
 		return nil, fmt.Errorf("cache: L2Prefix %q must not contain braces (the keys carry a Redis Cluster hash tag)", l.prefix)
-	case l.timeout <= 0:
+	case l.minCall <= 0:
 		return nil, errors.New("cache: Options.L2Timeout is required with L2 (the redis section's timeout)")
 	case l.lease <= 0:
 		return nil, errors.New("cache: Options.LeaseTimeout is required with L2 (the upstream timeout)")
@@ -157,8 +159,11 @@ func (l *l2) watch(hash string) (<-chan struct{}, func()) {
 	}
 }
 
+// setTimeout sets the bound of one call from the settings.
+func (l *l2) setTimeout(s *settings) { l.timeout.Store(int64(max(l.minCall, s.l2Timeout))) }
+
 func (l *l2) bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, l.timeout)
+	return context.WithTimeout(ctx, time.Duration(l.timeout.Load()))
 }
 
 // get reads the value of a page: nil and no error when there is none.

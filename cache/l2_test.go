@@ -210,7 +210,8 @@ func TestL2HolderFails(t *testing.T) {
 		})
 	})
 	t.Run("stale", func(t *testing.T) {
-		f := newFleet(t, 3, Config{Policy: Policy{StaleWhileRevalidate: -1}}, Options{})
+		// stale_after off: every caller waits for the holder's failure.
+		f := newFleet(t, 3, Config{Policy: Policy{StaleWhileRevalidate: -1}, StaleAfter: -1}, Options{})
 		var v atomic.Int64
 		mustGet(t, f.cs[0], "k", versions(&v, liveFacts), Miss)
 		f.clk.Advance(2 * time.Second) // past the TTL, inside stale_if_error

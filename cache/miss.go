@@ -49,8 +49,23 @@ func (c *Cache) miss(ctx context.Context, key string, fetch Fetch, held *Entry) 
 		c.stats.misses.Add(1)
 		return nil, Miss, err
 	}
+	// A held page answers a slow fetch (Config.StaleAfter): at once when a
+	// fetch of the key runs already (a refresh, another caller's miss, a
+	// fetch that a caller left to refresh the page), else once the wait
+	// passes staleAfter.
+	var staleAfter <-chan time.Time
+	if d := c.cfg.Load().staleAfter; d >= 0 && held != nil && held.servableOnError(c.now()) {
+		if c.wants.busy(key) {
+			c.stats.count(Stale)
+			return held, Stale, nil
+		}
+		t := time.NewTimer(d)
+		defer t.Stop()
+		staleAfter = t.C
+	}
 	cl := &call{c: c, ctx: ctx, key: key, fetch: fetch, held: held}
-	defer c.wants.wait(key)()
+	w, done := c.wants.wait(key)
+	defer done()
 	if c.tracer != nil {
 		defer c.traceWait(ctx, cl, time.Now())
 	}
@@ -58,6 +73,11 @@ func (c *Cache) miss(ctx context.Context, key string, fetch Fetch, held *Entry) 
 	c.stats.waiting.Add(1)
 	defer c.stats.waiting.Add(-1)
 	select {
+	case <-staleAfter:
+		// The fetch goes on, as the page's refresh: not abandoned.
+		w.kept.Store(true)
+		c.stats.count(Stale)
+		return held, Stale, nil
 	case r := <-ch:
 		// The receive orders this load after run's store.
 		if !cl.ran.Load() {

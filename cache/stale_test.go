@@ -118,10 +118,11 @@ func TestChangeSeenAfterWindows(t *testing.T) {
 }
 
 // TestRefreshSharesFlightWithMiss: a miss that arrives while the background
-// refresh of its key runs waits on that same fetch.
+// refresh of its key runs waits on that same fetch (with stale_after off:
+// on, it is answered the held page at once, TestStaleAfter).
 func TestRefreshSharesFlightWithMiss(t *testing.T) {
 	clk := newClock()
-	c := newTestCache(t, Config{}, clk, Options{})
+	c := newTestCache(t, Config{StaleAfter: -1}, clk, Options{})
 	var n atomic.Int64
 	mustGet(t, c, "k", versions(&n, liveFacts), Miss)
 
@@ -347,4 +348,46 @@ func TestClose(t *testing.T) {
 		t.Errorf("Get after Close: %v", err)
 	}
 	c.Close() // twice is fine
+}
+
+// TestStaleAfter: a miss holding a page inside stale_if_error is answered
+// with it once the fetch has not answered within stale_after, and at once
+// while that fetch runs; the fetch goes on (not abandoned) and refreshes
+// the page.
+func TestStaleAfter(t *testing.T) {
+	clk := newClock()
+	c := newTestCache(t, Config{StaleAfter: 20 * time.Millisecond, Policy: Policy{StaleWhileRevalidate: -1}}, clk, Options{})
+	var n atomic.Int64
+	mustGet(t, c, "k", versions(&n, liveFacts), Miss)
+	clk.Advance(2 * time.Second) // past the TTL, inside stale_if_error
+
+	release := make(chan struct{})
+	var fetches atomic.Int64
+	gaveUp := make(chan bool, 1)
+	slow := func(_ context.Context, abandoned func() bool) ([]byte, Facts, error) {
+		fetches.Add(1)
+		<-release
+		gaveUp <- abandoned()
+		return []byte("v2"), liveFacts, nil
+	}
+	if e := mustGet(t, c, "k", slow, Stale); body(e) != "v1" {
+		t.Fatalf("after stale_after: %q", body(e))
+	}
+	// The fetch still runs: the next caller gets the held page at once,
+	// without waiting stale_after (a clock that cannot pass it says so).
+	start := time.Now()
+	if e := mustGet(t, c, "k", slow, Stale); body(e) != "v1" || fetches.Load() != 1 {
+		t.Fatalf("during the fetch: %q, %d fetches", body(e), fetches.Load())
+	}
+	if took := time.Since(start); took >= 20*time.Millisecond {
+		t.Errorf("a caller during the fetch waited %v", took)
+	}
+	close(release)
+	if <-gaveUp {
+		t.Error("the fetch left to refresh the page was told it was abandoned")
+	}
+	c.wg.Wait()
+	if e := mustGet(t, c, "k", slow, Hit); body(e) != "v2" {
+		t.Errorf("after the fetch: %q, want the refreshed v2", body(e))
+	}
 }

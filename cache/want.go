@@ -15,6 +15,9 @@ type want struct {
 	refs    int // under wants.mu: the callers and the flight holding it
 	waiters atomic.Int32
 	had     atomic.Bool // some caller waited at some point
+	// kept: a caller took the held page and left (Config.StaleAfter): the
+	// fetch is the page's refresh now, which the cache itself wants.
+	kept atomic.Bool
 }
 
 // wants maps keys with a flight or waiters to their want.
@@ -46,13 +49,19 @@ func (ws *wants) release(key string, w *want) {
 	}
 }
 
-// wait registers one caller waiting on key's flight; the returned func
-// ends its wait.
-func (ws *wants) wait(key string) func() {
-	w := ws.acquire(key)
+// busy reports whether key has a flight running or callers waiting on one.
+func (ws *wants) busy(key string) bool {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	return ws.m[key] != nil
+}
+
+// wait registers one caller waiting on key's flight; done ends its wait.
+func (ws *wants) wait(key string) (w *want, done func()) {
+	w = ws.acquire(key)
 	w.had.Store(true)
 	w.waiters.Add(1)
-	return func() {
+	return w, func() {
 		w.waiters.Add(-1)
 		ws.release(key, w)
 	}
@@ -62,5 +71,5 @@ func (ws *wants) wait(key string) func() {
 // stopped waiting (their clients went away). A background refresh that no
 // caller joined is never abandoned: the cache itself wants it.
 func (w *want) abandoned() bool {
-	return w.had.Load() && w.waiters.Load() == 0
+	return w.had.Load() && w.waiters.Load() == 0 && !w.kept.Load()
 }

@@ -40,6 +40,11 @@ type Config struct {
 	// missing or invalid, so key guessing is throttled. Zero: 30 requests
 	// per 1m.
 	Anonymous Plan `yaml:"anonymous"`
+	// FleetSize is how many replicas share each quota, for the local share
+	// that each enforces while Redis is out with on_store_error: allow
+	// (failmode.go). Zero: the number of replicas that last counted
+	// themselves in Redis, 1 until then. Without Redis it is not used.
+	FleetSize int `yaml:"fleet_size"`
 	// TrustedProxies lists the IPs or CIDRs whose X-Forwarded-For is
 	// believed (see ClientIPFrom). Zero: none; the peer address is the client.
 	TrustedProxies []string `yaml:"trusted_proxies"`
@@ -87,6 +92,9 @@ func (c Config) Validate() error {
 		if err := c.Anonymous.Validate(); err != nil {
 			return fmt.Errorf("limits.anonymous.%w", err)
 		}
+	}
+	if c.FleetSize < 0 {
+		return fmt.Errorf("limits.fleet_size: must not be negative (0: as counted in Redis), got %d", c.FleetSize)
 	}
 	for i, s := range c.TrustedProxies {
 		if _, err := parseTrusted(s); err != nil {

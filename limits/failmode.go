@@ -12,6 +12,17 @@ import (
 // What happens when the store fails: the edge neither hangs nor answers
 // 500; on_store_error allows or denies, with a log line and a counter.
 //
+// Allowing does not leave a key unmetered: each replica counts the key's
+// requests in its own memory against a local share of the allowance,
+// ceil(limit / fleet size), and refuses past it as deny would (503 with
+// Retry-After: the store that would say when the allowance resets is
+// out). The fleet size is limits.fleet_size, or the number of
+// replicas that last counted themselves in Redis (redisstore.go). So
+// while Redis is out a key gets at most fleet x ceil(limit / fleet) <=
+// limit + fleet - 1 per window across the fleet, plus what Redis had
+// counted in the window the outage began (docs/SCALING.md "When Redis
+// fails"); a replica added since the last count adds its own share.
+//
 // Each Redis call is bounded by Options.RedisTimeout (incr). The breaker
 // is the shared client's (package fleet); a second one here would only
 // delay recovery behind its own probe. The limiter adds the decision
@@ -60,5 +71,17 @@ func (l *Limiter) storeFailed(err error) {
 func (l *Limiter) storeAnswered() {
 	if l.failing.Load() && l.failing.CompareAndSwap(true, false) {
 		l.log.Info("rate limit store answering again", "store_errors_total", l.storeErrs.Load())
+	}
+}
+
+// localShare charges a request that the store could not count to this
+// replica's share of the key's allowance (see above): past it, the request
+// is refused, its StoreErr saying so.
+func (l *Limiter) localShare(ctx context.Context, d *Decision, w *windowKey, limit int64, ttl time.Duration) {
+	n := int64(max(l.fleet(), 1))
+	share := (limit + n - 1) / n
+	if res, _ := l.local.incr(ctx, w, share, ttl); res.Reached {
+		d.Allowed = false
+		d.StoreErr = fmt.Errorf("%w (this replica's share, %d of %d, is spent)", d.StoreErr, share, limit)
 	}
 }

@@ -1,6 +1,7 @@
 package limits
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -55,8 +56,10 @@ type Limiter struct {
 	log     *slog.Logger
 	store   counterStore
 	remote  bool          // store is Redis
+	local   *memoryStore  // with Redis and allow: each key's local share while Redis is out (failmode.go)
 	timeout time.Duration // bound on one Redis call (failmode.go)
 	deny    bool          // on_store_error: deny
+	fleet   func() int    // with local: the replicas sharing a quota
 	trusted []netip.Prefix
 	plans   atomic.Pointer[map[string]Plan]
 
@@ -114,14 +117,27 @@ func New(cfg Config, plans map[string]Plan, opt Options) (*Limiter, error) {
 	if strings.ContainsAny(prefix, " \t\r\n") {
 		return nil, errors.New("limits: Options.RedisPrefix must not contain white space")
 	}
-	l.store, l.remote = newRedisStore(opt.Redis, prefix, cfg.OnStoreError, l.log), true
+	rs := newRedisStore(opt.Redis, prefix, cfg.OnStoreError, l.log)
+	l.store, l.remote = rs, true
+	if !l.deny {
+		l.local = newMemoryStore(l.log)
+		l.fleet = func() int { return cmp.Or(cfg.FleetSize, int(rs.replicas.Load()), 1) }
+		if cfg.FleetSize == 0 {
+			rs.countReplicas(l.timeout)
+		}
+	}
 	return l, nil
 }
 
 // Close stops the store's goroutines. The Redis client is the caller's and
 // stays open.
 func (l *Limiter) Close() error {
-	l.closeOnce.Do(func() { l.closeErr = l.store.close() })
+	l.closeOnce.Do(func() {
+		l.closeErr = l.store.close()
+		if l.local != nil {
+			l.closeErr = errors.Join(l.closeErr, l.local.close())
+		}
+	})
 	return l.closeErr
 }
 
@@ -166,6 +182,9 @@ func (l *Limiter) TakeNAt(ctx context.Context, now time.Time, b *Bucket, plan Pl
 		d.Allowed = !l.deny
 		if !errors.Is(err, errCallerGone) {
 			l.storeFailed(err)
+		}
+		if d.Allowed && l.local != nil {
+			l.localShare(ctx, &d, w, plan.Requests, ttl)
 		}
 		return d
 	}

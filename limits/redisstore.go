@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -37,6 +38,46 @@ type redisStore struct {
 	store atomic.Pointer[limiter.Store] // nil until the scripts are loaded
 
 	loop tickLoop // reconnecting while Redis has been down since start
+
+	// replicas is how many replicas counted themselves in Redis in the
+	// last full period (countReplicas); 0 until known.
+	replicas atomic.Int64
+	beats    tickLoop
+}
+
+// beatEvery is the period in which each replica counts itself once.
+const beatEvery = 5 * time.Second
+
+// countReplicas makes this replica count itself in Redis once per
+// beatEvery, now and then on a ticker, and reads the previous period's
+// count: the fleet's size, for the local shares of failmode.go. The count
+// is one INCR of a key named by the period, which every replica computes
+// alike from the clock (replica clocks agree within a second, as windows
+// need). Each call is bounded by timeout; a failed one keeps the size last
+// seen.
+func (s *redisStore) countReplicas(timeout time.Duration) {
+	beat := func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		period := time.Now().Unix() / int64(beatEvery/time.Second)
+		key := func(p int64) string { return s.prefix + ":replicas:" + strconv.FormatInt(p, 10) }
+		var cur *redis.IntCmd
+		var prev *redis.StringCmd
+		_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+			cur = p.Incr(ctx, key(period))
+			p.Expire(ctx, key(period), 3*beatEvery)
+			prev = p.Get(ctx, key(period-1))
+			return nil
+		})
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return false
+		}
+		n, _ := prev.Int64()
+		s.replicas.Store(max(n, cur.Val()))
+		return false
+	}
+	beat()
+	s.beats.start(beatEvery, beat)
 }
 
 // errStoreNotReady: Redis has not been reachable since start.
@@ -92,4 +133,4 @@ func (s *redisStore) incr(ctx context.Context, w *windowKey, n, limit int64, ttl
 }
 
 // close stops the reconnect loop. The client is the caller's.
-func (s *redisStore) close() error { return s.loop.close() }
+func (s *redisStore) close() error { return errors.Join(s.loop.close(), s.beats.close()) }

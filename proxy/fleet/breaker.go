@@ -20,12 +20,22 @@ import (
 // window), while one success between resets it. Open, it refuses every
 // command for OpenFor, then lets one probe through, whose success closes it:
 // the next call after OpenFor is the probe, with no goroutine of its own.
+//
+// Busy is not dead: a failure is Redis refusing or dropping connections, or
+// answering that it cannot serve (LOADING, CLUSTERDOWN, ...). A call that
+// only ran out of time counts as a failure once no call has succeeded for
+// StallAfter: a burst that pushes some calls past redis.timeout while
+// others succeed leaves the breaker closed (those calls fall back alone),
+// and a Redis that hangs opens it StallAfter after its last answer.
 const (
 	// TripAfter is how many consecutive failures open the breaker.
 	TripAfter = 5
 	// OpenFor is how long the breaker stays open before it lets a probe
-	// through.
-	OpenFor = time.Second
+	// through: so Redis is used again within OpenFor of its return.
+	OpenFor = 500 * time.Millisecond
+	// StallAfter is how long without a successful call turns timeouts
+	// into failures.
+	StallAfter = time.Second
 )
 
 // ErrUnavailable is wrapped by the error of every command the breaker
@@ -35,10 +45,19 @@ const (
 var ErrUnavailable = errors.New("fleet: redis unavailable")
 
 // callerGone marks a failure caused by the caller cancelling its context: not
-// Redis's fault, so the breaker does not count it.
+// Redis's fault, so the breaker does not count it. It also marks a timeout
+// while other calls succeed (busy, not dead).
 type callerGone struct{ err error }
 
 func (e callerGone) Error() string { return e.err.Error() }
+
+// timedOut reports whether err is a call that ran out of time, rather than
+// one Redis refused or broke off.
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, redis.ErrPoolTimeout) ||
+		errors.As(err, &ne) && ne.Timeout()
+}
 
 // breakerHook is the hook (go-redis Hook) that runs every command and pipeline
 // through the circuit breaker, and refuses dials while it is open.
@@ -46,10 +65,14 @@ type breakerHook struct {
 	cb      *gobreaker.CircuitBreaker[struct{}]
 	errs    prometheus.Counter
 	lastErr atomic.Pointer[error] // the last failure, for the "unreachable" log line
+	// answeredAt is when a call last succeeded (Unix ns; the hook's
+	// creation before the first), for StallAfter.
+	answeredAt atomic.Int64
 }
 
 func newBreakerHook(errs prometheus.Counter, onChange func(name string, from, to gobreaker.State)) *breakerHook {
 	b := &breakerHook{errs: errs}
+	b.answeredAt.Store(time.Now().UnixNano())
 	b.cb = gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{
 		Name:          "redis",
 		MaxRequests:   1,
@@ -96,7 +119,15 @@ func (b *breakerHook) run(ctx context.Context, send func(context.Context) error)
 	inner := context.WithValue(ctx, insideKey{}, true)
 	_, err := b.cb.Execute(func() (struct{}, error) {
 		err := send(inner)
-		if err != nil && errors.Is(ctx.Err(), context.Canceled) {
+		switch {
+		case answered(err):
+			b.answeredAt.Store(time.Now().UnixNano())
+		case errors.Is(ctx.Err(), context.Canceled):
+			return struct{}{}, callerGone{err}
+		case timedOut(err) && time.Since(time.Unix(0, b.answeredAt.Load())) < StallAfter:
+			// Busy: this call fails (its caller works alone), the breaker
+			// does not count it.
+			b.errs.Inc()
 			return struct{}{}, callerGone{err}
 		}
 		return struct{}{}, err
@@ -117,13 +148,19 @@ func (b *breakerHook) run(ctx context.Context, send func(context.Context) error)
 	return err
 }
 
+// DialHook hands go-redis a dead connection (deadconn.go) in place of a
+// failed dial, and while the breaker is open in place of any dial: not
+// counted here, the command that needed the connection is.
 func (b *breakerHook) DialHook(next redis.DialHook) redis.DialHook {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		// Not counted: the command that needed the connection is.
 		if b.cb.State() == gobreaker.StateOpen {
-			return nil, fmt.Errorf("%w: %w", ErrUnavailable, gobreaker.ErrOpenState)
+			return deadConn{fmt.Errorf("%w: %w", ErrUnavailable, gobreaker.ErrOpenState)}, nil
 		}
-		return next(ctx, network, addr)
+		conn, err := next(ctx, network, addr)
+		if err != nil {
+			return deadConn{err}, nil
+		}
+		return conn, nil
 	}
 }
 

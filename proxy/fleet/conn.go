@@ -8,6 +8,7 @@
 package fleet
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -23,6 +24,10 @@ import (
 
 	"tradergate/proxy/breaker"
 )
+
+// MaxCall is the longest any one call may take, whatever its caller's
+// deadline; callers should bound their calls below it.
+const MaxCall = time.Second
 
 // Options are the collaborators of a Conn.
 type Options struct {
@@ -50,11 +55,11 @@ type Conn struct {
 	closeErr  error
 }
 
-// Open builds the client for cfg (defaults are applied to a copy). It does
-// not contact Redis, so a Redis that is down at start costs nothing: the
-// first commands fail, the breaker opens, and the replica works alone until
-// Redis answers. cfg must be Enabled and valid; getenv reads the password
-// from cfg.PasswordEnv.
+// Open builds the client for cfg (defaults are applied to a copy) and warms
+// its pool (warm), waiting at most warmFor. It never fails for a Redis that
+// is down or slow at start: the warm-up's failures open the breaker, and
+// the replica works alone until Redis answers. cfg must be Enabled and
+// valid; getenv reads the password from cfg.PasswordEnv.
 func Open(cfg Config, getenv func(string) string, opt Options) (*Conn, error) {
 	cfg.ApplyDefaults()
 	if !cfg.Enabled() {
@@ -101,11 +106,50 @@ func Open(cfg Config, getenv func(string) string, opt Options) (*Conn, error) {
 	}
 
 	c.log.Info("redis configured", "mode", mode(cfg), "addrs", cfg.Addrs, "prefix", cfg.Prefix, "timeout", cfg.Timeout)
+	c.warm(warmConns, warmFor(cfg))
 	return c, nil
 }
 
-// clientOptions are go-redis's options for cfg: one attempt per call,
-// each bounded by redis.timeout, the breaker deciding when to try again.
+// warmConns is how many connections warm opens (per master in a Cluster):
+// enough for a cold burst's first calls not to dial under redis.timeout,
+// a fraction of go-redis's pool (10 per CPU).
+const warmConns = 8
+
+// warmFor bounds the warm-up: a few calls' worth of redis.timeout, within
+// StallAfter, so that its timeouts never count as failures by themselves.
+func warmFor(cfg Config) time.Duration {
+	return min(max(4*cfg.Timeout, 200*time.Millisecond), StallAfter/2)
+}
+
+// warm opens n connections before the first request, so that a burst at
+// start finds them open rather than dialling each under redis.timeout: n
+// concurrent PINGs, each holding a connection of its own. Its failures are
+// the breaker's business, like any command's.
+func (c *Conn) warm(n int, within time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	var wg sync.WaitGroup
+	pings := func(ctx context.Context, cl redis.Cmdable) {
+		for range n {
+			wg.Go(func() { _ = cl.Ping(ctx).Err() })
+		}
+	}
+	if cc, ok := c.client.(*redis.ClusterClient); ok {
+		_ = cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+			pings(ctx, node)
+			return nil
+		})
+	} else {
+		pings(ctx, c.client)
+	}
+	wg.Wait()
+}
+
+// clientOptions are go-redis's options for cfg: one attempt per call, the
+// breaker deciding when to try again. The client's own timeouts are only a
+// ceiling (maxCall): each caller bounds its calls with its context's
+// deadline (redis.timeout for the limiter, cache.l2.timeout for a miss's
+// calls), which go-redis applies to the socket.
 func clientOptions(cfg Config, getenv func(string) string) (*redis.UniversalOptions, error) {
 	uo := &redis.UniversalOptions{
 		Addrs:      cfg.Addrs,
@@ -116,10 +160,10 @@ func clientOptions(cfg Config, getenv func(string) string) (*redis.UniversalOpti
 		// what a request waits, and the breaker decides when to try again.
 		DialerRetries: 1,
 		MaxRetries:    -1,
-		DialTimeout:   cfg.Timeout,
-		ReadTimeout:   cfg.Timeout,
-		WriteTimeout:  cfg.Timeout,
-		PoolTimeout:   cfg.Timeout,
+		DialTimeout:   max(cfg.Timeout, MaxCall),
+		ReadTimeout:   max(cfg.Timeout, MaxCall),
+		WriteTimeout:  max(cfg.Timeout, MaxCall),
+		PoolTimeout:   max(cfg.Timeout, MaxCall),
 		// A caller's shorter deadline is honoured on the socket.
 		ContextTimeoutEnabled: true,
 		// Neither is needed, and each costs a round trip on every new

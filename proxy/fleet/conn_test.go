@@ -205,14 +205,27 @@ func TestBreakerKilledRedis(t *testing.T) {
 }
 
 func TestBreakerHangingRedis(t *testing.T) {
-	// Each call to a Redis that hangs costs the timeout until the breaker
-	// opens; then calls are refused without waiting.
-	const timeout = 300 * time.Millisecond
+	// Each call to a Redis that hangs costs the timeout; the timeouts count
+	// once no call has succeeded for StallAfter (busy is not dead), and
+	// then TripAfter of them open the breaker: calls are refused without
+	// waiting.
+	const timeout = 100 * time.Millisecond
+	opened := time.Now()
 	c := open(t, Config{Addrs: []string{redistest.Stalled(t)}, Timeout: timeout}, nil, Options{})
-	for i := range TripAfter {
-		if err := c.Client().Get(bg, "k").Err(); err == nil || errors.Is(err, ErrUnavailable) {
-			t.Fatalf("GET %d: %v, want a timeout", i, err)
+	calls := 0
+	for ; c.State() != "open"; calls++ {
+		if calls > int(StallAfter/timeout)+TripAfter+5 {
+			t.Fatalf("breaker %s after %d timeouts", c.State(), calls)
 		}
+		ctx, cancel := context.WithTimeout(bg, timeout)
+		err := c.Client().Get(ctx, "k").Err()
+		cancel()
+		if err == nil || errors.Is(err, ErrUnavailable) {
+			t.Fatalf("GET %d: %v, want a timeout", calls, err)
+		}
+	}
+	if took := time.Since(opened); took < StallAfter {
+		t.Errorf("opened %v after start, before StallAfter (%v): timeouts counted while Redis could be busy", took, StallAfter)
 	}
 	start := time.Now()
 	err := c.Client().Get(bg, "k").Err()
@@ -292,4 +305,104 @@ func TestOpenWithRedisDown(t *testing.T) {
 	testkit.Eventually(t, "the client connects once Redis is up", func() bool {
 		return c.Client().Ping(bg).Err() == nil
 	})
+}
+
+// Redis comes back when Redis comes back: after each outage, one long and
+// then three short in a row, the client uses Redis again within a second
+// of its accepting connections, however many dials failed meanwhile (the
+// pool's own dial breaker never arms: deadconn.go).
+func TestBreakerRecoversAfterOutages(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		start func(t *testing.T) (addrs []string, nodes []*redistest.Server)
+	}{
+		{"single", func(t *testing.T) ([]string, []*redistest.Server) {
+			s := redistest.Start(t)
+			return []string{s.Addr()}, []*redistest.Server{s}
+		}},
+		{"cluster", func(t *testing.T) ([]string, []*redistest.Server) {
+			cl := redistest.StartCluster(t, 3)
+			return cl.Addrs(), cl.Nodes()
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addrs, nodes := tc.start(t)
+			c := open(t, Config{Addrs: addrs}, nil, Options{})
+			get := func() error {
+				ctx, cancel := context.WithTimeout(bg, 50*time.Millisecond)
+				defer cancel()
+				err := c.Client().Get(ctx, c.Key("back")).Err()
+				if errors.Is(err, redis.Nil) {
+					return nil
+				}
+				return err
+			}
+			testkit.Eventually(t, "redis in use", func() bool { return get() == nil })
+			for i, down := range []time.Duration{1500 * time.Millisecond, 300 * time.Millisecond, 300 * time.Millisecond, 300 * time.Millisecond} {
+				for _, n := range nodes {
+					n.Stop()
+				}
+				// Traffic through the outage: the breaker opens, dials fail.
+				for end := time.Now().Add(down); time.Now().Before(end); {
+					if get() == nil {
+						t.Fatalf("outage %d: a GET succeeded with redis stopped", i)
+					}
+					<-time.After(5 * time.Millisecond)
+				}
+				for _, n := range nodes {
+					n.Restart()
+				}
+				if len(nodes) > 1 {
+					// A Cluster serves once its nodes agree again, not when
+					// they accept connections.
+					testkit.Eventually(t, "cluster_state:ok", func() bool { return clusterOK(nodes) })
+				}
+				back := time.Now()
+				for get() != nil {
+					if took := time.Since(back); took > time.Second {
+						t.Fatalf("outage %d (%v): redis not used %v after it accepted connections (breaker %s)", i, down, took, c.State())
+					}
+					<-time.After(5 * time.Millisecond)
+				}
+				t.Logf("outage %d (%v): in use again after %v", i, down, time.Since(back))
+			}
+		})
+	}
+}
+
+// clusterOK asks every node, on a client of its own, whether the cluster
+// serves.
+func clusterOK(nodes []*redistest.Server) bool {
+	for _, n := range nodes {
+		rc := redis.NewClient(&redis.Options{Addr: n.Addr()})
+		info, err := rc.ClusterInfo(bg).Result()
+		_ = rc.Close()
+		if err != nil || !strings.Contains(info, "cluster_state:ok") {
+			return false
+		}
+	}
+	return true
+}
+
+// Busy is not dead: calls that run out of time while others succeed fail
+// alone and leave the breaker closed.
+func TestBreakerBusyIsNotDead(t *testing.T) {
+	srv := redistest.Start(t)
+	c := open(t, Config{Addrs: []string{srv.Addr()}}, nil, Options{})
+	for i := range 4 * TripAfter {
+		if i%4 == 0 {
+			if err := c.Client().Get(bg, c.Key("busy")).Err(); !errors.Is(err, redis.Nil) {
+				t.Fatalf("GET: %v", err)
+			}
+		}
+		late, cancel := context.WithDeadline(bg, time.Now().Add(-time.Millisecond))
+		err := c.Client().Get(late, c.Key("busy")).Err()
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("GET past its deadline: %v", err)
+		}
+	}
+	if c.State() != "closed" {
+		t.Fatalf("breaker %s after timeouts between successes", c.State())
+	}
 }

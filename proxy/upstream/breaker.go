@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -16,6 +17,24 @@ import (
 // Circuit breakers: one per route, so one failing endpoint does not close
 // the others (docs/ARCHITECTURE.md "Breakers per route"). The two-step form
 // fits a proxy: Allow before the legacy call, the outcome reported after it.
+//
+// A hanging legacy host must trip the breaker as surely as one that
+// answers 503, so two rules make slow failures count:
+//
+//   - The window rolls in one-second buckets (gobreaker's BucketPeriod), and
+//     an outcome counts in the bucket its call started in for as long as
+//     that bucket is inside the window: a failure that takes 8 s to show is
+//     not dropped because a fixed window ended meanwhile.
+//   - A call still outstanding after slow_call is recorded as a failure at
+//     that moment (a slow call, as resilience4j counts them); its own
+//     outcome, when it comes, is not counted again. So a hang opens the
+//     breaker slow_call after min_requests calls have started, not after
+//     the upstream timeout.
+//
+// When the breaker opens, the calls of its route still outstanding are
+// cancelled (their callers get the 503 of an open breaker, or a stale
+// page): they hold upstream slots that other routes need, for an answer
+// that the breaker has just judged will not come.
 
 // BreakerConfig is upstream.breaker.
 type BreakerConfig struct {
@@ -32,7 +51,14 @@ type BreakerConfig struct {
 	// HalfOpenProbes is how many calls the half-open breaker lets through;
 	// that many successes close it, one failure opens it again. Zero: 3.
 	HalfOpenProbes uint32 `yaml:"half_open_probes"`
+	// SlowCall is how long a call may be outstanding before it counts as
+	// a failure (the call goes on; its own outcome is then not counted).
+	// Zero: 2s. It must be shorter than Interval.
+	SlowCall time.Duration `yaml:"slow_call"`
 }
+
+// bucketPeriod is the step of the breaker's rolling window.
+const bucketPeriod = time.Second
 
 func (c *BreakerConfig) applyDefaults() {
 	c.MinRequests = cmp.Or(c.MinRequests, 20)
@@ -40,6 +66,7 @@ func (c *BreakerConfig) applyDefaults() {
 	c.Interval = cmp.Or(c.Interval, 10*time.Second)
 	c.OpenTimeout = cmp.Or(c.OpenTimeout, 5*time.Second)
 	c.HalfOpenProbes = cmp.Or(c.HalfOpenProbes, 3)
+	c.SlowCall = cmp.Or(c.SlowCall, 2*time.Second)
 }
 
 func (c *BreakerConfig) validate() []string {
@@ -53,6 +80,9 @@ func (c *BreakerConfig) validate() []string {
 	if c.OpenTimeout < 10*time.Millisecond {
 		errs = append(errs, fmt.Sprintf("upstream.breaker.open_timeout: must be at least 10ms, got %v", c.OpenTimeout))
 	}
+	if c.SlowCall != 0 && (c.SlowCall < 10*time.Millisecond || c.SlowCall >= c.Interval) {
+		errs = append(errs, fmt.Sprintf("upstream.breaker.slow_call: must be at least 10ms and shorter than interval (%v), got %v", c.Interval, c.SlowCall))
+	}
 	return errs
 }
 
@@ -60,12 +90,36 @@ func (c *BreakerConfig) validate() []string {
 type routeBreaker struct {
 	cb          *gobreaker.TwoStepCircuitBreaker[struct{}]
 	openTimeout time.Duration
+	slowCall    time.Duration
 	// openedAt is when the breaker last opened (Unix ns), for Retry-After.
 	// gobreaker keeps time with time.Now, so this does too.
 	openedAt atomic.Int64
 	// transitions counts state changes, for metrics.
 	transitions atomic.Uint64
+	// calls ends, with errOpened as its cause, when the breaker opens; the
+	// calls allowed until then run under it. Swapped for a new one at each
+	// opening, under gobreaker's lock (OnStateChange).
+	calls atomic.Pointer[callGroup]
 }
+
+// callGroup is the context the calls allowed between two openings share.
+type callGroup struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+}
+
+func newCallGroup() *callGroup {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	return &callGroup{ctx: ctx, cancel: cancel}
+}
+
+// errOpened is the cause of a call cancelled because its route's breaker
+// opened while it was outstanding.
+var errOpened = errors.New("the route's breaker opened during the call")
+
+// errSlowCall is what the breaker records for a call outstanding longer
+// than slow_call.
+var errSlowCall = errors.New("legacy call slower than upstream.breaker.slow_call")
 
 // breakers holds one breaker per route, by route index.
 type breakers []*routeBreaker
@@ -77,19 +131,24 @@ type onChange func(route string, from, to gobreaker.State)
 func newBreakers(c BreakerConfig, routes []*route.Route, notify onChange) breakers {
 	bs := make(breakers, len(routes))
 	for _, r := range routes {
-		b := &routeBreaker{openTimeout: c.OpenTimeout}
+		b := &routeBreaker{openTimeout: c.OpenTimeout, slowCall: c.SlowCall}
+		b.calls.Store(newCallGroup())
 		minReq, ratio := c.MinRequests, c.FailureRatio
 		b.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
-			Name:        r.Name,
-			MaxRequests: c.HalfOpenProbes,
-			Interval:    c.Interval,
-			Timeout:     c.OpenTimeout,
+			Name:         r.Name,
+			MaxRequests:  c.HalfOpenProbes,
+			Interval:     c.Interval,
+			BucketPeriod: bucketPeriod,
+			Timeout:      c.OpenTimeout,
 			ReadyToTrip: func(n gobreaker.Counts) bool {
 				return n.Requests >= minReq && float64(n.TotalFailures) >= ratio*float64(n.Requests)
 			},
 			OnStateChange: func(name string, from, to gobreaker.State) {
 				if to == gobreaker.StateOpen {
 					b.openedAt.Store(time.Now().UnixNano())
+					// Cancelling ends the calls' sockets through their
+					// contexts; nothing here waits for them.
+					b.calls.Swap(newCallGroup()).cancel(errOpened)
 				}
 				b.transitions.Add(1)
 				if notify != nil {
@@ -104,19 +163,47 @@ func newBreakers(c BreakerConfig, routes []*route.Route, notify onChange) breake
 	return bs
 }
 
+// open reports whether the breaker refuses every call now: checked before
+// a call queues for an upstream slot, so that a route known to be failing
+// answers at once rather than after the shield's queue_timeout.
+func (b *routeBreaker) open() error {
+	if b.cb.State() != gobreaker.StateOpen {
+		return nil
+	}
+	return b.refusal(gobreaker.ErrOpenState)
+}
+
 // allow asks the route's breaker for one legacy call. When it refuses, the
 // error is a 503 whose Retry-After is the time left before it half-opens.
-func (b *routeBreaker) allow() (done func(error), err error) {
-	done, err = b.cb.Allow()
-	if err == nil {
-		return done, nil
+// Allowed, the call runs under ctx as returned, which ends if the breaker
+// opens meanwhile; done reports its outcome once, and is told of a slow
+// call at slow_call by a timer of its own. done must be called.
+func (b *routeBreaker) allow(parent context.Context) (ctx context.Context, done func(error), err error) {
+	report, err := b.cb.Allow()
+	if err != nil {
+		return nil, nil, b.refusal(err)
 	}
+	var once sync.Once
+	record := func(err error) { once.Do(func() { report(err) }) }
+	slow := time.AfterFunc(b.slowCall, func() { record(errSlowCall) })
+	ctx, cancel := context.WithCancelCause(parent)
+	stop := context.AfterFunc(b.calls.Load().ctx, func() { cancel(errOpened) })
+	return ctx, func(err error) {
+		slow.Stop()
+		stop()
+		cancel(nil)
+		record(err)
+	}, nil
+}
+
+// refusal is the 503 of a breaker that refused a call with err.
+func (b *routeBreaker) refusal(err error) error {
 	retry := time.Second // half-open with its probes all out: soon
 	if errors.Is(err, gobreaker.ErrOpenState) {
 		left := b.openTimeout - time.Since(time.Unix(0, b.openedAt.Load()))
 		retry = max(left, time.Second)
 	}
-	return nil, &Error{Reason: Unavailable, RetryAfter: retry, Err: err}
+	return &Error{Reason: Unavailable, RetryAfter: retry, Err: err}
 }
 
 // breakerSuccess: a call that got an answer that is not the legacy host's
@@ -131,12 +218,20 @@ func breakerSuccess(err error) bool {
 }
 
 // breakerExcluded: calls that say nothing about the legacy host: the
-// caller went away or the edge is stopping (both cancel the call), or the
-// legacy host asked us to slow down (429, handled by the hold instead).
+// caller went away or the edge is stopping (both cancel the call), the
+// breaker itself cancelled it on opening, or the legacy host asked us to
+// slow down (429, handled by the hold instead).
+//
+// A 401 or 403 (Credential) is counted as a failure, deliberately: it
+// refuses the edge's own key, so every call of the route would fail alike
+// until an operator fixes the key; the open breaker stops sending a
+// refused key to the legacy host, serves held pages, and shows in
+// tradergate_breaker_state and the log (docs/OPERATING.md "When the
+// legacy host fails").
 func breakerExcluded(err error) bool {
 	if errors.Is(err, context.Canceled) {
 		return true
 	}
 	e, ok := errors.AsType[*Error](err)
-	return ok && e.Reason == RateLimited
+	return ok && (e.Reason == RateLimited || e.Reason == Unavailable)
 }

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -173,17 +174,26 @@ func (c *Client) attempt(ctx context.Context, req *route.Request, requestID stri
 	if err := c.host.held(); err != nil {
 		return nil, outcome{}, err
 	}
+	b := (*c.breakers.Load())[req.Route.Index()]
+	if err := b.open(); err != nil {
+		return nil, outcome{}, err
+	}
 	release, err := c.shield.Acquire(ctx)
 	if err != nil {
 		return nil, outcome{}, err
 	}
 	defer release()
-	done, err := (*c.breakers.Load())[req.Route.Index()].allow()
+	callCtx, done, err := b.allow(ctx)
 	if err != nil {
 		return nil, outcome{}, err
 	}
 	start := time.Now() // wall time: a duration, whatever the injected clock does
-	page, out, err := c.host.fetch(ctx, req, requestID)
+	page, out, err := c.host.fetch(callCtx, req, requestID)
+	if err != nil && errors.Is(context.Cause(callCtx), errOpened) {
+		// The breaker opened during the call and ended it: a 503 with its
+		// Retry-After, not retried (the breaker refuses the next attempt).
+		err, out = b.refusal(gobreaker.ErrOpenState), outcome{}
+	}
 	done(err)
 	took := time.Since(start)
 	if c.opt.Observe != nil {

@@ -1,0 +1,106 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"tradergate/internal/testkit"
+	"tradergate/proxy/route"
+)
+
+func testBreaker(t *testing.T, c BreakerConfig) *routeBreaker {
+	t.Helper()
+	c.applyDefaults()
+	if errs := c.validate(); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	routes := route.NewTable().Routes()
+	return newBreakers(c, routes, nil)[routes[0].Index()]
+}
+
+// A hang gives no outcome at all: the calls' slow_call must open the
+// breaker, and opening must end the calls still outstanding.
+func TestBreakerSlowCallsOpenIt(t *testing.T) {
+	b := testBreaker(t, BreakerConfig{MinRequests: 4, SlowCall: 30 * time.Millisecond})
+	var ctxs []context.Context
+	var dones []func(error)
+	for range 4 {
+		ctx, done, err := b.allow(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctxs, dones = append(ctxs, ctx), append(dones, done)
+	}
+	testkit.Eventually(t, "the breaker open after slow calls", func() bool { return b.open() != nil })
+	for i, ctx := range ctxs {
+		select {
+		case <-ctx.Done():
+		case <-time.After(5 * time.Second):
+			t.Fatalf("call %d not cancelled when the breaker opened", i)
+		}
+		if !errors.Is(context.Cause(ctx), errOpened) {
+			t.Errorf("call %d: cause %v", i, context.Cause(ctx))
+		}
+		dones[i](ctx.Err()) // counted once, and not again
+	}
+	if _, _, err := b.allow(t.Context()); err == nil {
+		t.Error("an open breaker allowed a call")
+	}
+}
+
+// A fast success is not a slow call: its timer must not count later.
+func TestBreakerFastCallsStayClosed(t *testing.T) {
+	b := testBreaker(t, BreakerConfig{MinRequests: 2, SlowCall: 20 * time.Millisecond, HalfOpenProbes: 1})
+	for range 10 {
+		_, done, err := b.allow(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		done(nil)
+	}
+	// Past slow_call of every call: a timer that was not stopped would
+	// have recorded ten failures by now.
+	<-time.After(5 * 20 * time.Millisecond)
+	if b.open() != nil {
+		t.Fatal("successful calls opened the breaker")
+	}
+}
+
+// A 401/403 refuses the edge's own key: a failure, deliberately; a 404 is
+// the client's and is not.
+func TestBreakerCountsCredentialRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		err   error
+		opens bool
+	}{
+		{"401 credential", mapStatus(401, "bad key", 0), true},
+		{"403 credential", mapStatus(403, "forbidden", 0), true},
+		{"404 refused", mapStatus(404, "no such wallet", 0), false},
+		{"429 rate limited", mapStatus(429, "slow down", time.Second), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := testBreaker(t, BreakerConfig{MinRequests: 3})
+			for range 3 {
+				_, done, err := b.allow(t.Context())
+				if err != nil {
+					t.Fatal(err)
+				}
+				done(tc.err)
+			}
+			if got := b.open() != nil; got != tc.opens {
+				t.Errorf("open %v after 3 × %v, want %v", got, tc.err, tc.opens)
+			}
+		})
+	}
+}
+
+func TestBreakerSlowCallValidated(t *testing.T) {
+	c := BreakerConfig{SlowCall: 10 * time.Second}
+	c.applyDefaults()
+	if errs := c.validate(); len(errs) != 1 {
+		t.Errorf("slow_call = interval: %v", errs)
+	}
+}
