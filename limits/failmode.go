@@ -74,13 +74,13 @@ func (l *Limiter) storeAnswered() {
 	}
 }
 
-// localShare charges a request that the store could not count to this
+// localShare charges n requests that the store could not count to this
 // replica's share of the key's allowance (see above): past it, the request
 // is refused, its StoreErr saying so.
-func (l *Limiter) localShare(ctx context.Context, d *Decision, w *windowKey, limit int64, ttl time.Duration) {
-	n := int64(max(l.fleet(), 1))
-	share := (limit + n - 1) / n
-	if res, _ := l.local.incr(ctx, w, share, ttl); res.Reached {
+func (l *Limiter) localShare(ctx context.Context, d *Decision, w *windowKey, n, limit int64, ttl time.Duration) {
+	replicas := int64(max(l.fleet(), 1))
+	share := (limit + replicas - 1) / replicas
+	if res, _ := l.local.incr(ctx, w, n, share, ttl); res.Reached {
 		d.Allowed = false
 		d.StoreErr = fmt.Errorf("%w (this replica's share, %d of %d, is spent)", d.StoreErr, share, limit)
 	}

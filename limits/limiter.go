@@ -184,7 +184,7 @@ func (l *Limiter) TakeNAt(ctx context.Context, now time.Time, b *Bucket, plan Pl
 			l.storeFailed(err)
 		}
 		if d.Allowed && l.local != nil {
-			l.localShare(ctx, &d, w, plan.Requests, ttl)
+			l.localShare(ctx, &d, w, max(n, 1), plan.Requests, ttl)
 		}
 		return d
 	}
