@@ -78,7 +78,7 @@ func requireToken(token string, next http.Handler) http.Handler {
 	want := []byte("Bearer " + token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
-			w.Header().Set("Www-Authenticate", `Bearer realm="tradergate-admin"`)
+			w.Header()["WWW-Authenticate"] = []string{`Bearer realm="tradergate-admin"`}
 			writeJSON(w, http.StatusUnauthorized, `{"status":"unauthorized"}`)
 			return
 		}

@@ -136,7 +136,7 @@ func (s *Server) writeEntry(x *exchange, e *cache.Entry, status cache.Status) {
 			return
 		}
 	}
-	x.setHeader("Etag", etag)
+	x.setHeader("ETag", etag)
 	if x.ifNoneMatch != "" && etagMatches(x.ifNoneMatch, e) {
 		x.status = http.StatusNotModified
 		return

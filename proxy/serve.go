@@ -99,7 +99,7 @@ func (e *edge) build() error {
 
 	fs := s.fastServer()
 	e.servers = []serving{{
-		serve:    func() error { return fs.Serve(e.ln) },
+		serve:    func() error { return fs.Serve(frontListener{e.ln}) },
 		shutdown: fs.ShutdownWithContext,
 		cut:      s.conns.closeAll,
 	}}
@@ -160,10 +160,10 @@ func (e *edge) buildTLS(fs *fasthttp.Server) error {
 		return fmt.Errorf("http2: %w", err)
 	}
 	fs.NextProto("h2", func(conn net.Conn) error {
-		h2.ServeConn(conn, &http2.ServeConnOpts{Context: e.base, BaseConfig: std, Handler: std.Handler})
+		h2.ServeConn(tlsConnOf(conn), &http2.ServeConnOpts{Context: e.base, BaseConfig: std, Handler: std.Handler})
 		return nil
 	})
-	tlsLn := tls.NewListener(plainHTTPListener{e.ln}, st.TLS)
+	tlsLn := frontListener{tls.NewListener(plainHTTPListener{e.ln}, st.TLS)}
 	e.servers[0].serve = func() error { return fs.Serve(tlsLn) }
 	// Shutting std down sends GOAWAY to the HTTP/2 connections, which
 	// then end once their streams are done.
