@@ -54,7 +54,7 @@ type exchange struct {
 	refused failure
 	// targetCut: the front saw only the start of the target (a request
 	// line longer than its buffer); target is that start.
-	targetCut bool
+	targetCut      bool
 	authorization  string // header values below: valid while serve runs
 	authorizations int    // how many Authorization fields the request carried
 	acceptEncoding string

@@ -199,7 +199,7 @@ func (s *Server) serve(x *exchange) {
 	s.begin(x)               // observe.go: request id, clock
 	defer s.finish(x)        // observe.go: metrics, access log; sees every answer
 	defer s.recoverPanics(x) // observe.go: a panic is a 500, not a dropped process
-	s.legacyAPI(x) // legacy.go: /open-api/v1 paths answer in variant B
+	s.legacyAPI(x)           // legacy.go: /open-api/v1 paths answer in variant B
 	if x.refused != 0 {
 		s.refuse(x) // front_fast.go: what the front could not read; charged to the address
 		return
