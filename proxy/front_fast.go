@@ -244,7 +244,9 @@ func (s *Server) errorFast(ctx *fasthttp.RequestCtx, err error) {
 	var small *fasthttp.ErrSmallBuffer
 	var ne net.Error
 	switch {
-	case errors.As(err, &small) && x.targetCut && len(x.target) > maxURLBytes:
+	case errors.As(err, &small) && x.targetCut && s.cfg.Server.MaxHeaderBytes-len(x.method)-1 > maxURLBytes:
+		// The request line alone filled the buffer: its target is over
+		// 8 KiB, which is 414 wherever it is seen (checkLength).
 		x.refused = failURITooLong
 	case errors.As(err, &small):
 		x.refused = failHeaderTooLarge
