@@ -124,8 +124,8 @@ func TestOpenAPIDocumentFollowsTheRules(t *testing.T) {
 	e := newEdge(t, withLimitedKey(1, time.Hour))
 	for _, tc := range []struct {
 		name, target, msg string
-		status           int
-		body             bool
+		status            int
+		body              bool
 	}{
 		{"URI over 8 KiB", "/v1/openapi.json?pad=" + strings.Repeat("a", 9000), "URI too long", 414, false},
 		{"semicolon", "/v1/openapi.json?a=1;b=2", "Invalid query string", 400, false},

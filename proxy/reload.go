@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"tradergate/cache"
+	"tradergate/limits"
 	"tradergate/proxy/upstream"
 )
 
@@ -30,6 +31,7 @@ func (s *Server) Reload(cfg *Config) error {
 	s.keys.Store(newKeySet(cfg.Keys, cfg.Plans, s.routes.Routes()))
 	s.migration.configure(cfg)
 	s.limiter.SetPlans(cfg.Plans)
+	s.authGuard.setPlan(cfg.Limits.AuthFailures)
 	running := s.live.Load()
 	if !reflect.DeepEqual(running.Upstream.Breaker, cfg.Upstream.Breaker) {
 		s.upstream.SetBreaker(cfg.Upstream.Breaker)
@@ -64,6 +66,7 @@ func fixedAtStart(c *Config) Config {
 	f := *c
 	f.Keys, f.Plans, f.Legacy = nil, nil, LegacyConfig{}
 	f.Upstream.Breaker = upstream.BreakerConfig{}
+	f.Limits.AuthFailures = limits.Plan{}
 	// Of the cache section only max_bytes is fixed (cache.SetConfig).
 	f.Cache = cache.Config{MaxBytes: c.Cache.MaxBytes}
 	// log.level is main's to apply; log.access is fixed.

@@ -92,6 +92,8 @@ type Server struct {
 	// migration.go); the OpenAPI document served at /v1/openapi.json.
 	migration *migration
 	openAPI   []byte
+	// authGuard locks out addresses that guess keys (authguard.go).
+	authGuard *authGuard
 
 	closeOnce sync.Once
 }
@@ -181,6 +183,9 @@ func (s *Server) build(cfg *Config, opt Options) error {
 	if s.metrics, err = newMetrics(s.registry, s); err != nil {
 		return err
 	}
+	if s.authGuard, err = newAuthGuard(s.registry, cfg.Limits.AuthFailures); err != nil {
+		return err
+	}
 	if s.migration, err = newMigration(s.registry, cfg, s.routes.Routes(), s.fleet, s.log); err != nil {
 		return err
 	}
@@ -206,7 +211,10 @@ func (s *Server) serve(x *exchange) {
 	}
 	openAPI := isOpenAPI(x) // openapi.go: the public document, charged to the address
 	if !openAPI {
-		s.authenticate(x) // auth.go: Bearer key -> principal
+		s.authenticate(x)    // auth.go: Bearer key -> principal
+		if !s.guardKeys(x) { // authguard.go: wrong keys counted per address; 429 once spent
+			return
+		}
 	}
 	if !s.rateLimit(x) { // ratelimit.go: per key, or per client IP; 429
 		return

@@ -446,12 +446,12 @@ func TestPrismFindsNoViolation(t *testing.T) {
 		{name: "502 credential", path: "/v1/trader/" + w + "/positions/open?limit=4", faults: fault("positions_open", 401), status: 502},
 		{name: "504", path: "/v1/tx/0x" + strings.Repeat("cd", 32), faults: slow, status: 504},
 		{name: "legacy 504", path: "/open-api/v1/tx/0x" + strings.Repeat("ce", 32), faults: slow, status: 504},
+		{name: "19-digit bound", path: "/v1/orderbook/events?tokenId=" + tok + "&from=1000000000000000000", status: 200},
+		{name: "openapi.json 414", path: "/v1/openapi.json?pad=" + strings.Repeat("a", 9000), key: "-", status: 414},
 		// After the legacy host's 429, the edge waits its Retry-After
 		// before asking it again: last.
 		{name: "503 legacy 429", path: "/v1/trader/" + w + "/deposits-withdrawals?limit=5", faults: fault("deposits_withdrawals", 429), status: 503},
 		{name: "legacy 503", path: "/open-api/v1/trader/" + w + "/deposits-withdrawals?limit=5", faults: fault("deposits_withdrawals", 429), status: 503},
-		{name: "19-digit bound", path: "/v1/orderbook/events?tokenId=" + tok + "&from=1000000000000000000", status: 200},
-		{name: "openapi.json 414", path: "/v1/openapi.json?pad=" + strings.Repeat("a", 9000), key: "-", status: 414},
 		// The tiny key's one request, then its 429s.
 		{name: "tiny key's allowance", path: "/v1/tx/" + tx, key: outsideKeyTiny, status: 200},
 		{name: "429", path: "/v1/tx/" + tx, key: outsideKeyTiny, status: 429},
