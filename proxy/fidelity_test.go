@@ -6,9 +6,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/net/http2"
 
 	"tradergate/proxy"
 )
@@ -212,5 +215,57 @@ func TestTLSServesALPNHTTP10(t *testing.T) {
 	defer resp.Body.Close()
 	if resp.StatusCode != 200 {
 		t.Fatalf("status %d", resp.StatusCode)
+	}
+}
+
+// Over HTTP/2 a header list past server.max_header_bytes is answered by
+// the edge on its own stream, a JSON 431 with the rate limit fields, and
+// the connection goes on serving: x/net's own limit, which would answer
+// an HTML 431 or end the connection, is set well above it.
+func TestHTTP2HeaderLimitAnswersOneStream(t *testing.T) {
+	te, first, _, _ := filesEdge(t, `http_listen: ""`)
+	te.waitHTTPS(t, httpsClient(t, first.Pool(), edgeName))
+	tr := &http2.Transport{TLSClientConfig: &tls.Config{RootCAs: first.Pool(), ServerName: edgeName, NextProtos: []string{"h2"}}}
+	t.Cleanup(tr.CloseIdleConnections)
+	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	var conns int
+	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
+		if !info.Reused {
+			conns++
+		}
+	}}
+	get := func(pad int) (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(t.Context(), trace), http.MethodGet, te.url("/v1/tx/"+te.sim.TradeTxs()[0]), nil)
+		req.Header.Set("Authorization", "Bearer "+keyAll)
+		if pad > 0 {
+			req.Header.Set("X-Pad", strings.Repeat("a", pad))
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	if resp, body := get(0); resp.StatusCode != 200 || resp.ProtoMajor != 2 {
+		t.Fatalf("first request: %s %d %.200s", resp.Proto, resp.StatusCode, body)
+	}
+	resp, body := get(20 << 10)
+	if resp.StatusCode != 431 || resp.Header.Get("Content-Type") != "application/json" ||
+		!strings.Contains(body, `"message":"Request header fields too large"`) {
+		t.Fatalf("a header list over the limit: %d %q %.200s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	for _, name := range []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "RateLimit-Policy", "X-Request-Id"} {
+		if resp.Header.Get(name) == "" {
+			t.Errorf("the 431 carries no %s", name)
+		}
+	}
+	if resp, body := get(0); resp.StatusCode != 200 {
+		t.Fatalf("the request after the 431: %d %.200s", resp.StatusCode, body)
+	}
+	if conns != 1 {
+		t.Errorf("%d connections, want 1: the 431 ended the connection", conns)
 	}
 }

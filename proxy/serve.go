@@ -159,8 +159,22 @@ func (e *edge) buildTLS(fs *fasthttp.Server) error {
 	if err := http2.ConfigureServer(std, h2); err != nil {
 		return fmt.Errorf("http2: %w", err)
 	}
+	// The HTTP/2 server's own header limit is set well above
+	// server.max_header_bytes, so that a header list past the edge's
+	// limit reaches the edge, which answers that one stream with its
+	// JSON 431 (front_std.go): at its own limit x/net answers an HTML
+	// 431, and past twice that it ends the whole connection
+	// (docs/CONFIGURATION.md "HTTP/2").
+	h2base := &http.Server{
+		ReadHeaderTimeout: c.ReadHeaderTimeout,
+		ReadTimeout:       c.ReadTimeout,
+		WriteTimeout:      c.WriteTimeout,
+		IdleTimeout:       c.IdleTimeout,
+		MaxHeaderBytes:    h2HeaderRoom * c.MaxHeaderBytes,
+		ErrorLog:          std.ErrorLog,
+	}
 	fs.NextProto("h2", func(conn net.Conn) error {
-		h2.ServeConn(tlsConnOf(conn), &http2.ServeConnOpts{Context: e.base, BaseConfig: std, Handler: std.Handler})
+		h2.ServeConn(tlsConnOf(conn), &http2.ServeConnOpts{Context: e.base, BaseConfig: h2base, Handler: std.Handler})
 		return nil
 	})
 	tlsLn := frontListener{tls.NewListener(plainHTTPListener{e.ln}, st.TLS)}
@@ -178,6 +192,11 @@ func (e *edge) buildTLS(fs *fasthttp.Server) error {
 	e.ready = st.Ready
 	return nil
 }
+
+// h2HeaderRoom is how many times server.max_header_bytes the HTTP/2
+// server takes (and advertises, SETTINGS_MAX_HEADER_LIST_SIZE) before
+// refusing a header list itself.
+const h2HeaderRoom = 4
 
 // run starts the servers and waits until ctx ends or one of them stops by
 // itself. Mode acme obtains its certificates once the listeners answer the
