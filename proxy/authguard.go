@@ -131,6 +131,7 @@ func (s *Server) guardKeys(x *exchange) bool {
 	}
 	g.set(ip, d.Reset, x.now)
 	g.lockouts.Inc()
+	s.metrics.refused.WithLabelValues(d.Policy).Inc()
 	x.principal = nil // a key is not accepted from a locked-out address
 	x.setRateLimit(d)
 	if d.StoreErr != nil {
