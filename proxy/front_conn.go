@@ -46,6 +46,15 @@ func (s *lfScan) check(b []byte) bool {
 	return false
 }
 
+// read is a connection's Read of got, with err: errBareLF once got holds
+// a bare LF.
+func (s *lfScan) read(got []byte, err error) (int, error) {
+	if s.check(got) {
+		return len(got), errBareLF
+	}
+	return len(got), err
+}
+
 // frontConn is a plain TCP connection of the front. It embeds the
 // *net.TCPConn, so that sendfile (sendfile.go) still reaches the socket.
 type frontConn struct {
@@ -55,10 +64,7 @@ type frontConn struct {
 
 func (c *frontConn) Read(p []byte) (int, error) {
 	n, err := c.TCPConn.Read(p)
-	if c.scan.check(p[:n]) {
-		return n, errBareLF
-	}
-	return n, err
+	return c.scan.read(p[:n], err)
 }
 
 // frontTLSConn is a TLS connection of the front: fasthttp reads it as TLS
@@ -70,10 +76,7 @@ type frontTLSConn struct {
 
 func (c *frontTLSConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
-	if c.scan.check(p[:n]) {
-		return n, errBareLF
-	}
-	return n, err
+	return c.scan.read(p[:n], err)
 }
 
 // frontListener gives the front its connections.
