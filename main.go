@@ -3,7 +3,8 @@
 //
 //	tradergate -config config.yaml   run the edge
 //	tradergate -demo                 run it against an in-process simulated legacy host
-//	tradergate hash-key              read a key on stdin, print its SHA-256 for keys[].sha256
+//	tradergate new-key               print a new random key and its SHA-256 for keys[].sha256
+//	tradergate hash-key [-weak]      read a key on stdin, print its SHA-256 for keys[].sha256
 //	tradergate check -config FILE    load FILE as start-up and SIGHUP do; exit 1 on problems
 //
 // This file only wires: flags, configuration, the parts, serving, signals.
@@ -15,12 +16,14 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	_ "embed"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -57,7 +60,10 @@ func main() {
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) error {
 	if len(args) > 0 && args[0] == "hash-key" {
-		return hashKey(stdin, stdout)
+		return hashKey(args[1:], stdin, stdout)
+	}
+	if len(args) > 0 && args[0] == "new-key" {
+		return newKey(args[1:], stdout)
 	}
 	if len(args) > 0 && args[0] == "check" {
 		return check(args[1:], stdout, stderr, getenv)
@@ -68,7 +74,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprint(stderr, `Usage:
   tradergate [flags]             run the edge (-config FILE, or the embedded config.yaml)
   tradergate -demo [flags]       run it against an in-process simulated legacy host
-  tradergate hash-key            read a key on stdin, print its SHA-256 for keys[].sha256
+  tradergate new-key             print a new random key and its SHA-256 for keys[].sha256
+  tradergate hash-key [-weak]    read a key on stdin, print its SHA-256 for keys[].sha256
   tradergate check -config FILE  check FILE as start-up and reload do (exit 1: problems)
 
 Flags:
@@ -84,7 +91,7 @@ Flags:
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q (commands: hash-key, check)", fs.Arg(0))
+		return fmt.Errorf("unexpected argument %q (commands: new-key, hash-key, check)", fs.Arg(0))
 	}
 	m.LogOutput = stderr
 	return m.Run(ctx)
@@ -92,7 +99,15 @@ Flags:
 
 // hashKey prints the SHA-256 of the key read on stdin. The key is never
 // echoed; one trailing newline (from echo or a terminal) is not part of it.
-func hashKey(stdin io.Reader, stdout io.Writer) error {
+// A key of less than minKeyBits (keyBits) is refused unless -weak is
+// given: a key anyone can guess protects nothing.
+func hashKey(args []string, stdin io.Reader, stdout io.Writer) error {
+	fs := flag.NewFlagSet("tradergate hash-key", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	weak := fs.Bool("weak", false, "hash a key of less than 128 bits all the same")
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+		return usageError{errors.New("hash-key: the only flag is -weak; the key goes on stdin")}
+	}
 	key, err := io.ReadAll(io.LimitReader(stdin, 4096))
 	if err != nil {
 		return fmt.Errorf("read key: %w", err)
@@ -101,7 +116,63 @@ func hashKey(stdin io.Reader, stdout io.Writer) error {
 	if k == "" || strings.TrimSpace(k) != k {
 		return errors.New("hash-key: give the key on stdin, without surrounding spaces")
 	}
+	if bits := keyBits(k); bits < minKeyBits && !*weak {
+		return fmt.Errorf("hash-key: the key has about %.0f bits of entropy, under %d: make one with `tradergate new-key`, or give -weak to hash it anyway", bits, minKeyBits)
+	}
 	_, err = fmt.Fprintln(stdout, proxy.HashKey(k))
+	return err
+}
+
+// minKeyBits is the least entropy hash-key accepts without -weak.
+const minKeyBits = 128
+
+// keyBits estimates a key's entropy as its length times log2 of the
+// alphabet its character classes span (lower case 26, upper case 26,
+// digits 10, other printable ASCII 33, anything else 128): the entropy the
+// key would have were every character drawn at random from that alphabet.
+// It is an upper bound: it cannot see that a key is a word or a pattern,
+// only that it is too short or too plain to be random enough.
+func keyBits(k string) float64 {
+	var lower, upper, digit, other, high bool
+	for i := 0; i < len(k); i++ {
+		switch c := k[i]; {
+		case 'a' <= c && c <= 'z':
+			lower = true
+		case 'A' <= c && c <= 'Z':
+			upper = true
+		case '0' <= c && c <= '9':
+			digit = true
+		case c >= 0x20 && c < 0x7f:
+			other = true
+		default:
+			high = true
+		}
+	}
+	alphabet := 0
+	for _, class := range []struct {
+		used bool
+		size int
+	}{{lower, 26}, {upper, 26}, {digit, 10}, {other, 33}, {high, 128}} {
+		if class.used {
+			alphabet += class.size
+		}
+	}
+	return float64(len(k)) * math.Log2(float64(alphabet))
+}
+
+// newKey prints a new API key, 256 random bits in base64url after the
+// prefix "tg_", and its SHA-256 as keys[].sha256 wants it. The key is
+// shown once: only its hash goes into the configuration.
+func newKey(args []string, stdout io.Writer) error {
+	if len(args) > 0 {
+		return usageError{errors.New("new-key: takes no arguments")}
+	}
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return fmt.Errorf("new-key: %w", err)
+	}
+	key := "tg_" + base64.RawURLEncoding.EncodeToString(b[:])
+	_, err := fmt.Fprintf(stdout, "key: %s\nsha256: %q\n", key, proxy.HashKey(key))
 	return err
 }
 
@@ -449,6 +520,11 @@ func (d *demoHost) printCurls(w io.Writer, addr string) {
 	}
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "\ntradergate demo: edge on %s, simulated legacy host in-process.\n", base)
+	// go run starts the edge as a child: a signal to go run's own process
+	// would end the wrapper and leave the edge running, so the command
+	// names the edge's.
+	pid := os.Getpid()
+	fmt.Fprintf(bw, "Edge process id %d; reload its configuration with: kill -HUP %d\n", pid, pid)
 	fmt.Fprintf(bw, "Demo API key (valid for this run only): %s\n\nTry:\n", d.clientKey)
 	for _, p := range paths {
 		fmt.Fprintf(bw, "  curl -s -H 'Authorization: Bearer %s' '%s%s'\n", d.clientKey, base, p)

@@ -28,7 +28,8 @@ import (
 
 func TestHashKey(t *testing.T) {
 	var out bytes.Buffer
-	if err := run(context.Background(), []string{"hash-key"}, strings.NewReader("s3cret\n"), &out, io.Discard, os.Getenv); err != nil {
+	// A short key needs -weak (TestHashKeyRefusesWeakKeys).
+	if err := run(context.Background(), []string{"hash-key", "-weak"}, strings.NewReader("s3cret\n"), &out, io.Discard, os.Getenv); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := strings.TrimSpace(out.String()), proxy.HashKey("s3cret"); got != want || len(got) != 64 {
@@ -37,6 +38,51 @@ func TestHashKey(t *testing.T) {
 	for _, in := range []string{"", "\n", " padded "} {
 		if err := run(context.Background(), []string{"hash-key"}, strings.NewReader(in), io.Discard, io.Discard, os.Getenv); err == nil {
 			t.Errorf("hash-key accepted %q", in)
+		}
+	}
+}
+
+// hash-key refuses a key under 128 bits of estimated entropy unless told
+// -weak, and takes what new-key prints.
+func TestHashKeyRefusesWeakKeys(t *testing.T) {
+	for _, weak := range []string{"s3cret", strings.Repeat("a", 27), "0123456789abcdef"} {
+		err := run(context.Background(), []string{"hash-key"}, strings.NewReader(weak), io.Discard, io.Discard, os.Getenv)
+		if err == nil || !strings.Contains(err.Error(), "-weak") {
+			t.Errorf("hash-key took %q: %v", weak, err)
+		}
+	}
+	// 22 random base64url characters: 131 bits by the estimate.
+	for _, strong := range []string{"Zq3_k9Lm2Xv8Tn4Rw7Yb1c", "9f86d081884c7d659a2feaa0c55ad015"} {
+		if err := run(context.Background(), []string{"hash-key"}, strings.NewReader(strong), io.Discard, io.Discard, os.Getenv); err != nil {
+			t.Errorf("hash-key refused %q: %v", strong, err)
+		}
+	}
+}
+
+// new-key prints a random key with the tg_ prefix and its SHA-256 in the
+// form keys[].sha256 takes; hash-key agrees, and no two keys are alike.
+func TestNewKey(t *testing.T) {
+	line := regexp.MustCompile(`^key: (tg_[A-Za-z0-9_-]{43})\nsha256: "([0-9a-f]{64})"\n$`)
+	seen := map[string]bool{}
+	for range 3 {
+		var out bytes.Buffer
+		if err := run(context.Background(), []string{"new-key"}, nil, &out, io.Discard, os.Getenv); err != nil {
+			t.Fatal(err)
+		}
+		m := line.FindStringSubmatch(out.String())
+		if m == nil {
+			t.Fatalf("new-key printed %q", out.String())
+		}
+		if seen[m[1]] {
+			t.Fatalf("new-key printed %s twice", m[1])
+		}
+		seen[m[1]] = true
+		var hashed bytes.Buffer
+		if err := run(context.Background(), []string{"hash-key"}, strings.NewReader(m[1]+"\n"), &hashed, io.Discard, os.Getenv); err != nil {
+			t.Fatalf("hash-key refused new-key's key: %v", err)
+		}
+		if got := strings.TrimSpace(hashed.String()); got != m[2] || got != proxy.HashKey(m[1]) {
+			t.Errorf("hash %s, hash-key %s", m[2], got)
 		}
 	}
 }
@@ -73,6 +119,11 @@ func TestDemoCurlLines(t *testing.T) {
 		if string(env.Data) == "null" || strings.Contains(string(env.Data), `"items":[]`) {
 			t.Errorf("%s: the demo line shows no data: %.200s", l[2], body)
 		}
+	}
+	// The reload command names this process, the one serving (not a
+	// wrapper such as go run's).
+	if want := fmt.Sprintf("kill -HUP %d", os.Getpid()); !strings.Contains(stdout.String(), want) {
+		t.Errorf("the demo banner does not say %q:\n%s", want, stdout.String())
 	}
 	stop() // the shutdown's lines too must not hold the key
 	if key := lines[0][1]; strings.Contains(logs.String(), key) {

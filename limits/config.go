@@ -26,6 +26,15 @@ const (
 // guessing, so it is small.
 var defaultAnonymous = Plan{Requests: 30, Window: time.Minute}
 
+// defaultAuthFailures is the per-client-IP allowance of failed
+// authentications: enough for a client with a mistyped key to notice, far
+// too few to guess one.
+var defaultAuthFailures = Plan{Requests: 20, Window: time.Minute}
+
+// AuthFailuresPolicy is the policy name of the per-IP bucket of failed
+// authentications (RateLimit-Policy of a lockout's 429).
+const AuthFailuresPolicy = "auth_failures"
+
 // Config is the `limits:` section of config.yaml. Zero values mean the
 // defaults named in the field comments; ApplyDefaults fills them in.
 //
@@ -45,6 +54,11 @@ type Config struct {
 	// (failmode.go). Zero: the number of replicas that last counted
 	// themselves in Redis, 1 until then. Without Redis it is not used.
 	FleetSize int `yaml:"fleet_size"`
+	// AuthFailures is the allowance per client IP of requests whose key is
+	// wrong. Once it is spent the address is locked out until the window
+	// ends: every request from it that offers a key, the right one
+	// included, is 429. Zero: 20 per 1m. Reloaded on SIGHUP.
+	AuthFailures Plan `yaml:"auth_failures"`
 	// TrustedProxies lists the IPs or CIDRs whose X-Forwarded-For is
 	// believed (see ClientIPFrom). Zero: none; the peer address is the client.
 	TrustedProxies []string `yaml:"trusted_proxies"`
@@ -65,6 +79,9 @@ func (c *Config) ApplyDefaults() {
 	}
 	if c.Anonymous == (Plan{}) {
 		c.Anonymous = defaultAnonymous
+	}
+	if c.AuthFailures == (Plan{}) {
+		c.AuthFailures = defaultAuthFailures
 	}
 }
 
@@ -95,6 +112,11 @@ func (c Config) Validate() error {
 	}
 	if c.FleetSize < 0 {
 		return fmt.Errorf("limits.fleet_size: must not be negative (0: as counted in Redis), got %d", c.FleetSize)
+	}
+	if c.AuthFailures != (Plan{}) {
+		if err := c.AuthFailures.Validate(); err != nil {
+			return fmt.Errorf("limits.auth_failures.%w", err)
+		}
 	}
 	for i, s := range c.TrustedProxies {
 		if _, err := parseTrusted(s); err != nil {

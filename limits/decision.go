@@ -58,8 +58,10 @@ type Decision struct {
 // would mislead a client pacing itself by it. A deny refusal carries
 // Retry-After: 1.
 //
-// Names are handed over in Go's canonical form (X-Ratelimit-Limit); field
-// names are case-insensitive (RFC 9110 section 5.1).
+// Names are handed over as docs/openapi.json spells them
+// (X-RateLimit-Limit, RateLimit-Policy): field names are case-insensitive
+// (RFC 9110 section 5.1), but a client's own code may not be, and the
+// fronts send names as they are given.
 //
 // It runs on every response, so it does as little as it can there: of the
 // fields' values, only the remaining count changes with each request, and
@@ -71,10 +73,10 @@ type Decision struct {
 func (d Decision) AppendHeaders(buf *[]byte, now time.Time, field func(name, value string)) {
 	toReset := CeilSeconds(d.Reset.Sub(now))
 	f := d.fixed(toReset)
-	field("X-Ratelimit-Limit", f.limit)
-	field("Ratelimit-Policy", f.policy)
+	field("X-RateLimit-Limit", f.limit)
+	field("RateLimit-Policy", f.policy)
 	if f.reset != "" {
-		field("X-Ratelimit-Reset", f.reset)
+		field("X-RateLimit-Reset", f.reset)
 	}
 	if d.StoreErr == nil {
 		b := *buf
@@ -85,11 +87,11 @@ func (d Decision) AppendHeaders(buf *[]byte, now time.Time, field func(name, val
 		b = append(b, b[start:mid]...)
 		b = append(b, f.rateLimitTail...)
 		*buf = b
-		field("X-Ratelimit-Remaining", unsafe.String(&b[start], mid-start))
-		field("Ratelimit", unsafe.String(&b[mid], len(b)-mid))
+		field("X-RateLimit-Remaining", unsafe.String(&b[start], mid-start))
+		field("RateLimit", unsafe.String(&b[mid], len(b)-mid))
 	} else {
-		field("X-Ratelimit-Remaining", "")
-		field("Ratelimit", "")
+		field("X-RateLimit-Remaining", "")
+		field("RateLimit", "")
 	}
 	switch {
 	case d.Allowed:

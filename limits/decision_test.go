@@ -112,7 +112,7 @@ func TestSetHeadersReplacesStaleValues(t *testing.T) {
 	got := map[string]string{}
 	var buf []byte
 	d.AppendHeaders(&buf, now, func(name, value string) { got[name] = value })
-	for _, name := range []string{"X-Ratelimit-Remaining", "Ratelimit"} {
+	for _, name := range []string{"X-RateLimit-Remaining", "RateLimit"} {
 		if v, ok := got[name]; !ok || v != "" {
 			t.Fatalf("%s handed over as %q (present %v), want \"\" so that a stale value is cleared", name, v, ok)
 		}
@@ -164,9 +164,9 @@ func TestKeptWindowFieldsFollowClockAndPlan(t *testing.T) {
 			t.Fatalf("step %d: kept window's fields\n%v\nwant\n%v", i, got, want)
 		}
 		toReset := strconv.FormatInt(CeilSeconds(d.Reset.Sub(now)), 10)
-		if got["X-Ratelimit-Limit"] != strconv.FormatInt(st.plan.Requests, 10) ||
-			!strings.HasPrefix(got["Ratelimit"], `"`+st.policy+`";r=`) ||
-			!strings.HasSuffix(got["Ratelimit"], ";t="+toReset) ||
+		if got["X-RateLimit-Limit"] != strconv.FormatInt(st.plan.Requests, 10) ||
+			!strings.HasPrefix(got["RateLimit"], `"`+st.policy+`";r=`) ||
+			!strings.HasSuffix(got["RateLimit"], ";t="+toReset) ||
 			(!d.Allowed && got["Retry-After"] != toReset) {
 			t.Fatalf("step %d: %v (allowed %v, %s s to reset)", i, got, d.Allowed, toReset)
 		}

@@ -77,10 +77,10 @@ func setHeaders(d Decision, h http.Header, now time.Time) {
 	var buf []byte
 	d.AppendHeaders(&buf, now, func(name, value string) {
 		if value == "" {
-			delete(h, name)
+			h.Del(name)
 			return
 		}
-		h[name] = []string{value}
+		h.Set(name, value)
 	})
 }
 

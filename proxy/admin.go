@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"cmp"
-	"crypto/subtle"
 	"errors"
 	"io"
 	"net"
@@ -33,9 +32,14 @@ type AdminConfig struct {
 	Pprof bool `yaml:"pprof"`
 	// TokenEnv names the environment variable holding a bearer token that
 	// every admin path but /healthz and /readyz then requires
-	// (`Authorization: Bearer <token>`); zero: no token. Set it whenever
-	// listen is not loopback.
+	// (`Authorization: Bearer <token>`, or the cookie of the login form,
+	// adminlogin.go); zero: no token. Required when listen is not
+	// loopback, unless InsecureOpen.
 	TokenEnv string `yaml:"token_env"`
+	// InsecureOpen serves a listener that is not loopback without a
+	// token; zero: such a configuration is refused. For a listener that
+	// something else guards (a private network, a proxy that checks).
+	InsecureOpen bool `yaml:"insecure_open"`
 
 	// token is the resolved value of TokenEnv; never printed.
 	token string
@@ -57,6 +61,10 @@ func (c *AdminConfig) validate(getenv func(string) string) error {
 		if c.token = getenv(c.TokenEnv); len(c.token) < 16 {
 			errs = append(errs, errors.New("admin.token_env: environment variable "+c.TokenEnv+" must hold a token of at least 16 characters"))
 		}
+	} else if len(errs) == 0 && !c.InsecureOpen && !c.loopback() {
+		// Metrics, the status page and the profiler tell an outsider a
+		// great deal: reaching them from elsewhere is opted into.
+		errs = append(errs, errors.New(`admin.listen: "`+c.Listen+`" is reachable beyond this machine: set admin.token_env, or admin.insecure_open: true to serve it without a token`))
 	}
 	return errors.Join(errs...)
 }
@@ -70,20 +78,6 @@ func (c *AdminConfig) loopback() bool {
 	}
 	ip, err := netip.ParseAddr(host)
 	return err == nil && ip.IsLoopback()
-}
-
-// requireToken refuses, with 401, a request to next without the admin
-// token. The comparison takes the same time whatever the token sent.
-func requireToken(token string, next http.Handler) http.Handler {
-	want := []byte("Bearer " + token)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
-			w.Header().Set("Www-Authenticate", `Bearer realm="tradergate-admin"`)
-			writeJSON(w, http.StatusUnauthorized, `{"status":"unauthorized"}`)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
 }
 
 // writeJSON sends a small JSON body of the admin listener.
@@ -132,7 +126,10 @@ func (s *Server) adminHandler() http.Handler {
 	guarded.Handle("GET /status.json", page)
 	var rest http.Handler = guarded
 	if t := s.cfg.Admin.token; t != "" {
-		rest = requireToken(t, guarded)
+		auth := newAdminAuth(t)
+		rest = auth.require(guarded)
+		mux.HandleFunc("GET /login", auth.showLogin)
+		mux.HandleFunc("POST /login", auth.login)
 	}
 	mux.Handle("/", rest)
 	return mux
@@ -150,7 +147,7 @@ func (s *Server) adminServer() (*http.Server, net.Listener, error) {
 	}
 	s.adminAddr.Store(ln.Addr().String())
 	if !s.cfg.Admin.loopback() && s.cfg.Admin.token == "" {
-		s.log.Warn("admin listener is reachable beyond this machine without a token: set admin.token_env", "addr", ln.Addr().String())
+		s.log.Warn("admin listener is reachable beyond this machine without a token (admin.insecure_open)", "addr", ln.Addr().String())
 	}
 	return &http.Server{
 		Handler:           s.adminHandler(),

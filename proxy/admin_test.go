@@ -1,7 +1,11 @@
 package proxy_test
 
 import (
+	"io"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"strings"
 	"testing"
 
 	"tradergate/internal/testkit"
@@ -65,5 +69,117 @@ func TestAdminTokenMustBeSet(t *testing.T) {
 	})
 	if err == nil || err.Error() != "admin.token_env: environment variable UNSET_ADMIN_TOKEN must hold a token of at least 16 characters" {
 		t.Errorf("Validate: %v", err)
+	}
+}
+
+// An admin listener beyond loopback needs a token, or an explicit
+// admin.insecure_open: a configuration without either is refused, naming
+// the field.
+func TestAdminOpenListenerNeedsToken(t *testing.T) {
+	getenv := func(k string) string {
+		if k == "TRADERGATE_UPSTREAM_KEY" {
+			return "k"
+		}
+		return ""
+	}
+	for _, tc := range []struct {
+		listen string
+		open   bool
+		ok     bool
+	}{
+		{"0.0.0.0:9090", false, false},
+		{"192.0.2.1:9090", false, false},
+		{":9090", false, false},
+		{"0.0.0.0:9090", true, true},
+		{"127.0.0.1:9090", false, true},
+		{"[::1]:9090", false, true},
+		{"localhost:9090", false, true},
+	} {
+		cfg, err := proxy.ParseConfig([]byte(testConfig("http://127.0.0.1:1/open-api")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Admin.Listen, cfg.Admin.InsecureOpen = tc.listen, tc.open
+		err = cfg.Validate(getenv)
+		if tc.ok != (err == nil) || (err != nil && !strings.Contains(err.Error(), "admin.listen: \""+tc.listen+"\" is reachable beyond this machine: set admin.token_env, or admin.insecure_open: true")) {
+			t.Errorf("listen %s, insecure_open %v: %v", tc.listen, tc.open, err)
+		}
+	}
+}
+
+// The token is taken with the scheme in any case, as the API takes keys;
+// and a browser logs in with a form: the cookie it gets holds no token,
+// is HttpOnly and SameSite=Strict, and opens the pages on GET only.
+func TestAdminLogin(t *testing.T) {
+	const token = "admin-token-0123456789"
+	e := newEdge(t, withConfig(func(c *proxy.Config) {
+		c.Admin.Listen = "127.0.0.1:0"
+		c.Admin.TokenEnv = "TEST_ADMIN_TOKEN"
+	}), withEnv("TEST_ADMIN_TOKEN", token))
+	testkit.Eventually(t, "the admin listener", func() bool { return e.srv.AdminAddr() != "" })
+	base := "http://" + e.srv.AdminAddr()
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar, CheckRedirect: noRedirects}
+	do := func(method, path, auth, accept string, body url.Values) (*http.Response, string) {
+		t.Helper()
+		var rd io.Reader
+		if body != nil {
+			rd = strings.NewReader(body.Encode())
+		}
+		req, _ := http.NewRequest(method, base+path, rd)
+		if body != nil {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		if accept != "" {
+			req.Header.Set("Accept", accept)
+		}
+		resp, err := browser.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	for _, scheme := range []string{"bearer", "BEARER", "Bearer"} {
+		if resp, _ := do("GET", "/status.json", scheme+" "+token, "", nil); resp.StatusCode != 200 {
+			t.Errorf("%s <token>: %d, want 200", scheme, resp.StatusCode)
+		}
+	}
+	// A browser without the cookie is sent to the form.
+	resp, _ := do("GET", "/status", "", "text/html,application/xhtml+xml", nil)
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/login" {
+		t.Fatalf("a browser without a login: %d to %q, want 303 to /login", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	resp, page := do("GET", "/login", "", "text/html", nil)
+	if resp.StatusCode != 200 || !strings.Contains(page, `<form method="post" action="/login">`) || !strings.Contains(page, `name="token"`) {
+		t.Fatalf("GET /login: %d %.300s", resp.StatusCode, page)
+	}
+	if resp, _ := do("POST", "/login", "", "text/html", url.Values{"token": {token + "x"}}); resp.StatusCode != 401 || len(resp.Cookies()) != 0 {
+		t.Fatalf("a wrong token: %d, cookies %v", resp.StatusCode, resp.Cookies())
+	}
+	resp, _ = do("POST", "/login", "", "text/html", url.Values{"token": {token}})
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/status" || len(resp.Cookies()) != 1 {
+		t.Fatalf("the right token: %d to %q, cookies %v", resp.StatusCode, resp.Header.Get("Location"), resp.Cookies())
+	}
+	c := resp.Cookies()[0]
+	if !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Secure || strings.Contains(c.Value, token) || c.Value == "" {
+		t.Errorf("cookie %+v: want HttpOnly, SameSite=Strict, not Secure over plain HTTP, and no token in it", c)
+	}
+	if resp, body := do("GET", "/status", "", "text/html", nil); resp.StatusCode != 200 || !strings.Contains(body, "<html") {
+		t.Errorf("the status page with the cookie: %d %.200s", resp.StatusCode, body)
+	}
+	if resp, _ := do("GET", "/metrics", "", "", nil); resp.StatusCode != 200 {
+		t.Errorf("GET /metrics with the cookie: %d", resp.StatusCode)
+	}
+	// Not on another method, nor with a wrong token beside it.
+	if resp, _ := do("POST", "/status", "", "", url.Values{}); resp.StatusCode != 401 {
+		t.Errorf("POST with the cookie: %d, want 401", resp.StatusCode)
+	}
+	if resp, _ := do("GET", "/status", "Bearer wrong-token-0123456789", "", nil); resp.StatusCode != 401 {
+		t.Errorf("a wrong token beside the cookie: %d, want 401", resp.StatusCode)
 	}
 }

@@ -122,7 +122,7 @@ func (s *Server) requireKey(x *exchange) bool {
 	}
 	if x.principal == nil {
 		// RFC 6750 section 3: a 401 names the scheme it wants.
-		x.setHeader("Www-Authenticate", `Bearer realm="tradergate"`)
+		x.setHeader("WWW-Authenticate", `Bearer realm="tradergate"`)
 		x.fail(fail(failUnauthorized))
 		return false
 	}

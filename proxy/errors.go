@@ -51,6 +51,7 @@ const (
 	failTooManyEvents
 	failAmbiguousAuth
 	failLegacyRetired
+	failHTTPVersion
 	numFailures
 )
 
@@ -94,6 +95,7 @@ var errorTable = [numFailures]row{
 	failHeaderTooLarge:      {431, "Request header fields too large", "", "request line and headers over server.max_header_bytes", "`Connection: close`"},
 	failRequestTimeout:      {408, "Request timeout", "", "the request did not arrive within server.read_header_timeout", "`Connection: close`"},
 	failMalformed:           {400, "Malformed request", "", "the request is not HTTP/1.1 as the edge reads it", "`Connection: close`"},
+	failHTTPVersion:         {505, "HTTP version not supported", "", "a request line naming a version other than HTTP/1.0 or HTTP/1.1", "`Connection: close`"},
 	failNoSnapshot:          {404, "No order book snapshot at or before the requested time", "", "orderbook_book: no `book` event at or before `at`", ""},
 	failTooManyEvents:       {422, "", "says how many, and to pick an `at` nearer a snapshot", "orderbook_book: more than orderbook.max_events price changes between the snapshot and `at`", ""},
 	failAmbiguousAuth:       {400, "Only one Authorization header is allowed", "", "the request carries the Authorization field more than once", ""},

@@ -46,7 +46,15 @@ type exchange struct {
 	target         string // path and query as sent: the exchange's own copy
 	path, rawQuery string // slices of target
 	hasBody        bool   // a Content-Length above 0, or a chunked body
-	malformed      bool   // framing a proxy in front could read otherwise
+	// refused is what the front refused before the request could be
+	// read as the edge reads one (framing a proxy in front could read
+	// otherwise, an HTTP version other than 1.x, a header block over
+	// server.max_header_bytes, a request not in time); zero: none. Such a
+	// request is answered with that failure and its connection closed.
+	refused failure
+	// targetCut: the front saw only the start of the target (a request
+	// line longer than its buffer); target is that start.
+	targetCut      bool
 	authorization  string // header values below: valid while serve runs
 	authorizations int    // how many Authorization fields the request carried
 	acceptEncoding string

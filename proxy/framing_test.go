@@ -1,12 +1,15 @@
 package proxy_test
 
 import (
+	"encoding/json"
 	"io"
 	"net"
 	"net/textproto"
 	"strings"
 	"testing"
 	"time"
+
+	"tradergate/docs"
 )
 
 // What the HTTP parser refuses is answered in the JSON envelope and ends
@@ -80,12 +83,14 @@ func TestRawPathRouting(t *testing.T) {
 }
 
 // The HTTP/1.1 front writes header names as the edge spelled them,
-// without fasthttp's rewriting of their case: every name the edge sends
-// must therefore already be in canonical form, the form net/http's
+// without fasthttp's rewriting of their case: a name docs/openapi.json
+// names goes out as the document spells it (X-RateLimit-Limit, ETag,
+// WWW-Authenticate), every other in canonical form, the form net/http's
 // textproto gives. The answers below carry every field the edge writes:
 // a gzip hit (cache and encoding fields), a 401, a 405, a 429 and a
 // legacy path (deprecation fields).
 func TestHeaderNamesCanonical(t *testing.T) {
+	contract := contractHeaderNames(t)
 	e := newEdge(t, withLegacy(), withLimitedKey(1, time.Hour))
 	tx := "/v1/tx/" + e.sim.TradeTxs()[0]
 	activity := "/v1/trader/" + e.sim.Wallets()[0] + "/activity"
@@ -117,9 +122,52 @@ func TestHeaderNamesCanonical(t *testing.T) {
 		}
 		for _, l := range lines[1:] {
 			name, _, _ := strings.Cut(l, ":")
-			if want := textproto.CanonicalMIMEHeaderKey(name); name != want {
+			want, ok := contract[strings.ToLower(name)]
+			if !ok {
+				want = textproto.CanonicalMIMEHeaderKey(name)
+			}
+			if name != want {
 				t.Errorf("%s: header %q, want %q", tc.name, name, want)
 			}
 		}
 	}
+}
+
+// contractHeaderNames is every response header name docs/openapi.json
+// gives, by its lower case.
+func contractHeaderNames(t *testing.T) map[string]string {
+	t.Helper()
+	var doc any
+	if err := json.Unmarshal(docs.OpenAPI(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]string{}
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if h, ok := v["headers"].(map[string]any); ok {
+				for name, spec := range h {
+					// A component's key may name a variant
+					// (Retry-After-Optional); the field's name is the key
+					// of a response's headers, which refer to it.
+					if _, ref := spec.(map[string]any)["$ref"]; ref || !strings.Contains(name, "-Optional") && !strings.HasSuffix(name, "-Legacy") && !strings.HasSuffix(name, "-No-Store") {
+						names[strings.ToLower(name)] = name
+					}
+				}
+			}
+			for _, c := range v {
+				walk(c)
+			}
+		case []any:
+			for _, c := range v {
+				walk(c)
+			}
+		}
+	}
+	walk(doc)
+	if names["x-ratelimit-limit"] != "X-RateLimit-Limit" {
+		t.Fatalf("docs/openapi.json names no X-RateLimit-Limit: %v", names)
+	}
+	return names
 }

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"strconv"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -51,9 +53,29 @@ func (s *Server) readFast(x *exchange, ctx *fasthttp.RequestCtx) {
 	// ContentLength is -1 for a chunked body, -2 for none declared.
 	x.hasBody = h.ContentLength() > 0 || h.ContentLength() == -1 || len(ctx.Request.Body()) > 0
 	x.peer = peerAddr(ctx.RemoteAddr())
-	x.malformed = readHeaders(x, h.RawHeaders(), s.trace != nil)
+	if readHeaders(x, h.RawHeaders(), s.trace != nil) {
+		x.refused = failMalformed
+	}
+	if p := h.Protocol(); x.refused == 0 && !bytes.Equal(p, http11) && !bytes.Equal(p, http10) {
+		// fasthttp reads any HTTP/d.d as 1.1; the edge speaks 1.0 and 1.1
+		// here (HTTP/2 only after ALPN): RFC 9110 section 15.6.6.
+		x.refused = failHTTPVersion
+	}
 	// A plain TCP connection (not TLS) can be sent a page file.
-	_, x.sendfile = ctx.Conn().(*net.TCPConn)
+	x.sendfile = tcpConnOf(ctx.Conn()) != nil
+}
+
+var http11, http10 = []byte("HTTP/1.1"), []byte("HTTP/1.0")
+
+// refuse answers a request its front refused (exchange.refused). It is
+// charged to the client's address, never to a key: the edge did not read
+// the request far enough to trust one.
+func (s *Server) refuse(x *exchange) {
+	x.closeConn = true
+	x.principal = nil
+	if s.rateLimit(x) {
+		x.fail(fail(x.refused))
+	}
 }
 
 // readHeaders reads the fields the steps use from the header block as it
@@ -201,32 +223,87 @@ func (s *Server) writeFast(x *exchange, ctx *fasthttp.RequestCtx) {
 	}
 }
 
-// errorFast answers what fasthttp refused to parse, in the same envelope
-// as everything else: a request too large for the header buffer (431), one
-// that timed out (408), or one that is not HTTP as the edge reads it (400).
-// fasthttp closes the connection after it.
+// errorFast answers what fasthttp refused to parse, through the same
+// steps and in the same envelope as everything else (Server.serve reads
+// exchange.refused): a request too large for the header buffer (431, or
+// 414 when the request line alone fills it), one that timed out (408), or
+// one that is not HTTP as the edge reads it (400). Every 4XX carries the
+// rate limit fields (docs/openapi.json), charged to the client's address,
+// and one on a legacy path is variant B with the legacy headers. fasthttp
+// closes the connection after it.
 func (s *Server) errorFast(ctx *fasthttp.RequestCtx, err error) {
 	x := pooledExchange(s.baseContext())
 	defer x.release()
 	x.method = "-"
 	x.peer = peerAddr(ctx.RemoteAddr())
-	s.begin(x)
+	if method, target, whole, ok := requestLineOf(err); ok {
+		x.method = method
+		x.setTarget(target) // a copy of its own (requestLineOf unquotes)
+		x.targetCut = !whole
+	}
 	var small *fasthttp.ErrSmallBuffer
 	var ne net.Error
 	switch {
+	case errors.As(err, &small) && x.targetCut && s.cfg.Server.MaxHeaderBytes-len(x.method)-1 > maxURLBytes:
+		// The request line alone filled the buffer: its target is over
+		// 8 KiB, which is 414 wherever it is seen (checkLength).
+		x.refused = failURITooLong
 	case errors.As(err, &small):
-		x.fail(fail(failHeaderTooLarge))
+		x.refused = failHeaderTooLarge
 	case errors.As(err, &ne) && ne.Timeout():
-		x.fail(fail(failRequestTimeout))
+		x.refused = failRequestTimeout
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
-		x.fail(fail(failBody))
+		x.refused = failBody
 	default:
-		x.fail(&edgeError{kind: failMalformed, Err: err})
+		x.refused = failMalformed
 	}
-	x.closeConn = true
-	s.finish(x)
+	s.serve(x)
 	s.writeFast(x, ctx)
 }
+
+// requestLineOf finds the request line of what fasthttp refused in its
+// error: fasthttp quotes the start of the bytes it read (up to 200 bytes)
+// after "contents: " (its headerErrorMsg; Server.SecureErrorLogMessage
+// off). whole is false when the line did not end there, and target is
+// then only its start. ok is false when no request line is found; the
+// answer is then variant A, as for any path that is not a legacy one.
+func requestLineOf(err error) (method, target string, whole, ok bool) {
+	if err == nil {
+		return "", "", false, false
+	}
+	msg := err.Error()
+	i := strings.Index(msg, contentsMark)
+	if i < 0 {
+		return "", "", false, false
+	}
+	quoted, qerr := strconv.QuotedPrefix(msg[i+len(contentsMark):])
+	if qerr != nil {
+		return "", "", false, false
+	}
+	head, uerr := strconv.Unquote(quoted)
+	if uerr != nil {
+		return "", "", false, false
+	}
+	line, _, whole := strings.Cut(head, "\n")
+	line = strings.TrimSuffix(line, "\r")
+	method, rest, found := strings.Cut(line, " ")
+	if !found || method == "" {
+		return "", "", false, false
+	}
+	target = rest
+	if whole {
+		if j := strings.LastIndexByte(rest, ' '); j >= 0 {
+			target = rest[:j]
+		}
+	}
+	if !strings.HasPrefix(target, "/") {
+		return "", "", false, false
+	}
+	return method, target, whole, true
+}
+
+// contentsMark precedes the quoted request bytes in fasthttp's errors.
+const contentsMark = ", contents: "
 
 // fastServer is the fasthttp server of the client listener, with the
 // limits of the server section.
@@ -282,7 +359,13 @@ func peerAddr(a net.Addr) netip.Addr {
 type fastLogger struct{ log *slog.Logger }
 
 func (l fastLogger) Printf(format string, args ...any) {
-	l.log.Debug("fasthttp", "line", fmt.Sprintf(format, args...))
+	line := fmt.Sprintf(format, args...)
+	// fasthttp quotes the start of a request it refused, which may hold a
+	// key: it never reaches a log.
+	if i := strings.Index(line, contentsMark); i >= 0 {
+		line = line[:i] + ", contents: (not logged)"
+	}
+	l.log.Debug("fasthttp", "line", line)
 }
 
 // conns tracks the connections of the fasthttp server, so that what is

@@ -17,6 +17,18 @@ import (
 // Handler is the edge as an http.Handler.
 func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serveStd) }
 
+// headerBytes is the size of r's request line and header fields as
+// HTTP/1.1 would send them, the measure of server.max_header_bytes.
+func headerBytes(r *http.Request) int {
+	n := len(r.Method) + 1 + len(r.RequestURI) + 1 + len("HTTP/1.1") + 2
+	for name, values := range r.Header {
+		for _, v := range values {
+			n += len(name) + 2 + len(v) + 2
+		}
+	}
+	return n + 2
+}
+
 func (s *Server) serveStd(w http.ResponseWriter, r *http.Request) {
 	x := newExchange(r.Context())
 	x.method = r.Method
@@ -34,6 +46,11 @@ func (s *Server) serveStd(w http.ResponseWriter, r *http.Request) {
 		x.peer = ap.Addr().Unmap()
 	}
 	x.forwardedFor = r.Header.Values("X-Forwarded-For")
+	if headerBytes(r) > s.cfg.Server.MaxHeaderBytes {
+		// HTTP/2's server takes more than the limit (serve.go), so that
+		// the answer is the edge's, on this stream only.
+		x.refused = failHeaderTooLarge
+	}
 	s.serve(x)
 	if x.status == statusClientClosed {
 		return // nobody is listening

@@ -159,6 +159,11 @@ func newLegacyPolicy(c LegacyConfig) *legacyPolicy {
 // it, refusals included, is variant B, and gives it the deprecation
 // headers. It runs before authentication: a 401 or a 429 there must be
 // variant B too.
+//
+// Every answer on a legacy path links its successor (docs/CONTRACT.md
+// "Legacy paths"): here the /v1 path of the same resource, which is all a
+// request not yet validated has; retire replaces it with the canonical
+// request once the request is valid.
 func (s *Server) legacyAPI(x *exchange) {
 	p := s.migration.policy.Load()
 	if !p.enabled || !strings.HasPrefix(x.path, route.LegacyPrefix+"/") {
@@ -171,9 +176,44 @@ func (s *Server) legacyAPI(x *exchange) {
 	if p.sunsetValue != "" {
 		x.setHeader("Sunset", p.sunsetValue)
 	}
-	if p.links != "" {
-		x.setHeader("Link", p.links)
+	link := p.links
+	if !x.targetCut {
+		link = successorLink(appendLinkTarget(make([]byte, 0, len(x.path)+64), x.path[len(route.LegacyPrefix):]), p.links)
 	}
+	if link != "" {
+		x.setHeader("Link", link)
+	}
+}
+
+// successorLink is the Link value naming target as the successor
+// version, followed by the guide's links, if any.
+func successorLink(target []byte, links string) string {
+	b := append([]byte("<"), target...)
+	b = append(b, `>; rel="successor-version"`...)
+	if links != "" {
+		b = append(b, ", "...)
+		b = append(b, links...)
+	}
+	return string(b)
+}
+
+// appendLinkTarget appends path as it may stand between < and > in a Link
+// (RFC 8288 section 3): the characters of a URI path as they are, any
+// other byte percent-encoded, so that a client's path can never end the
+// reference or split the field.
+func appendLinkTarget(b []byte, path string) []byte {
+	const hex = "0123456789ABCDEF"
+	for i := 0; i < len(path); i++ {
+		c := path[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9',
+			strings.IndexByte("-._~!$&'()*+,;=:@/%", c) >= 0:
+			b = append(b, c)
+		default:
+			b = append(b, '%', hex[c>>4], hex[c&15])
+		}
+	}
+	return b
 }
 
 // retire answers 410 to a legacy request once that API is retired for it,
@@ -183,11 +223,7 @@ func (s *Server) legacyAPI(x *exchange) {
 func (s *Server) retire(x *exchange) bool {
 	p := s.migration.policy.Load()
 	successor := x.req.SuccessorPath()
-	link := "<" + successor + `>; rel="successor-version"`
-	if p.links != "" {
-		link += ", " + p.links
-	}
-	x.setHeader("Link", link)
+	x.setHeader("Link", successorLink([]byte(successor), p.links))
 	var why string
 	switch {
 	case !p.sunset.IsZero() && !x.now.Before(p.sunset):

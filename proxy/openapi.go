@@ -1,26 +1,34 @@
 package proxy
 
-import "net/http"
+import (
+	"net/http"
+
+	"tradergate/proxy/route"
+)
 
 // openAPIPath serves the contract as an OpenAPI document
 // (docs/CONTRACT.md#openapi), embedded by package docs.
 const openAPIPath = "/v1/openapi.json"
 
+// isOpenAPI reports whether x asks for the OpenAPI document.
+func isOpenAPI(x *exchange) bool { return x.path == openAPIPath && !x.legacy }
+
 // serveOpenAPI answers GET /v1/openapi.json without a key: the document is
-// public, the same for everyone. It runs after the rate limit, which
-// charges a caller without a key to its address, so that the largest body
-// the edge holds in memory cannot be asked for without bound.
-func (s *Server) serveOpenAPI(x *exchange) bool {
-	if x.path != openAPIPath || x.legacy {
-		return false
+// public, the same for everyone. The request is charged to the client's
+// address whatever key it carries (docs/CONTRACT.md "Routes"), by the rate limit step before this one, so that the
+// largest body the edge holds in memory cannot be asked for without
+// bound; and it follows the rules of every /v1 path (docs/CONTRACT.md
+// "Errors"): GET or HEAD, no body, a target of at most 8 KiB (checked
+// before), a query string that parses.
+func (s *Server) serveOpenAPI(x *exchange) {
+	if !admitMethodAndBody(x) {
+		return
 	}
-	if x.method != methodGet && x.method != methodHead {
-		x.setHeader("Allow", "GET, HEAD")
-		x.fail(fail(failMethod))
-		return true
+	if err := route.CheckQuery(x.rawQuery); err != nil {
+		x.fail(err)
+		return
 	}
 	// It changes only with the binary.
 	x.setHeader("Cache-Control", "public, max-age=300")
 	x.reply(http.StatusOK, s.openAPI)
-	return true
 }

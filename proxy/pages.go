@@ -207,7 +207,7 @@ func writeForm(x *exchange, e *cache.Entry) {
 			return
 		}
 	}
-	x.setHeader("Etag", etag)
+	x.setHeader("ETag", etag)
 	if x.ifNoneMatch != "" && etagMatches(x.ifNoneMatch, e) {
 		x.status = http.StatusNotModified
 		return

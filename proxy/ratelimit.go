@@ -2,6 +2,19 @@ package proxy
 
 import "tradergate/limits"
 
+// setRateLimit sets the rate limit fields of d on the answer, which keeps
+// them whatever it turns out to be (exchange.always).
+func (x *exchange) setRateLimit(d limits.Decision) {
+	d.AppendHeaders(&x.vals, x.now, func(name, value string) {
+		if value == "" {
+			x.delHeader(name)
+			return
+		}
+		x.setHeader(name, value)
+	})
+	x.always = x.nh
+}
+
 // rateLimit charges the request to its key's window, or, for a missing or
 // unknown key, to the client address's window, so that key guessing is
 // throttled. Every response the edge sends carries that bucket's
@@ -24,14 +37,7 @@ func (s *Server) take(x *exchange, n int64) limits.Decision {
 		ip := s.limiter.ClientIPFrom(x.peer, x.forwardedFor)
 		d = s.limiter.TakeNAt(x.ctx, x.now, limits.NewBucket(limits.IPBucket(ip)), s.limiter.Anonymous(), limits.AnonymousPolicy, n)
 	}
-	d.AppendHeaders(&x.vals, x.now, func(name, value string) {
-		if value == "" {
-			x.delHeader(name)
-			return
-		}
-		x.setHeader(name, value)
-	})
-	x.always = x.nh
+	x.setRateLimit(d)
 	return d
 }
 

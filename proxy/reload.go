@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"tradergate/cache"
+	"tradergate/limits"
 	"tradergate/proxy/native"
 	"tradergate/proxy/upstream"
 )
@@ -35,6 +36,7 @@ func (s *Server) Reload(cfg *Config) error {
 	s.migration.configure(cfg)
 	s.limiter.SetPlans(cfg.Plans)
 	s.native.Reload(cfg.Native)
+	s.authGuard.setPlan(cfg.Limits.AuthFailures)
 	running := s.live.Load()
 	if !reflect.DeepEqual(running.Upstream.Breaker, cfg.Upstream.Breaker) {
 		s.upstream.SetBreaker(cfg.Upstream.Breaker)
@@ -71,6 +73,7 @@ func fixedAtStart(c *Config) Config {
 	f.Upstream.Breaker = upstream.BreakerConfig{}
 	// Of the native section only the shadow workers and queue are fixed.
 	f.Native = native.Config{Shadow: c.Native.Shadow}
+	f.Limits.AuthFailures = limits.Plan{}
 	// Of the cache section only max_bytes is fixed (cache.SetConfig).
 	f.Cache = cache.Config{MaxBytes: c.Cache.MaxBytes}
 	// log.level is main's to apply; log.access is fixed.

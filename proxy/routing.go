@@ -45,10 +45,35 @@ func (s *Server) route(x *exchange) bool {
 	return true
 }
 
+// checkLength refuses a target over 8 KiB with 414 (docs/CONTRACT.md
+// "Errors"): on every path, known or not, and before a missing key's 401,
+// so that the answer to a URL that long is the same with or without a key.
+func checkLength(x *exchange) bool {
+	if len(x.target) > maxURLBytes {
+		x.closeConn = true // a client this far off is not worth a keep-alive
+		x.fail(fail(failURITooLong))
+		return false
+	}
+	return true
+}
+
 // admit checks what the route step refuses whatever the target: the
-// method, the target's length, a body, and the key's right to the route.
+// method, a body, and the key's right to the route. The target's length
+// was checked before (checkLength).
 func (s *Server) admit(x *exchange) bool {
-	rt := x.route
+	if !admitMethodAndBody(x) {
+		return false
+	}
+	if !x.principal.Allowed(x.route) {
+		x.fail(fail(failForbidden))
+		return false
+	}
+	return true
+}
+
+// admitMethodAndBody refuses what no path of /v1 takes: a method other
+// than GET or HEAD, and a body.
+func admitMethodAndBody(x *exchange) bool {
 	if x.method != methodGet && x.method != methodHead {
 		// Every endpoint uses GET (docs/CONTRACT.md "Routes"); HEAD is GET
 		// without a body (RFC 9110 section 9.3.2).
@@ -56,20 +81,11 @@ func (s *Server) admit(x *exchange) bool {
 		x.fail(fail(failMethod))
 		return false
 	}
-	if len(x.target) > maxURLBytes {
-		x.closeConn = true // a client this far off is not worth a keep-alive
-		x.fail(fail(failURITooLong))
-		return false
-	}
 	if x.hasBody {
 		// A GET body has no meaning (RFC 9110 section 9.3.1), and reading
 		// one is work a client should not be able to ask for.
 		x.closeConn = true
 		x.fail(fail(failBody))
-		return false
-	}
-	if !x.principal.Allowed(rt) {
-		x.fail(fail(failForbidden))
 		return false
 	}
 	return true

@@ -99,7 +99,7 @@ func (e *edge) build() error {
 
 	fs := s.fastServer()
 	e.servers = []serving{{
-		serve:    func() error { return fs.Serve(e.ln) },
+		serve:    func() error { return fs.Serve(frontListener{e.ln}) },
 		shutdown: fs.ShutdownWithContext,
 		cut:      s.conns.closeAll,
 	}}
@@ -159,14 +159,29 @@ func (e *edge) buildTLS(fs *fasthttp.Server) error {
 	if err := http2.ConfigureServer(std, h2); err != nil {
 		return fmt.Errorf("http2: %w", err)
 	}
+	// The HTTP/2 server's own header limit is set well above
+	// server.max_header_bytes, so that a header list past the edge's
+	// limit reaches the edge, which answers that one stream with its
+	// JSON 431 (front_std.go): at its own limit x/net answers an HTML
+	// 431, and past twice that it ends the whole connection
+	// (docs/CONFIGURATION.md "HTTP/2").
+	h2base := &http.Server{
+		ReadHeaderTimeout: c.ReadHeaderTimeout,
+		ReadTimeout:       c.ReadTimeout,
+		WriteTimeout:      c.WriteTimeout,
+		IdleTimeout:       c.IdleTimeout,
+		MaxHeaderBytes:    h2HeaderRoom * c.MaxHeaderBytes,
+		ErrorLog:          std.ErrorLog,
+	}
 	fs.NextProto("h2", func(conn net.Conn) error {
+		conn = tlsConnOf(conn)
 		if !c.TLS.RecordPerFlush {
 			conn = newH2Conn(conn) // h2conn.go: a burst's frames in one record
 		}
-		h2.ServeConn(conn, &http2.ServeConnOpts{Context: e.base, BaseConfig: std, Handler: std.Handler})
+		h2.ServeConn(conn, &http2.ServeConnOpts{Context: e.base, BaseConfig: h2base, Handler: std.Handler})
 		return nil
 	})
-	tlsLn := tls.NewListener(plainHTTPListener{e.ln}, st.TLS)
+	tlsLn := frontListener{tls.NewListener(plainHTTPListener{e.ln}, st.TLS)}
 	e.servers[0].serve = func() error { return fs.Serve(tlsLn) }
 	// Shutting std down sends GOAWAY to the HTTP/2 connections, which
 	// then end once their streams are done.
@@ -181,6 +196,11 @@ func (e *edge) buildTLS(fs *fasthttp.Server) error {
 	e.ready = st.Ready
 	return nil
 }
+
+// h2HeaderRoom is how many times server.max_header_bytes the HTTP/2
+// server takes (and advertises, SETTINGS_MAX_HEADER_LIST_SIZE) before
+// refusing a header list itself.
+const h2HeaderRoom = 4
 
 // run starts the servers and waits until ctx ends or one of them stops by
 // itself. Mode acme obtains its certificates once the listeners answer the

@@ -95,6 +95,8 @@ type Server struct {
 	// migration.go); the OpenAPI document served at /v1/openapi.json.
 	migration *migration
 	openAPI   []byte
+	// authGuard locks out addresses that guess keys (authguard.go).
+	authGuard *authGuard
 
 	closeOnce sync.Once
 }
@@ -188,6 +190,9 @@ func (s *Server) build(cfg *Config, opt Options) error {
 	if s.metrics, err = newMetrics(s.registry, s); err != nil {
 		return err
 	}
+	if s.authGuard, err = newAuthGuard(s.registry, cfg.Limits.AuthFailures); err != nil {
+		return err
+	}
 	if s.migration, err = newMigration(s.registry, cfg, s.routes.Routes(), s.fleet, s.log); err != nil {
 		return err
 	}
@@ -214,17 +219,26 @@ func (s *Server) serve(x *exchange) {
 	s.begin(x)               // observe.go: request id, clock
 	defer s.finish(x)        // observe.go: metrics, access log; sees every answer
 	defer s.recoverPanics(x) // observe.go: a panic is a 500, not a dropped process
-	if x.malformed {         // front_fast.go: framing refused, connection closed
-		x.closeConn = true
-		x.fail(fail(failMalformed))
+	s.legacyAPI(x)           // legacy.go: /open-api/v1 paths answer in variant B
+	if x.refused != 0 {
+		s.refuse(x) // front_fast.go: what the front could not read; charged to the address
 		return
 	}
-	s.legacyAPI(x)       // legacy.go: /open-api/v1 paths answer in variant B
-	s.authenticate(x)    // auth.go: Bearer key -> principal
+	openAPI := isOpenAPI(x) // openapi.go: the public document, charged to the address
+	if !openAPI {
+		s.authenticate(x)    // auth.go: Bearer key -> principal
+		if !s.guardKeys(x) { // authguard.go: wrong keys counted per address; 429 once spent
+			return
+		}
+	}
 	if !s.rateLimit(x) { // ratelimit.go: per key, or per client IP; 429
 		return
 	}
-	if s.serveOpenAPI(x) { // openapi.go: the contract document, without a key
+	if !checkLength(x) { // routing.go: 414, before a 401 or a 404
+		return
+	}
+	if openAPI {
+		s.serveOpenAPI(x) // openapi.go: the contract document, without a key
 		return
 	}
 	if !s.requireKey(x) { // auth.go: 401

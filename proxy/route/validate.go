@@ -1,6 +1,7 @@
 package route
 
 import (
+	"math"
 	"net/url"
 	"slices"
 	"strconv"
@@ -272,6 +273,18 @@ func (rt *Route) validateInto(req *Request, pathParam, rawQuery string, legacy b
 	return nil
 }
 
+// CheckQuery checks a query string as every route's validation does,
+// for a path with no parameters of its own: a semicolon or a broken
+// escape is 400 Invalid query string; the parameters themselves are
+// ignored.
+func CheckQuery(rawQuery string) error {
+	_, err := noParams.splitQuery(rawQuery, nil)
+	return err
+}
+
+// noParams is a route that knows no parameter (CheckQuery).
+var noParams Route
+
 // pair is one known parameter of a query string: its index in the route's
 // params and its unescaped value.
 type pair struct {
@@ -429,11 +442,13 @@ func (p *param) canonical(pairs []pair, i int, val *string, num *int64) error {
 
 // parseDigits reads a non-negative integer written as the contract writes
 // numbers: digits only, no sign, no leading zero (but "0" itself), at most
-// 18 digits. Anything else is refused rather than read generously, so that
-// the edge and whatever is in front of it never read one value two ways;
-// and the canonical form is then the text as given.
+// the largest int64, 9223372036854775807 (docs/openapi.json gives every
+// integer parameter format int64; docs/CONTRACT.md "Query parameters"). Anything
+// else is refused rather than read generously, so that the edge and
+// whatever is in front of it never read one value two ways; and the
+// canonical form is then the text as given.
 func parseDigits(s string) (int64, bool) {
-	if s == "" || len(s) > 18 || (s[0] == '0' && len(s) > 1) {
+	if s == "" || len(s) > maxInt64Digits || (s[0] == '0' && len(s) > 1) {
 		return 0, false
 	}
 	var n int64
@@ -442,10 +457,17 @@ func parseDigits(s string) (int64, bool) {
 		if c < '0' || c > '9' {
 			return 0, false
 		}
-		n = n*10 + int64(c-'0')
+		d := int64(c - '0')
+		if n > (math.MaxInt64-d)/10 {
+			return 0, false // past the largest int64
+		}
+		n = n*10 + d
 	}
 	return n, true
 }
+
+// maxInt64Digits is the length of the largest int64 in base 10.
+const maxInt64Digits = 19
 
 func (p *param) canonicalList(pairs []pair, i int, val *string) error {
 	var buf [8]string

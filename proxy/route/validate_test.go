@@ -3,6 +3,7 @@ package route
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -177,6 +178,11 @@ func TestValidateRejects(t *testing.T) {
 		{"limit leading zero", OrderBookEvents, "", "marketId=1&limit=007", "Invalid limit: must be an integer from 1 to 10000"},
 		{"activity limit leading zero", Activity, addr, "limit=020", "Invalid limit: must be an integer from 1 to 100"},
 		{"block with spaces", Activity, addr, "fromBlock=%201", "Invalid fromBlock: must be a non-negative integer"},
+		// Integers are int64 (docs/openapi.json): one past the largest is
+		// refused, not wrapped.
+		{"from past int64", OrderBookEvents, "", "marketId=1&from=9223372036854775808", "Invalid from: must be a non-negative integer"},
+		{"to 20 digits", OrderBookEvents, "", "marketId=1&to=10000000000000000000", "Invalid to: must be a non-negative integer"},
+		{"block far past int64", Activity, addr, "toBlock=99999999999999999999", "Invalid toBlock: must be a non-negative integer"},
 		{"to before from", OrderBookEvents, "", "marketId=1&from=5&to=4", "Invalid range: to must be >= from"},
 		{"bad order", OrderBookEvents, "", "marketId=1&order=up", "Invalid order: must be asc or desc"},
 		{"limit 0", OrderBookEvents, "", "marketId=1&limit=0", "Invalid limit: must be an integer from 1 to 10000"},
@@ -218,6 +224,35 @@ func TestValidateRejects(t *testing.T) {
 				t.Fatalf("Validate(%q, %q) = %v; want *Error %q", tc.param, tc.query, err, tc.msg)
 			}
 		})
+	}
+}
+
+// TestParseDigitsInt64 reads every integer up to the largest int64, as
+// docs/openapi.json's format int64 allows, and nothing past it.
+func TestParseDigitsInt64(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"0", 0, true},
+		{"999999999999999999", 999999999999999999, true},
+		{"1000000000000000000", 1000000000000000000, true},
+		{"9223372036854775807", math.MaxInt64, true},
+		{"9223372036854775808", 0, false},
+		{"9223372036854775810", 0, false},
+		{"9999999999999999999", 0, false},
+		{"10000000000000000000", 0, false},
+		{"01", 0, false},
+	} {
+		got, ok := parseDigits(tc.in)
+		if ok != tc.ok || got != tc.want {
+			t.Errorf("parseDigits(%q) = %d, %v; want %d, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+	r := routeByName(t, OrderBookEvents)
+	if _, err := r.Validate("", "marketId=1&from=9223372036854775807"); err != nil {
+		t.Errorf("from=MaxInt64: %v", err)
 	}
 }
 

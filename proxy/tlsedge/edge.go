@@ -381,9 +381,13 @@ func (e *Edge) Start(ln net.Listener, timeouts *http.Server) (*Started, error) {
 	}
 
 	// TLS 1.2 and later only; the Go defaults pick the suites. h2 first:
-	// clients that offer it are served HTTP/2.
+	// clients that offer it are served HTTP/2. http/1.0 last: a client
+	// that offers only it is served by the HTTP/1.1 front, as one that
+	// offers no ALPN at all, rather than refused at the handshake (RFC
+	// 7301 section 3.2 lets a server fail one it shares no protocol with).
 	tlsCfg.MinVersion = tls.VersionTLS12
 	tlsCfg.NextProtos = append([]string{"h2", "http/1.1"}, tlsCfg.NextProtos...)
+	tlsCfg.NextProtos = append(tlsCfg.NextProtos, "http/1.0")
 	st.TLS = tlsCfg
 	e.tickets.start(tlsCfg, keys)
 	if c.HSTSMaxAge > 0 {

@@ -11,13 +11,16 @@
 //	GET /__faults?latency=100ms   set (or, without latency, clear) an answer delay
 //
 // The fixtures file names what the benchmark may ask for (wallets,
-// transactions, tokens), written before the port opens.
+// transactions, tokens), written before the port opens. Once listening it
+// prints its address, the upstream.base_url that points tradergate at it,
+// and the key it expects (README "Running the edge against simserver").
 package main
 
 import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -79,9 +82,21 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	printReady(os.Stdout, ln.Addr().String(), *key)
 	ctx, stop := serve.Signalled()
 	defer stop()
 	return serve.HTTP(ctx, ln, mux)
+}
+
+// printReady says where the host listens and how to point the edge at it.
+func printReady(w io.Writer, addr, key string) {
+	fmt.Fprintf(w, "simserver: listening on %s\n", addr)
+	fmt.Fprintf(w, "upstream.base_url: \"http://%s/open-api\"\n", addr)
+	if key == "" {
+		fmt.Fprintln(w, "key: none (-key not given: any Authorization, or none, is accepted)")
+		return
+	}
+	fmt.Fprintln(w, "key: the -key given; set it in the environment variable upstream.key_env names (TRADERGATE_UPSTREAM_KEY by default)")
 }
 
 // writeFixtures names what the host holds, for the orchestrator.

@@ -82,11 +82,14 @@ the init container appends from their Secret.
 {{- $_ := set $redis "ca_file" (printf "/etc/tradergate/redis-ca/%s" $r.ca.key) -}}
 {{- end -}}
 {{- $_ := set $c "redis" $redis -}}
-{{- if .Values.adminToken.existingSecret -}}
 {{- $admin := default dict $c.admin -}}
+{{- if .Values.adminToken.existingSecret -}}
 {{- $_ := set $admin "token_env" "TRADERGATE_ADMIN_TOKEN" -}}
-{{- $_ := set $c "admin" $admin -}}
+{{- else if not (hasKey $admin "insecure_open") -}}
+{{/* The probes need the listener beyond loopback; without a token that is opted into (values.yaml, adminToken). */}}
+{{- $_ := set $admin "insecure_open" true -}}
 {{- end -}}
+{{- $_ := set $c "admin" $admin -}}
 {{- toYaml $c -}}
 {{- end -}}
 
