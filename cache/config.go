@@ -29,7 +29,7 @@ type Config struct {
 	// plain HTTP/1.1 answer and sent from then on with sendfile(2), which
 	// spares the kernel a copy of the page (files.go). Zero: 64 KiB.
 	// Negative: never, which can be cheaper on a host where system calls
-	// are dear (README.md, Caching). Linux only; elsewhere pages are always
+	// are dear (docs/CONFIGURATION.md, "Page files"). Linux only; elsewhere pages are always
 	// sent from memory.
 	SendfileMinBytes int `yaml:"sendfile_min_bytes"`
 	// SendfileMaxBytes: a form longer than this is sent from memory even

@@ -62,7 +62,7 @@ func (c *Config) MemoryLimit() int64 {
 
 // memoryLimitSlack is what the default Go memory limit adds to 1.5 x
 // cache.max_bytes. The resident size a replica should be given is 1.5 x
-// cache.max_bytes + 64 MiB (README "Running at scale"); the Go limit
+// cache.max_bytes + 64 MiB (docs/SCALING.md, "Memory per replica"); the Go limit
 // counts only the runtime's own memory, and the rest of the 64 MiB is left
 // to what it does not count: the binary's mapped code and data and pages
 // the runtime has freed but not yet returned.

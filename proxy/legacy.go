@@ -17,7 +17,7 @@ import (
 // point at the edge on day one. Every such answer says the API is
 // deprecated (RFC 9745), when it ends (RFC 8594) and what replaces the
 // resource; once retired (past the sunset, during a brownout, or for a
-// key marked retired) it is 410 Gone. README "Migrating clients" has the
+// key marked retired) it is 410 Gone. docs/OPERATING.md "Migrating clients" has the
 // steps.
 
 // LegacyConfig is the legacy section. Everything in it is reloaded on

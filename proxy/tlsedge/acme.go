@@ -83,7 +83,7 @@ func (e *Edge) newACME(tlsAddr, httpAddr net.Addr) (*acmeManager, error) {
 	tmpl := certmagic.ACMEIssuer{
 		CA:     ca,
 		Email:  c.Email,
-		Agreed: true, // choosing mode acme with this CA is agreeing to its terms (README)
+		Agreed: true, // choosing mode acme with this CA is agreeing to its terms (docs/CONFIGURATION.md, "Mode `acme`")
 		// nil leaves the system roots in place.
 		TrustedRoots:   roots,
 		ListenHost:     tlsHost,
