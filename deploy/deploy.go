@@ -32,7 +32,7 @@ func Rules() []byte { return slices.Clone(rules) }
 // Expr is one PromQL expression of the dashboard or the rules.
 type Expr struct {
 	// Source says where it comes from, e.g. `grafana/tradergate.json: panel
-	// "Shield ratio" (id 12) target A` or `prometheus/alerts.yml: group
+	// "Legacy calls per request" (id 12) target A` or `prometheus/alerts.yml: group
 	// tradergate-shield alert TradergateBreakerOpen`.
 	Source string
 	// Query is the expression, with Grafana's template variables replaced
