@@ -33,7 +33,7 @@ func parseDecimal(s []byte) (decimal, error) {
 		i++
 	}
 	if i == start {
-		return d, fmt.Errorf("%w: %q is not a decimal", ErrInvalid, s)
+		return d, fmt.Errorf("%w: %q is not a decimal", errInvalid, s)
 	}
 	d.int = s[start:i]
 	if i < len(s) && s[i] == '.' {
@@ -43,7 +43,7 @@ func parseDecimal(s []byte) (decimal, error) {
 			i++
 		}
 		if i == start {
-			return d, fmt.Errorf("%w: %q is not a decimal", ErrInvalid, s)
+			return d, fmt.Errorf("%w: %q is not a decimal", errInvalid, s)
 		}
 		d.frac = s[start:i]
 	}
@@ -58,18 +58,18 @@ func parseDecimal(s []byte) (decimal, error) {
 		for ; i < len(s) && isDigit(s[i]); i++ {
 			d.exp = d.exp*10 + int(s[i]-'0')
 			if d.exp > maxExponent {
-				return d, fmt.Errorf("%w: exponent of %q exceeds %d", ErrInvalid, s, maxExponent)
+				return d, fmt.Errorf("%w: exponent of %q exceeds %d", errInvalid, s, maxExponent)
 			}
 		}
 		if i == start {
-			return d, fmt.Errorf("%w: %q is not a decimal", ErrInvalid, s)
+			return d, fmt.Errorf("%w: %q is not a decimal", errInvalid, s)
 		}
 		if negExp {
 			d.exp = -d.exp
 		}
 	}
 	if i != len(s) {
-		return d, fmt.Errorf("%w: %q is not a decimal", ErrInvalid, s)
+		return d, fmt.Errorf("%w: %q is not a decimal", errInvalid, s)
 	}
 	return d, nil
 }
@@ -84,7 +84,7 @@ func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 // with no exponent, no leading zeros beyond a single "0" before the point, no
 // trailing zeros after it, no trailing '.', and no sign on zero: "78.0" ->
 // "0.78", "5" -> "0.05", "100" -> "1", "-0" -> "0", "1.5E-3" -> "0.000015".
-// On error dst is returned unchanged with an error wrapping ErrInvalid.
+// On error dst is returned unchanged with an error wrapping errInvalid.
 func ShiftCents(dst, s []byte) ([]byte, error) {
 	d, err := parseDecimal(s)
 	if err != nil {

@@ -52,8 +52,8 @@ func TestShiftCentsRejects(t *testing.T) {
 		"\u0661", "1e1001", "1e-1001", "1e999999999", "1e99999999999999999999",
 	} {
 		got, err := ShiftCents([]byte("x"), []byte(in))
-		if !errors.Is(err, ErrInvalid) || string(got) != "x" {
-			t.Errorf("ShiftCents(%q) = %q, %v; want dst unchanged and ErrInvalid", in, got, err)
+		if !errors.Is(err, errInvalid) || string(got) != "x" {
+			t.Errorf("ShiftCents(%q) = %q, %v; want dst unchanged and errInvalid", in, got, err)
 		}
 	}
 }

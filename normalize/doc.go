@@ -10,7 +10,7 @@
 // validating scanner (scan.go) reads the whole body once, as jsontext
 // validates by default (RFC 7493): invalid or truncated JSON, invalid UTF-8,
 // duplicate member names and nesting deeper than 10000 make a body invalid
-// (ErrInvalid), so the output is always valid JSON that any strict client
+// (an invalid-body error), so the output is always valid JSON that any strict client
 // accepts. FuzzScanner holds the scanner to jsontext's verdict.
 //
 //   - Data that passes through unchanged (order book data, variant A data)
@@ -30,13 +30,13 @@
 //   - A variant B success becomes {"message":"OK","status_code":"1","data":…},
 //     compact, keys in that order. The keys of the input may come in any
 //     order; unknown envelope keys are dropped.
-//   - success true with a code other than "0" is ErrInvalid: clients detect
+//   - success true with a code other than "0" is refused as invalid: clients detect
 //     failure by code (docs/CONTRACT.md "Errors"), so the body is contradictory and
 //     must not be served or cached as data.
 //   - A body already in variant A (status_code, no success) with status_code
 //     "1" keeps its data byte for byte; its envelope is written in the
 //     canonical form above, which is the same bytes for a canonical body.
-//     An envelope with both success and status_code is ErrInvalid.
+//     An envelope with both success and status_code is refused as invalid.
 //   - success false, or status_code "0", is a *FailureError carrying code and
 //     message; Failure reads the same without rewriting.
 //
@@ -63,9 +63,9 @@
 //     cents and becomes "1"; "1.5E-3" becomes "0.000015". Clients expect
 //     plain decimals on a 0 to 1 scale, and shifting the point of a mantissa
 //     while keeping its exponent would be a second notation for one value.
-//     An exponent beyond ±1000 is ErrInvalid, so a few bytes of input cannot
+//     An exponent beyond ±1000 is refused as invalid, so a few bytes of input cannot
 //     ask for gigabytes of zeros.
-//   - "", "+5", ".5", "5.", "1e", "0x10", " 5", "NaN" are ErrInvalid. An empty
+//   - "", "+5", ".5", "5.", "1e", "0x10", " 5", "NaN" are refused as invalid. An empty
 //     string in particular is not read as "no price": the contract has null
 //     for that (and null stays null), and a client parsing decimals would
 //     fail on "". A malformed price makes the whole page unservable (502)
@@ -77,7 +77,7 @@
 // and the variant A name it is renamed to, the first in the input is kept and
 // the other dropped: the output never repeats a name. A list whose data is
 // null (docs/CONTRACT.md "Response envelopes" rule 1, nothing found) keeps data null and reports
-// Meta.DataNull; a list object without items is ErrInvalid. Transaction
+// Meta.DataNull; a list object without items is refused as invalid. Transaction
 // detail: only sourceType "COMBO" selects the combo layout; any other source
 // type is rewritten as a TRADE.
 package normalize

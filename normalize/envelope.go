@@ -135,11 +135,11 @@ func (r *rewriter) scanString(at int, what string, nullable bool) (v []byte, end
 	return nil, at, invalidf("%s is %s, not a string", what, s.src[at:end])
 }
 
-// scanErr reports an error of the scanner as ErrInvalid at its offset;
-// errors that already wrap ErrInvalid pass unchanged.
+// scanErr reports an error of the scanner as errInvalid at its offset;
+// errors that already wrap errInvalid pass unchanged.
 func scanErr(err error, offset int) error {
-	if errors.Is(err, ErrInvalid) {
+	if errors.Is(err, errInvalid) {
 		return err
 	}
-	return fmt.Errorf("%w: %w at offset %d", ErrInvalid, err, offset)
+	return fmt.Errorf("%w: %w at offset %d", errInvalid, err, offset)
 }

@@ -7,11 +7,11 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// ErrInvalid: src is not valid JSON, not an envelope, or data does not have
+// errInvalid: src is not valid JSON, not an envelope, or data does not have
 // the shape's form (e.g. items not an array, a price that is not a decimal).
 // Returned wrapped with detail (errors.Is works). The proxy answers it as an
 // invalid upstream (502), never caches it.
-var ErrInvalid = errors.New("invalid upstream body")
+var errInvalid = errors.New("invalid upstream body")
 
 // FailureError: src is a failure envelope (variant B success:false, or
 // variant A status_code "0"; docs/CONTRACT.md "Response envelopes").
@@ -37,7 +37,7 @@ func AppendError(dst []byte, message string) []byte {
 	return append(dst, `,"status_code":"0","data":null}`...)
 }
 
-// invalidf wraps ErrInvalid with detail.
+// invalidf wraps errInvalid with detail.
 func invalidf(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
+	return fmt.Errorf("%w: "+format, append([]any{errInvalid}, args...)...)
 }

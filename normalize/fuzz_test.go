@@ -10,7 +10,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// FuzzRewrite: Rewrite never panics; it fails with ErrInvalid or a
+// FuzzRewrite: Rewrite never panics; it fails with errInvalid or a
 // FailureError and leaves dst alone, or it writes a valid variant A body
 // (message, status_code "1", data first) from a valid source, which then
 // passes through a second Rewrite unchanged.
@@ -43,8 +43,8 @@ func FuzzRewrite(f *testing.F) {
 				if !ok || code != fe.Code || message != fe.Message {
 					t.Fatalf("Rewrite: %v; Failure: %q, %q, %v", err, code, message, ok)
 				}
-			} else if !errors.Is(err, ErrInvalid) {
-				t.Fatalf("error %v is neither ErrInvalid nor a FailureError", err)
+			} else if !errors.Is(err, errInvalid) {
+				t.Fatalf("error %v is neither errInvalid nor a FailureError", err)
 			}
 			return
 		}
@@ -74,7 +74,7 @@ func FuzzShiftCents(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		out, err := ShiftCents(nil, []byte(s))
 		if err != nil {
-			if !errors.Is(err, ErrInvalid) || out != nil {
+			if !errors.Is(err, errInvalid) || out != nil {
 				t.Fatalf("ShiftCents(%q) = %q, %v", s, out, err)
 			}
 			return

@@ -12,7 +12,7 @@ import (
 // exactly as Rewrite checks it, Meta gathered, and the rewrite that check
 // produces is thrown away, so a body passed through byte for byte is never
 // one the /v1 paths would have refused. Beyond Rewrite's errors, a body in
-// variant A is ErrInvalid: it cannot be passed to a variant B client.
+// variant A is errInvalid: it cannot be passed to a variant B client.
 //
 // scratch is room for that discarded rewrite; the buffer is returned,
 // emptied, for the caller to reuse.

@@ -21,8 +21,8 @@ func TestVerify(t *testing.T) {
 		"contradiction": `{"success":true,"code":"400","message":"x","data":null}`,
 		"not json":      `{"success":true`,
 	} {
-		if _, _, err := Verify(out, []byte(body), opt); !errors.Is(err, ErrInvalid) {
-			t.Errorf("%s: %v, want ErrInvalid", name, err)
+		if _, _, err := Verify(out, []byte(body), opt); !errors.Is(err, errInvalid) {
+			t.Errorf("%s: %v, want errInvalid", name, err)
 		}
 	}
 	_, _, err = Verify(nil, []byte(`{"success":false,"code":"404","message":"gone","data":null}`), opt)

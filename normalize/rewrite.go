@@ -60,7 +60,7 @@ func putRewriter(r *rewriter) {
 // Rewrite appends to dst the variant A body for the upstream body src and
 // reports Meta. dst and src must not overlap. On error dst is returned with
 // its original length and Meta is zero; the error is a *FailureError for a
-// failure envelope and wraps ErrInvalid for a body that cannot be served.
+// failure envelope and wraps errInvalid for a body that cannot be served.
 func Rewrite(dst, src []byte, opt Options) ([]byte, Meta, error) {
 	if !opt.Shape.valid() {
 		return dst, Meta{}, fmt.Errorf("normalize: unknown shape %v", opt.Shape)

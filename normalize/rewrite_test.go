@@ -196,8 +196,8 @@ func TestRewriteInvalid(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got, meta, err := Rewrite([]byte("keep"), []byte(tc.src), tc.opt)
-			if !errors.Is(err, ErrInvalid) {
-				t.Fatalf("err = %v, want ErrInvalid (output %s)", err, got)
+			if !errors.Is(err, errInvalid) {
+				t.Fatalf("err = %v, want errInvalid (output %s)", err, got)
 			}
 			if string(got) != "keep" || meta != (Meta{}) {
 				t.Errorf("on error got %q, %+v; want dst unchanged, zero Meta", got, meta)
@@ -212,8 +212,8 @@ func TestRewriteTruncated(t *testing.T) {
 	for _, g := range goldens {
 		src := bytes.TrimRight(readFile(t, g.name+".b.json"), " \n")
 		for n := range len(src) {
-			if _, _, err := Rewrite(nil, src[:n], g.opt); !errors.Is(err, ErrInvalid) {
-				t.Fatalf("%s cut at %d: err = %v, want ErrInvalid", g.name, n, err)
+			if _, _, err := Rewrite(nil, src[:n], g.opt); !errors.Is(err, errInvalid) {
+				t.Fatalf("%s cut at %d: err = %v, want errInvalid", g.name, n, err)
 			}
 		}
 	}
@@ -222,8 +222,8 @@ func TestRewriteTruncated(t *testing.T) {
 func TestRewriteUnknownShape(t *testing.T) {
 	for _, s := range []Shape{0, WalletAddress + 1} {
 		_, _, err := Rewrite(nil, []byte(b(`null`)), Options{Shape: s})
-		if err == nil || errors.Is(err, ErrInvalid) {
-			t.Errorf("shape %v: err = %v, want a non-ErrInvalid error", s, err)
+		if err == nil || errors.Is(err, errInvalid) {
+			t.Errorf("shape %v: err = %v, want a non-errInvalid error", s, err)
 		}
 	}
 }

@@ -78,8 +78,8 @@ func TestNestingLimit(t *testing.T) {
 				t.Errorf("%v, depth %d: %v", shape, 4+k, err)
 			case valid && !jsontext.Value(out).IsValid():
 				t.Errorf("%v, depth %d: output is not valid JSON", shape, 4+k)
-			case !valid && !errors.Is(err, ErrInvalid):
-				t.Errorf("%v, depth %d: err = %v, want ErrInvalid", shape, 4+k, err)
+			case !valid && !errors.Is(err, errInvalid):
+				t.Errorf("%v, depth %d: err = %v, want errInvalid", shape, 4+k, err)
 			}
 		}
 	}

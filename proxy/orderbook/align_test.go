@@ -49,7 +49,7 @@ func boundOf(at int64, align time.Duration, settled int64) int64 {
 func TestConfigAlign(t *testing.T) {
 	var c Config
 	c.ApplyDefaults()
-	if c.Align != DefaultAlign || c.Validate() != nil {
+	if c.Align != defaultAlign || c.Validate() != nil {
 		t.Fatalf("defaults: %+v, %v", c, c.Validate())
 	}
 	for _, bad := range []time.Duration{time.Millisecond + time.Microsecond, 2 * time.Hour} {

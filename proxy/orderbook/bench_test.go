@@ -20,14 +20,14 @@ func (c *cachedPages) page(_ context.Context, q Query) ([]byte, error) {
 	if q.EventType == evBook {
 		return c.snapshot, nil
 	}
-	if b, ok := c.byCursor[q.Cursor]; ok && q.Limit == MaxPageSize {
+	if b, ok := c.byCursor[q.Cursor]; ok && q.Limit == maxPageSize {
 		return b, nil
 	}
 	return nil, fmt.Errorf("no cached page for %+v", q)
 }
 
 // benchPages builds a snapshot and n price changes in pages of
-// MaxPageSize, each event with every field and value length of the
+// maxPageSize, each event with every field and value length of the
 // events endpoint's (legacysim's layout), prices in several spellings.
 func benchPages(n int) *cachedPages {
 	r := rand.New(rand.NewPCG(1, 2))
@@ -86,9 +86,9 @@ func benchPages(n int) *cachedPages {
 	ts := int64(1_700_000_000_000)
 	c := &cachedPages{snapshot: envelope(item(nil, 0, ts), ""), byCursor: map[string][]byte{}}
 	from := cursor(0)
-	for i := 1; i <= n; i += MaxPageSize {
+	for i := 1; i <= n; i += maxPageSize {
 		var items []byte
-		last := min(n, i+MaxPageSize-1)
+		last := min(n, i+maxPageSize-1)
 		for j := i; j <= last; j++ {
 			if j > i {
 				items = append(items, ',')

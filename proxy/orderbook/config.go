@@ -20,8 +20,8 @@ type Config struct {
 	Align time.Duration `yaml:"align"`
 }
 
-// DefaultAlign is Config.Align when zero.
-const DefaultAlign = time.Minute
+// defaultAlign is Config.Align when zero.
+const defaultAlign = time.Minute
 
 // maxAlign bounds Align: the events between T and the bound are read in
 // vain, and a wide span holds more of them.
@@ -30,10 +30,10 @@ const maxAlign = time.Hour
 // ApplyDefaults fills the zero fields with the defaults their comments name.
 func (c *Config) ApplyDefaults() {
 	if c.MaxEvents == 0 {
-		c.MaxEvents = DefaultMaxEvents
+		c.MaxEvents = defaultMaxEvents
 	}
 	if c.Align == 0 {
-		c.Align = DefaultAlign
+		c.Align = defaultAlign
 	}
 }
 

@@ -156,7 +156,7 @@ func checkSimTimes(t *testing.T, fetch PageFunc, evs []event, token string, vari
 				gap, at = n, snaps[k]-1
 			}
 		}
-		if gap <= MaxPageSize {
+		if gap <= maxPageSize {
 			t.Fatalf("longest run of changes is %d, not over a page", gap)
 		}
 		times = append(times, evs[at].Timestamp)

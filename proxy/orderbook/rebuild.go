@@ -26,7 +26,7 @@ type Query struct {
 	Order     string // "asc" or "desc"
 	Cursor    string // "" for none
 	To        int64  // inclusive upper bound on the event timestamp, Unix ms
-	Limit     int    // 1 to MaxPageSize
+	Limit     int    // 1 to maxPageSize
 }
 
 // PageFunc returns the variant A body of one events page:
@@ -38,12 +38,12 @@ type Query struct {
 // validated by its rewrite (normalize) before they were cached.
 type PageFunc func(ctx context.Context, q Query) ([]byte, error)
 
-// MaxPageSize is the largest page the events endpoint serves; Rebuild asks
+// maxPageSize is the largest page the events endpoint serves; Rebuild asks
 // for it so that a rebuild costs as few (cached) pages as possible.
-const MaxPageSize = 10000
+const maxPageSize = 10000
 
-// DefaultMaxEvents is Options.MaxEvents when zero.
-const DefaultMaxEvents = 200_000
+// defaultMaxEvents is Options.MaxEvents when zero.
+const defaultMaxEvents = 200_000
 
 // snapshotPageSize is the page size of the snapshot lookup on an aligned
 // bound: the book events between at and the bound come first on those
@@ -55,7 +55,7 @@ type Options struct {
 	// Depth is the number of levels kept per side, best first; 0 keeps all.
 	Depth int
 	// MaxEvents bounds the price changes a rebuild may read between the
-	// snapshot and T; more is a *TooManyEventsError. 0: DefaultMaxEvents.
+	// snapshot and T; more is a *TooManyEventsError. 0: defaultMaxEvents.
 	MaxEvents int
 	// Align, with Settled, lets rebuilds at nearby times read the same
 	// pages: the pages' upper bound `to` is T rounded up to a multiple of
@@ -104,7 +104,7 @@ func (e *TooManyEventsError) Error() string {
 
 // Rebuild returns tokenID's book at time at (Unix ms). It reads the latest
 // book event at or before at, then pages the price changes after it with
-// pages of MaxPageSize, applying BUY changes to bids and SELL changes to
+// pages of maxPageSize, applying BUY changes to bids and SELL changes to
 // asks: a sizeAfter of 0 removes the level, any other value replaces its
 // size. Levels are identified by decimal value, never by float. The pages
 // are bounded as Options.Align says; the answer is the same whichever
@@ -116,7 +116,7 @@ func (e *TooManyEventsError) Error() string {
 func Rebuild(ctx context.Context, fetch PageFunc, tokenID string, at int64, opt Options) (*Book, error) {
 	maxEvents := opt.MaxEvents
 	if maxEvents <= 0 {
-		maxEvents = DefaultMaxEvents
+		maxEvents = defaultMaxEvents
 	}
 	to, aligned := pageBound(at, opt.Align, opt.Settled)
 	r := newReader(tokenID, at, to)
@@ -161,7 +161,7 @@ func Rebuild(ctx context.Context, fetch PageFunc, tokenID string, at int64, opt 
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		limit := min(MaxPageSize, maxEvents+1-applied)
+		limit := min(maxPageSize, maxEvents+1-applied)
 		body, err := fetch(ctx, Query{TokenID: tokenID, EventType: evChange, Order: "asc", Cursor: cursor, To: to, Limit: limit})
 		if err != nil {
 			return nil, err

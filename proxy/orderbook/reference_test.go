@@ -166,7 +166,7 @@ type memEvents struct {
 
 func (m *memEvents) page(_ context.Context, q Query) ([]byte, error) {
 	m.pages.Add(1)
-	if q.TokenID != m.token || q.Limit < 1 || q.Limit > MaxPageSize ||
+	if q.TokenID != m.token || q.Limit < 1 || q.Limit > maxPageSize ||
 		(q.Order != "asc" && q.Order != "desc") || (q.EventType != "book" && q.EventType != "price_change") {
 		return nil, fmt.Errorf("memEvents: bad query %+v", q)
 	}
@@ -238,7 +238,7 @@ func checkRebuild(t testing.TB, fetch PageFunc, events []event, token string, T 
 	got, err := Rebuild(context.Background(), fetch, token, T, opt)
 	maxEv := opt.MaxEvents
 	if maxEv == 0 {
-		maxEv = DefaultMaxEvents
+		maxEv = defaultMaxEvents
 	}
 	switch {
 	case want.noSnapshot:
