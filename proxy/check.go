@@ -68,7 +68,8 @@ type EnvVar struct {
 // Check loads data as the edge does at start and on every reload, then the
 // files it names: the certificate and key of server.tls mode files (an
 // expired certificate is a problem, as at start), the CA roots of mode acme
-// (server.tls.ca_roots_file); Validate itself loads redis.ca_file. getenv
+// (server.tls.ca_roots_file), the session ticket keys of either mode;
+// Validate itself loads redis.ca_file. getenv
 // resolves the variables the file names; their values never reach the
 // report.
 func Check(data []byte, getenv func(string) string) CheckReport {
@@ -99,6 +100,10 @@ func Check(data []byte, getenv func(string) string) CheckReport {
 	}
 	if tls.Mode == tlsedge.ModeACME {
 		if _, err := tls.CARoots(); err != nil {
+			r.Problems = append(r.Problems, problemsOf(err, data)...)
+		}
+		// Mode files reads the ticket keys with its certificates, above.
+		if _, err := tls.TicketKeys(); err != nil {
 			r.Problems = append(r.Problems, problemsOf(err, data)...)
 		}
 	}

@@ -1,6 +1,8 @@
 package proxy_test
 
 import (
+	"bytes"
+	"encoding/base64"
 	"os"
 	"path/filepath"
 	"strings"
@@ -138,6 +140,10 @@ func TestCheckLoadsFiles(t *testing.T) {
 	if err := os.WriteFile(notPEM, []byte("not a certificate\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	tickets := filepath.Join(dir, "tickets")
+	if err := os.WriteFile(tickets, []byte(base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	withTLS := func(tls string) string {
 		return strings.Replace(shippedConfig(t), "    mode: off\n", tls, 1)
 	}
@@ -164,6 +170,9 @@ func TestCheckLoadsFiles(t *testing.T) {
 		{"expired", "    mode: files\n    cert_file: " + old + "\n    key_file: " + oldKey + "\n",
 			"server.tls.cert_file", "expired at"},
 		{"acme roots", "    mode: acme\n    domains: [edge.example]\n    email: ops@example.com\n    ca_roots_file: " + crt + "\n", "", ""},
+		{"acme ticket keys", "    mode: acme\n    domains: [edge.example]\n    email: ops@example.com\n    session_ticket_key_file: " + tickets + "\n", "", ""},
+		{"acme ticket keys refused", "    mode: acme\n    domains: [edge.example]\n    email: ops@example.com\n    session_ticket_key_file: " + notPEM + "\n",
+			"server.tls.session_ticket_key_file", "line 1"},
 		{"acme roots not PEM", "    mode: acme\n    domains: [edge.example]\n    email: ops@example.com\n    ca_roots_file: " + notPEM + "\n",
 			"server.tls.ca_roots_file", "no PEM certificate in it"},
 	} {

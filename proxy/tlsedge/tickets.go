@@ -123,3 +123,12 @@ func loadTicketKeys(file string) ([][32]byte, error) {
 }
 
 var errNoTicketKey = errors.New("no key: one a line, the base64 of 32 bytes (openssl rand -base64 32)")
+
+// TicketKeys reads server.tls.session_ticket_key_file as start-up does,
+// for `tradergate check`; nil, nil when the setting is empty.
+func (c *Config) TicketKeys() ([][32]byte, error) {
+	if c.SessionTicketKeyFile == "" {
+		return nil, nil
+	}
+	return loadTicketKeys(c.SessionTicketKeyFile)
+}
