@@ -104,16 +104,39 @@ func (b *batch) result(left, limit int64, allowed bool) limiter.Context {
 	return c
 }
 
-// batched charges n requests of window w through this replica's batch.
-func (s *redisStore) batched(ctx context.Context, w *windowKey, n, limit, cap int64, ttl time.Duration) (limiter.Context, error) {
+// batchCapFor is the largest batch for limit now; <= 1: no batches.
+func (s *redisStore) batchCapFor(limit int64) int64 {
+	if s.batchMax <= 1 {
+		return 0
+	}
+	return batchCap(limit, int64(s.fleet()), s.batchMax)
+}
+
+// held decides on n requests of window w from what this replica knows,
+// without Redis, if it can: they are spent from its batch, or refused
+// because the fleet has spent the window. It runs before the store call's
+// timeout is set up, as it cannot block.
+func (s *redisStore) held(w *windowKey, n, limit int64, ttl time.Duration) (limiter.Context, bool) {
+	if s.batchCapFor(limit) <= 1 {
+		return limiter.Context{}, false
+	}
 	b := s.batchOf(w, ttl)
 	if left, ok := b.spend(n); ok {
-		return b.result(left, limit, true), nil
+		return b.result(left, limit, true), true
 	}
 	if b.count.Load() >= limit { // the fleet has spent the window
 		b.left.Store(0) // a refused charge spends what it asked for, as Redis would
-		return b.result(0, limit, false), nil
+		return b.result(0, limit, false), true
 	}
+	return limiter.Context{}, false
+}
+
+// batched charges n requests of window w through this replica's batch.
+func (s *redisStore) batched(ctx context.Context, w *windowKey, n, limit, cap int64, ttl time.Duration) (limiter.Context, error) {
+	if res, ok := s.held(w, n, limit, ttl); ok {
+		return res, nil
+	}
+	b := s.batchOf(w, ttl)
 	select {
 	case b.lock <- struct{}{}:
 	case <-ctx.Done():

@@ -149,10 +149,8 @@ func (s *redisStore) incr(ctx context.Context, w *windowKey, n, limit int64, ttl
 	if st == nil {
 		return limiter.Context{}, errStoreNotReady
 	}
-	if s.batchMax > 1 {
-		if c := batchCap(limit, int64(s.fleet()), s.batchMax); c > 1 {
-			return s.batched(ctx, w, n, limit, c, ttl)
-		}
+	if c := s.batchCapFor(limit); c > 1 {
+		return s.batched(ctx, w, n, limit, c, ttl)
 	}
 	return (*st).Increment(ctx, w.name, n, limiter.Rate{Limit: limit, Period: ttl})
 }
