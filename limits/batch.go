@@ -121,14 +121,21 @@ func (s *redisStore) held(w *windowKey, n, limit int64, ttl time.Duration) (limi
 		return limiter.Context{}, false
 	}
 	b := s.batchOf(w, ttl)
-	if left, ok := b.spend(n); ok {
-		return b.result(left, limit, true), true
+	for {
+		left := b.left.Load()
+		switch {
+		case left >= n:
+			if b.left.CompareAndSwap(left, left-n) {
+				return b.result(left-n, limit, true), true
+			}
+		case b.count.Load() < limit:
+			return limiter.Context{}, false
+		// The fleet has spent the window: refused, and a refused charge
+		// spends what it asked for, as Redis would count it.
+		case left == 0 || b.left.CompareAndSwap(left, 0):
+			return b.result(0, limit, false), true
+		}
 	}
-	if b.count.Load() >= limit { // the fleet has spent the window
-		b.left.Store(0) // a refused charge spends what it asked for, as Redis would
-		return b.result(0, limit, false), true
-	}
-	return limiter.Context{}, false
 }
 
 // batched charges n requests of window w through this replica's batch.
