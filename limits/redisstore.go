@@ -21,10 +21,12 @@ import (
 // a single Redis, a Sentinel-watched master or a Redis Cluster: each counter
 // is one key, so the script below runs on whichever node owns it.
 //
-// Counting is exact under concurrency and across replicas: each request runs
-// one Lua script, INCRBY then PEXPIRE on the counter's first increment
-// (luaIncrScript), and Redis runs a script atomically, so every request gets
-// a distinct count.
+// A limit too small to reserve in batches (batch.go) is counted exactly
+// under concurrency and across replicas: each request runs one Lua script,
+// INCRBY then PEXPIRE on the counter's first increment (luaIncrScript), and
+// Redis runs a script atomically, so every request gets a distinct count.
+// Larger ones are reserved in batches on the same counters, which never
+// grant more than the limit either.
 //
 // The client belongs to the caller, who bounds each call and stops calling
 // a Redis that keeps failing (package fleet). ulule's constructor fails
