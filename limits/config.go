@@ -54,6 +54,13 @@ type Config struct {
 	// (failmode.go). Zero: the number of replicas that last counted
 	// themselves in Redis, 1 until then. Without Redis it is not used.
 	FleetSize int `yaml:"fleet_size"`
+	// RedisBatch is the most requests of a key's window that a replica
+	// reserves from Redis at once and spends in memory (batch.go): a hot
+	// key costs Redis one command per batch. A batch is also at most an
+	// eighth of each replica's share of the allowance; a limit too small
+	// for two is counted one request at a time, exactly. Zero: 64; 1:
+	// every request is counted in Redis.
+	RedisBatch int `yaml:"redis_batch"`
 	// AuthFailures is the allowance per client IP of requests whose key is
 	// wrong. Once it is spent the address is locked out until the window
 	// ends: every request from it that offers a key, the right one
@@ -112,6 +119,9 @@ func (c Config) Validate() error {
 	}
 	if c.FleetSize < 0 {
 		return fmt.Errorf("limits.fleet_size: must not be negative (0: as counted in Redis), got %d", c.FleetSize)
+	}
+	if c.RedisBatch < 0 {
+		return fmt.Errorf("limits.redis_batch: must not be negative (0: %d, 1: no batches), got %d", defaultRedisBatch, c.RedisBatch)
 	}
 	if c.AuthFailures != (Plan{}) {
 		if err := c.AuthFailures.Validate(); err != nil {

@@ -43,6 +43,11 @@ func (l *Limiter) incr(ctx context.Context, w *windowKey, n, limit int64, ttl ti
 	if !l.remote { // memory: cannot fail or block
 		return l.store.incr(ctx, w, n, limit, ttl)
 	}
+	if rs, ok := l.store.(*redisStore); ok {
+		if res, ok := rs.held(w, n, limit, ttl); ok { // from this replica's batch (batch.go)
+			return res, nil
+		}
+	}
 	sctx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
 	res, err := l.store.incr(sctx, w, n, limit, ttl)

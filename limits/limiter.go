@@ -59,7 +59,7 @@ type Limiter struct {
 	local   *memoryStore  // with Redis and allow: each key's local share while Redis is out (failmode.go)
 	timeout time.Duration // bound on one Redis call (failmode.go)
 	deny    bool          // on_store_error: deny
-	fleet   func() int    // with local: the replicas sharing a quota
+	fleet   func() int    // with Redis: the replicas sharing a quota
 	trusted []netip.Prefix
 	plans   atomic.Pointer[map[string]Plan]
 
@@ -119,12 +119,13 @@ func New(cfg Config, plans map[string]Plan, opt Options) (*Limiter, error) {
 	}
 	rs := newRedisStore(opt.Redis, prefix, cfg.OnStoreError, l.log)
 	l.store, l.remote = rs, true
+	l.fleet = func() int { return cmp.Or(cfg.FleetSize, int(rs.replicas.Load()), 1) }
+	if cfg.FleetSize == 0 {
+		rs.countReplicas(l.timeout)
+	}
+	rs.batchReservations(int64(cmp.Or(cfg.RedisBatch, defaultRedisBatch)), l.fleet, l.now)
 	if !l.deny {
 		l.local = newMemoryStore(l.log)
-		l.fleet = func() int { return cmp.Or(cfg.FleetSize, int(rs.replicas.Load()), 1) }
-		if cfg.FleetSize == 0 {
-			rs.countReplicas(l.timeout)
-		}
 	}
 	return l, nil
 }

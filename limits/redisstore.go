@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -20,10 +21,12 @@ import (
 // a single Redis, a Sentinel-watched master or a Redis Cluster: each counter
 // is one key, so the script below runs on whichever node owns it.
 //
-// Counting is exact under concurrency and across replicas: each request runs
-// one Lua script, INCRBY then PEXPIRE on the counter's first increment
-// (luaIncrScript), and Redis runs a script atomically, so every request gets
-// a distinct count.
+// A limit too small to reserve in batches (batch.go) is counted exactly
+// under concurrency and across replicas: each request runs one Lua script,
+// INCRBY then PEXPIRE on the counter's first increment (luaIncrScript), and
+// Redis runs a script atomically, so every request gets a distinct count.
+// Larger ones are reserved in batches on the same counters, which never
+// grant more than the limit either.
 //
 // The client belongs to the caller, who bounds each call and stops calling
 // a Redis that keeps failing (package fleet). ulule's constructor fails
@@ -43,6 +46,15 @@ type redisStore struct {
 	// last full period (countReplicas); 0 until known.
 	replicas atomic.Int64
 	beats    tickLoop
+
+	// batching is set for batched reservations (batch.go): the largest
+	// batch a replica may reserve, the fleet's size, and the clock that
+	// tells a hot key. Zero batchMax: every request is one script.
+	batchMax int64
+	fleet    func() int
+	now      func() time.Time
+	batches  sync.Map // counter name -> *batch
+	sweeper  tickLoop
 }
 
 // beatEvery is the period in which each replica counts itself once.
@@ -124,13 +136,28 @@ func (s *redisStore) reconnect() (done bool) {
 	return true
 }
 
+// batchReservations makes incr reserve batches of up to max requests
+// (batch.go), for a fleet of fleet() replicas, on the clock now.
+func (s *redisStore) batchReservations(max int64, fleet func() int, now func() time.Time) {
+	if max <= 1 {
+		return
+	}
+	s.batchMax, s.fleet, s.now = max, fleet, now
+	s.sweeper.start(memoryCleanInterval, func() bool { sweep(&s.batches); return false })
+}
+
 func (s *redisStore) incr(ctx context.Context, w *windowKey, n, limit int64, ttl time.Duration) (limiter.Context, error) {
 	st := s.store.Load()
 	if st == nil {
 		return limiter.Context{}, errStoreNotReady
 	}
+	if c := s.batchCapFor(limit); c > 1 {
+		return s.batched(ctx, w, n, limit, c, ttl)
+	}
 	return (*st).Increment(ctx, w.name, n, limiter.Rate{Limit: limit, Period: ttl})
 }
 
 // close stops the reconnect loop. The client is the caller's.
-func (s *redisStore) close() error { return errors.Join(s.loop.close(), s.beats.close()) }
+func (s *redisStore) close() error {
+	return errors.Join(s.loop.close(), s.beats.close(), s.sweeper.close())
+}

@@ -138,13 +138,9 @@ func (s *memoryStore) clean(log *slog.Logger) {
 			log.Error("rate limit memory store: cleaner panicked", "panic", fmt.Sprint(r))
 		}
 	}()
-	now := time.Now().UnixNano()
-	s.counters.Range(func(k, v any) bool {
-		if v.(*memCounter).expires < now {
-			s.counters.Delete(k)
-		}
-		return true
-	})
+	sweep(&s.counters)
 }
+
+func (c *memCounter) expiry() int64 { return c.expires }
 
 func (s *memoryStore) close() error { return s.loop.close() }

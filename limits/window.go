@@ -51,6 +51,9 @@ type windowKey struct {
 	name   string
 	// local is the memory store's counter of this window, once found.
 	local atomic.Pointer[memCounter]
+	// batch is this replica's reservations of this window from Redis
+	// (batch.go), once found.
+	batch atomic.Pointer[batch]
 	// fields are the rate limit fields that change at most once a second
 	// (decision.go), as last formatted.
 	fields atomic.Pointer[fixedFields]
