@@ -18,13 +18,16 @@ import (
 )
 
 // fleetOf starts n replicas over one Redis, in front of one legacy host.
-// Each has its own page cache; what they share goes through Redis.
+// Each has its own page cache; what they share goes through Redis. opts
+// apply after withRedis, so that a test's own redis settings (a shorter
+// redis.timeout) hold.
 func fleetOf(t *testing.T, n int, redisAddr string, opts ...edgeOption) []*edge {
 	t.Helper()
-	first := newEdge(t, append(opts, withRedis(redisAddr))...)
+	opts = append([]edgeOption{withRedis(redisAddr)}, opts...)
+	first := newEdge(t, opts...)
 	fleet := []*edge{first}
 	for len(fleet) < n {
-		fleet = append(fleet, newEdge(t, append(opts, withRedis(redisAddr), withUpstreamOf(first))...))
+		fleet = append(fleet, newEdge(t, append(opts, withUpstreamOf(first))...))
 	}
 	return fleet
 }

@@ -208,11 +208,14 @@ func TestToxiLegacyFaults(t *testing.T) {
 // in a row, dials refused. Every request is served; each key gets at most
 // its local shares while Redis is out (limits.fleet_size 2: 2 x
 // ceil(20/2)), Redis is counting again within a second of accepting
-// connections, and exactly after.
+// connections, and exactly after. The edges' clock stands still, so that
+// the key's window does not roll over (and its shares start again) in the
+// middle of an outage.
 func TestToxiRedisOutages(t *testing.T) {
 	r := redistest.Start(t)
 	x := newToxi(t, r.Addr())
-	fleet := fleetOf(t, 2, x.addr(), withLimitedKey(20, time.Minute), withConfig(func(c *proxy.Config) {
+	clk := testkit.NewClock(time.Now())
+	fleet := fleetOf(t, 2, x.addr(), withClock(clk.Now), withLimitedKey(20, time.Minute), withConfig(func(c *proxy.Config) {
 		c.Redis.Timeout = 100 * time.Millisecond
 		c.Limits.FleetSize = 2
 	}))
@@ -259,10 +262,23 @@ func TestToxiRedisOutages(t *testing.T) {
 
 // A Redis that hangs, is slow, or resets connections never holds a
 // request past the bounds of its calls, and is used again once it is well.
+// A request makes at most two Redis calls before it works alone: the
+// quota's (redis.timeout; on_store_error applies when it fails) and the
+// page's read from L2 (cache.l2.timeout, never below redis.timeout), after
+// which the page is fetched unshared. The breaker opening cuts that to
+// nothing, but each half-open probe pays the bound again.
 func TestToxiRedisHangLatencyReset(t *testing.T) {
 	r := redistest.Start(t)
 	x := newToxi(t, r.Addr())
 	fleet := fleetOf(t, 2, x.addr(), withConfig(func(c *proxy.Config) { c.Redis.Timeout = 100 * time.Millisecond }))
+	cfg := fleet[0].cfg
+	// slack is the legacy host's answer and the scheduling of a loaded
+	// test machine, under -race.
+	const slack = 400 * time.Millisecond
+	bound := cfg.Redis.Timeout + max(cfg.Redis.Timeout, cfg.Cache.L2.Timeout) + slack
+	if bound >= time.Second {
+		t.Fatalf("bound %v: the test wants redis.timeout and cache.l2.timeout that keep a request under 1s", bound)
+	}
 	for _, tc := range []struct {
 		name  string
 		toxic string
@@ -274,17 +290,19 @@ func TestToxiRedisHangLatencyReset(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			remove := x.add(t, tc.toxic, "downstream", tc.attrs)
+			var slowest time.Duration
 			for i := range 40 {
 				start := time.Now()
 				resp, body := fleet[i%2].get(activity(fleet[0], i))
+				took := time.Since(start)
+				slowest = max(slowest, took)
 				jsonAnswer(t, tc.name, resp, body)
-				// Served, within the upstream timeout (5s). The calls'
-				// own bounds (redis.timeout, cache.l2.timeout) should hold
-				// it far below; docs/OPERATING.md says what is measured.
-				if took := time.Since(start); resp.StatusCode != 200 || took > 5*time.Second {
-					t.Fatalf("request %d: %d after %v", i, resp.StatusCode, took)
+				if resp.StatusCode != 200 || took > bound {
+					t.Errorf("request %d: %d after %v, want 200 within %v (redis.timeout %v, cache.l2.timeout %v)",
+						i, resp.StatusCode, took, bound, cfg.Redis.Timeout, cfg.Cache.L2.Timeout)
 				}
 			}
+			t.Logf("slowest of 40: %v", slowest)
 			remove()
 			x.refuse() // drop the connections the toxic spoiled
 			x.accept(t)
