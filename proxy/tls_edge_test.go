@@ -136,6 +136,29 @@ func (te *tlsEdge) wait(t *testing.T) error {
 	}
 }
 
+// serving waits until the edge answers on its TLS listener, which it does
+// only once every listener is bound, or until Serve has returned; it
+// returns Serve's error in the second case.
+func (te *tlsEdge) serving(t *testing.T, client *http.Client) error {
+	t.Helper()
+	var err error
+	testkit.Eventually(t, "the TLS edge to serve or stop", func() bool {
+		select {
+		case <-te.stopped:
+			err = te.err
+			return true
+		default:
+		}
+		resp, gerr := client.Get(te.url("/v1/openapi.json"))
+		if gerr != nil {
+			return false
+		}
+		resp.Body.Close()
+		return true
+	})
+	return err
+}
+
 // url is the TLS listener's address as an https URL.
 func (te *tlsEdge) url(path string) string { return "https://" + te.addr + path }
 
@@ -323,9 +346,28 @@ func TestTLSFilesReloadKeepsConnections(t *testing.T) {
 // https with 308, path and query as sent, and never serves the API; HSTS is
 // on TLS answers only.
 func TestTLSRedirectAndHSTS(t *testing.T) {
-	httpAddr := freeAddr(t)
-	te, first, _, _ := filesEdge(t, "http_listen: "+strconv.Quote(httpAddr)+"\nhsts_max_age: 1h")
-	client := httpsClient(t, first.Pool(), edgeName)
+	// The plain-HTTP address is chosen free and then bound by Serve; another
+	// process of a parallel test run may take it in between, so a few
+	// addresses are tried.
+	var (
+		te       *tlsEdge
+		first    testkit.KeyPair
+		client   *http.Client
+		httpAddr string
+	)
+	for attempt := 1; ; attempt++ {
+		httpAddr = freeAddr(t)
+		te, first, _, _ = filesEdge(t, "http_listen: "+strconv.Quote(httpAddr)+"\nhsts_max_age: 1h")
+		client = httpsClient(t, first.Pool(), edgeName)
+		err := te.serving(t, client)
+		if err == nil {
+			break
+		}
+		if attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+			t.Fatal(err)
+		}
+		te.errExpected = true
+	}
 	tx := "/v1/tx/" + te.sim.TradeTxs()[0]
 
 	// The first TLS answer also shows the plain listener is bound: both
