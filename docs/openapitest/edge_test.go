@@ -36,6 +36,13 @@ type edge struct {
 
 func newEdge(t *testing.T) *edge {
 	t.Helper()
+	return newEdgeWith(t, "5s", "")
+}
+
+// newEdgeWith is newEdge with upstream.timeout set to timeout and the
+// sections of extra added to the configuration.
+func newEdgeWith(t *testing.T, timeout, extra string) *edge {
+	t.Helper()
 	sim := legacysim.New(legacysim.Config{Seed: 11, Key: legacyKey})
 	up := httptest.NewServer(sim)
 	t.Cleanup(up.Close)
@@ -46,7 +53,7 @@ admin:
   listen: "off"
 upstream:
   base_url: "` + up.URL + `/open-api"
-  timeout: 5s
+  timeout: ` + timeout + `
   retry: {max_attempts: 1}
 keys:
   - {id: all, sha256: "` + proxy.HashKey(keyAll) + `", plan: pro, routes: ["*"]}
@@ -55,7 +62,7 @@ keys:
 plans:
   pro: {requests: 100000, window: 1m}
   tiny: {requests: 1, window: 1h}
-`))
+` + extra))
 	if err != nil {
 		t.Fatal(err)
 	}

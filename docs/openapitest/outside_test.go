@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -27,7 +26,6 @@ import (
 
 	"tradergate/docs/openapitest"
 	"tradergate/legacysim"
-	"tradergate/proxy"
 )
 
 // npmBinEnv names the directory holding the npm tools' executables
@@ -108,80 +106,16 @@ func TestSpectralFindsNoProblem(t *testing.T) {
 	}
 }
 
-// Keys of the edge behind Prism, in plain text here only.
-const (
-	outsideKeyAll    = "outside-key-all-routes"
-	outsideKeyTxOnly = "outside-key-tx-only"
-	outsideKeyTiny   = "outside-key-tiny-plan"
-	outsideLegacyKey = "outside-legacy-credential"
-)
-
-// outsideEdge is tradergate served by Server.Serve on a loopback listener
-// (the fasthttp front a deployment runs), in front of legacysim, with the
-// legacy paths on and an upstream timeout short enough to reach 504.
-type outsideEdge struct {
-	sim  *legacysim.Sim
-	addr string
-}
-
-func startOutsideEdge(t *testing.T) *outsideEdge {
+// startOutsideEdge is the test edge (newEdge) with the legacy paths on and
+// an upstream timeout short enough to reach 504.
+func startOutsideEdge(t *testing.T) *edge {
 	t.Helper()
-	sim := legacysim.New(legacysim.Config{Seed: 5, Key: outsideLegacyKey})
-	up := &http.Server{Handler: sim, ReadHeaderTimeout: 10 * time.Second}
-	upLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = up.Serve(upLn) }()
-	t.Cleanup(func() { _ = up.Close() })
-	cfg, err := proxy.ParseConfig([]byte(`
-server:
-  listen: "127.0.0.1:0"
-admin:
-  listen: "off"
-upstream:
-  base_url: "http://` + upLn.Addr().String() + `/open-api"
-  timeout: 1s
-  retry: {max_attempts: 1}
-keys:
-  - {id: all, sha256: "` + proxy.HashKey(outsideKeyAll) + `", plan: pro, routes: ["*"]}
-  - {id: txonly, sha256: "` + proxy.HashKey(outsideKeyTxOnly) + `", plan: pro, routes: [tx]}
-  - {id: tiny, sha256: "` + proxy.HashKey(outsideKeyTiny) + `", plan: tiny, routes: ["*"]}
-plans:
-  pro: {requests: 100000, window: 1m}
-  tiny: {requests: 1, window: 1h}
-legacy:
+	return newEdgeWith(t, "1s", `legacy:
   enabled: true
   deprecation: 2026-01-01T00:00:00Z
   sunset: 2099-01-01T00:00:00Z
   guide_url: https://example.com/migrate
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := map[string]string{"TRADERGATE_UPSTREAM_KEY": outsideLegacyKey}
-	if err := cfg.Validate(func(k string) string { return env[k] }); err != nil {
-		t.Fatal(err)
-	}
-	srv, err := proxy.New(cfg, proxy.Options{Getenv: func(k string) string { return env[k] }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("edge: %v", err)
-		}
-		_ = srv.Close()
-	})
-	return &outsideEdge{sim: sim, addr: ln.Addr().String()}
+`)
 }
 
 // prism is a running `prism proxy` process.
@@ -272,10 +206,6 @@ type outsideCase struct {
 	headers []string
 	status  int
 	faults  *legacysim.Faults // set on the legacy host for this request
-	// known says why the edge breaks the document on this request today:
-	// the case is skipped, so that the list of known gaps stays in one
-	// place and each one turns into a check once fixed.
-	known string
 }
 
 // send sends c through p and fails t when Prism reports a violation or
@@ -311,7 +241,7 @@ func outsideDo(t *testing.T, client *http.Client, base string, c outsideCase) (*
 	}
 	switch c.key {
 	case "":
-		req.Header.Set("Authorization", "Bearer "+outsideKeyAll)
+		req.Header.Set("Authorization", "Bearer "+keyAll)
 	case "-":
 	default:
 		req.Header.Set("Authorization", "Bearer "+c.key)
@@ -341,15 +271,12 @@ func excerptOf(b []byte, max int) string {
 
 // run sends every case in order, each in a subtest, setting and clearing
 // the legacy host's faults around it.
-func (p *prism) run(t *testing.T, e *outsideEdge, cases []outsideCase) {
+func (p *prism) run(t *testing.T, e *edge, cases []outsideCase) {
 	t.Helper()
 	client := &http.Client{Timeout: 30 * time.Second}
 	t.Cleanup(client.CloseIdleConnections)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if c.known != "" {
-				t.Skip("the edge breaks the document here: " + c.known)
-			}
 			if c.faults != nil {
 				e.sim.SetFaults(*c.faults)
 				defer e.sim.SetFaults(legacysim.Faults{})
@@ -375,7 +302,7 @@ func (p *prism) run(t *testing.T, e *outsideEdge, cases []outsideCase) {
 // a validating Prism answers them itself.
 func TestPrismFindsNoViolation(t *testing.T) {
 	e := startOutsideEdge(t)
-	upstream := "http://" + e.addr
+	upstream := e.url
 	m := e.sim.Markets()[0]
 	tok := m.Tokens[0]
 	w := e.sim.Wallets()[0]
@@ -420,7 +347,7 @@ func TestPrismFindsNoViolation(t *testing.T) {
 		{name: "openapi.json", method: http.MethodHead, path: "/v1/openapi.json", key: "-", status: 200},
 		{name: "304", method: http.MethodHead, path: "/v1/tx/" + combo, headers: []string{"If-None-Match", "*"}, status: 304},
 		{name: "401", method: http.MethodHead, path: "/v1/tx/" + tx, key: "not-a-key", status: 401},
-		{name: "403", method: http.MethodHead, path: "/v1/trader/" + w + "/activity", key: outsideKeyTxOnly, status: 403},
+		{name: "403", method: http.MethodHead, path: "/v1/trader/" + w + "/activity", key: keyTxOnly, status: 403},
 		{name: "400", method: http.MethodHead, path: "/v1/trader/0x12/activity", status: 400},
 		{name: "legacy 401", method: http.MethodHead, path: "/open-api/v1/tx/" + tx, key: "not-a-key", status: 401},
 	}...)
@@ -430,8 +357,8 @@ func TestPrismFindsNoViolation(t *testing.T) {
 		{name: "legacy 304", path: "/open-api/v1/tx/" + combo, headers: []string{"If-None-Match", "*"}, status: 304},
 		{name: "401 unknown key", path: "/v1/tx/" + tx, key: "not-a-key", status: 401},
 		{name: "legacy 401 unknown key", path: "/open-api/v1/tx/" + tx, key: "not-a-key", status: 401},
-		{name: "403", path: "/v1/trader/" + w + "/activity", key: outsideKeyTxOnly, status: 403},
-		{name: "legacy 403", path: "/open-api/v1/trader/" + w + "/activity", key: outsideKeyTxOnly, status: 403},
+		{name: "403", path: "/v1/trader/" + w + "/activity", key: keyTxOnly, status: 403},
+		{name: "legacy 403", path: "/open-api/v1/trader/" + w + "/activity", key: keyTxOnly, status: 403},
 		{name: "404 of the legacy host", path: "/v1/trader/" + w + "/activity?limit=7", faults: fault("activity", 404), status: 404},
 		{name: "legacy 404 of the legacy host", path: "/open-api/v1/trader/" + w + "/activity?limit=7", faults: fault("activity", 404), status: 404},
 		{name: "404 no snapshot", path: "/v1/orderbook/book?tokenId=" + tok + "&at=0", status: 404},
@@ -453,9 +380,9 @@ func TestPrismFindsNoViolation(t *testing.T) {
 		{name: "503 legacy 429", path: "/v1/trader/" + w + "/deposits-withdrawals?limit=5", faults: fault("deposits_withdrawals", 429), status: 503},
 		{name: "legacy 503", path: "/open-api/v1/trader/" + w + "/deposits-withdrawals?limit=5", faults: fault("deposits_withdrawals", 429), status: 503},
 		// The tiny key's one request, then its 429s.
-		{name: "tiny key's allowance", path: "/v1/tx/" + tx, key: outsideKeyTiny, status: 200},
-		{name: "429", path: "/v1/tx/" + tx, key: outsideKeyTiny, status: 429},
-		{name: "legacy 429", path: "/open-api/v1/tx/" + tx, key: outsideKeyTiny, status: 429},
+		{name: "tiny key's allowance", path: "/v1/tx/" + tx, key: keyTiny, status: 200},
+		{name: "429", path: "/v1/tx/" + tx, key: keyTiny, status: 429},
+		{name: "legacy 429", path: "/open-api/v1/tx/" + tx, key: keyTiny, status: 429},
 	}...)
 
 	invalid := []outsideCase{
@@ -493,7 +420,7 @@ func TestPrismFindsNoViolation(t *testing.T) {
 		t.Cleanup(client.CloseIdleConnections)
 		for _, c := range heads {
 			t.Run(c.name, func(t *testing.T) {
-				req, resp, body := outsideDo(t, client, "http://"+e.addr, c)
+				req, resp, body := outsideDo(t, client, e.url, c)
 				if resp.StatusCode != c.status || len(body) != 0 {
 					t.Fatalf("HEAD %s: status %d with %d body bytes, want %d and none", c.path, resp.StatusCode, len(body), c.status)
 				}
