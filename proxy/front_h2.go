@@ -13,17 +13,18 @@ import (
 
 // serveH2 is the h2edge handler: one stream.
 func (s *Server) serveH2(st *h2edge.Stream) {
-	x := newExchange(st.Context())
+	x := pooledExchange(st.Context())
 	s.readH2(x, st)
 	s.serve(x)
-	if x.status == statusClientClosed {
-		return // the stream is gone: h2edge resets it if need be
+	if x.status != statusClientClosed { // else the stream is gone
+		s.writeH2(x, st) // copies every field value: x may go back now
 	}
-	s.writeH2(x, st)
+	x.release()
 }
 
 // readH2 fills the request part of x. The decoded strings are the
-// stream's own (HPACK's decoder makes them), so x keeps them as they are.
+// stream's own (HPACK's decoder makes them, and never reuses them), so x
+// keeps them as they are.
 func (s *Server) readH2(x *exchange, st *h2edge.Stream) {
 	switch st.Method {
 	case methodGet:

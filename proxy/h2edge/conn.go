@@ -445,8 +445,8 @@ func (c *conn) processData(f *http2.DataFrame) error {
 	st.recvWindow -= int64(f.Length)
 	n := int64(len(f.Data()))
 	st.received += n
-	if n > 0 {
-		st.Body = true
+	if n > 0 && !st.dispatched {
+		st.Body = true // the handler reads it from its start
 	}
 	if st.declared >= 0 && st.received > st.declared {
 		return http2.StreamError{StreamID: id, Code: errCodeProtocol}

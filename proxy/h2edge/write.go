@@ -43,6 +43,9 @@ const (
 	// asking for control frames (PING, SETTINGS, resets) and reads none
 	// of them is cut off there.
 	bufMax = 1 << 20
+	// lastWriteTimeout bounds the write of what is left when a
+	// connection ends, when the server has no WriteTimeout.
+	lastWriteTimeout = 5 * time.Second
 )
 
 var errFlood = errors.New("h2edge: the client does not read what it asks for")
@@ -117,6 +120,11 @@ func (w *writer) flushOnce() bool {
 // flushAndStop writes what is buffered and stops the goroutine; frames
 // appended later are dropped.
 func (w *writer) flushAndStop() {
+	if w.c.srv.WriteTimeout <= 0 {
+		// The last write is bounded all the same: a client that reads
+		// nothing does not hold the connection forever.
+		w.c.nc.SetWriteDeadline(time.Now().Add(lastWriteTimeout))
+	}
 	w.stopOnce.Do(func() { close(w.stopc) })
 	<-w.done
 	w.c.mu.Lock()
@@ -138,7 +146,9 @@ func (w *writer) frame(typ http2.FrameType, flags http2.Flags, id uint32, length
 	}
 	if len(w.buf) > bufMax {
 		w.err = errFlood
-		w.c.nc.Close()
+		// Not under the lock: closing a TLS connection may first try to
+		// send its close_notify.
+		go w.c.nc.Close()
 		return false
 	}
 	if w.buf == nil {
