@@ -27,29 +27,24 @@ import (
 // on a real TLS loopback connection, as h2load -m 10 loads it: h2Conns
 // connections, each keeping h2Streams requests in flight. The client is
 // a bare framer (no net/http), so that what a variant costs above another
-// is the edge's. "record-per-flush" writes each flush of x/net/http2 as
-// it comes, "coalesced" is the edge's way (h2conn.go). writes/op counts
-// the process's write system calls per response (/proc/self/io syscw,
-// the client's included: about one per request in both), and cpu-µs/op
-// the process's CPU time per response, the client's included.
+// is the edge's (h2edge). writes/op counts the process's write system
+// calls per response (/proc/self/io syscw, the client's included: about
+// one per request), and cpu-µs/op the process's CPU time per response,
+// the client's included.
 func BenchmarkH2Hit(b *testing.B) {
 	for _, v := range []struct {
 		name      string
-		perFlush  bool
 		streams   int
 		conns     int
 		identity  bool
 		orderbook bool
 	}{
-		{name: "record-per-flush", perFlush: true, streams: 10, conns: 4},
-		{name: "coalesced", streams: 10, conns: 4},
-		{name: "record-per-flush-1stream", perFlush: true, streams: 1, conns: 1},
-		{name: "coalesced-1stream", streams: 1, conns: 1},
-		{name: "record-per-flush-orderbook1000", perFlush: true, streams: 10, conns: 4, identity: true, orderbook: true},
-		{name: "coalesced-orderbook1000", streams: 10, conns: 4, identity: true, orderbook: true},
+		{name: "10streams", streams: 10, conns: 4},
+		{name: "1stream", streams: 1, conns: 1},
+		{name: "orderbook1000", streams: 10, conns: 4, identity: true, orderbook: true},
 	} {
 		b.Run(v.name, func(b *testing.B) {
-			e, addr := h2BenchEdge(b, v.perFlush)
+			e, addr := h2BenchEdge(b)
 			settled := strconv.FormatInt(time.Now().Unix()-3600, 10)
 			path := "/v1/trader/" + e.sim.Wallets()[0] + "/activity?toTimestamp=" + settled
 			if v.orderbook {
@@ -79,14 +74,14 @@ func BenchmarkH2Hit(b *testing.B) {
 
 // h2BenchEdge is a benchmark edge serving TLS (mode files, a self-signed
 // ECDSA P-256 certificate) on a loopback listener.
-func h2BenchEdge(b *testing.B, perFlush bool) (*edge, string) {
+func h2BenchEdge(b *testing.B) (*edge, string) {
 	dir := b.TempDir()
 	certFile, keyFile := filepath.Join(dir, "edge.crt"), filepath.Join(dir, "edge.key")
 	testkit.SelfSigned(b, "bench", time.Now().Add(24*time.Hour), edgeName).Write(b, certFile, keyFile)
 	noPlain := ""
 	e := benchEdgeWith(b, withConfig(func(c *proxy.Config) {
 		c.Server.TLS = tlsedge.Config{Mode: tlsedge.ModeFiles, CertFile: certFile, KeyFile: keyFile,
-			HTTPListen: &noPlain, RecordPerFlush: perFlush}
+			HTTPListen: &noPlain}
 	}))
 	return e, e.addr
 }

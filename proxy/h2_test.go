@@ -16,10 +16,9 @@ import (
 
 // Many streams on one HTTP/2 connection, answered at once, small pages
 // and a ~500 KB one: every answer arrives whole and equal, byte for byte,
-// to the same request's answer over HTTP/1.1. The edge coalesces the
-// frames of a burst of answers into shared TLS records (h2conn.go); this
-// is where an answer cut short, or two answers' frames out of order,
-// would show.
+// to the same request's answer over HTTP/1.1. The edge frames a burst of
+// answers into shared TLS records (h2edge); this is where an answer cut
+// short, or two answers' frames out of order, would show.
 func TestH2ManyStreamsOneConnection(t *testing.T) {
 	te, first, _, _ := filesEdge(t, `http_listen: ""`)
 	settled := strconv.FormatInt(time.Now().Unix()-3600, 10)

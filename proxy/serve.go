@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
-	"golang.org/x/net/http2"
 
+	"tradergate/proxy/h2edge"
 	"tradergate/proxy/tlsedge"
 )
 
@@ -21,7 +21,7 @@ import (
 // fails at start.
 //
 // HTTP/1.1 is served by fasthttp; with TLS on, a connection that
-// negotiates h2 by ALPN is handed to net/http's HTTP/2 server instead. The
+// negotiates h2 by ALPN is handed to the edge's HTTP/2 server (h2edge). The
 // plain-HTTP listener of a TLS edge (ACME challenges, redirects) and the
 // admin listener are net/http servers.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
@@ -130,14 +130,11 @@ func (e *edge) startAdmin() error {
 }
 
 // buildTLS puts TLS around the client listener: fasthttp serves HTTP/1.1
-// on it, and hands connections that negotiate h2 to net/http's HTTP/2
-// server.
+// on it, and hands connections that negotiate h2 to h2edge.
 func (e *edge) buildTLS(fs *fasthttp.Server) error {
 	s, c := e.s, e.s.cfg.Server
-	// std serves HTTP/2 streams (and owns their graceful shutdown) and
-	// lends its limits to the plain-HTTP listener of a TLS edge.
+	// std lends its limits to the plain-HTTP listener of a TLS edge.
 	std := &http.Server{
-		Handler:           s.Handler(),
 		ReadHeaderTimeout: c.ReadHeaderTimeout,
 		ReadTimeout:       c.ReadTimeout,
 		WriteTimeout:      c.WriteTimeout,
@@ -155,37 +152,29 @@ func (e *edge) buildTLS(fs *fasthttp.Server) error {
 		e.onClose(func() { st.Plain.Close() })
 	}
 	s.hsts.Store(&st.HSTS)
-	h2 := &http2.Server{IdleTimeout: c.IdleTimeout, MaxReadFrameSize: 1 << 20}
-	if err := http2.ConfigureServer(std, h2); err != nil {
-		return fmt.Errorf("http2: %w", err)
-	}
-	// The HTTP/2 server's own header limit is set well above
-	// server.max_header_bytes, so that a header list past the edge's
-	// limit reaches the edge, which answers that one stream with its
-	// JSON 431 (front_std.go): at its own limit x/net answers an HTML
-	// 431, and past twice that it ends the whole connection
-	// (docs/CONFIGURATION.md "HTTP/2").
-	h2base := &http.Server{
-		ReadHeaderTimeout: c.ReadHeaderTimeout,
-		ReadTimeout:       c.ReadTimeout,
-		WriteTimeout:      c.WriteTimeout,
+	// HTTP/2 connections are served by h2edge, whose header limit is set
+	// above server.max_header_bytes, so that a header list past the
+	// edge's limit reaches the edge, which answers that one stream with
+	// its JSON 431 (front_h2.go); a list past even that is decoded only
+	// up to it and answered the same way.
+	h2 := &h2edge.Server{
+		Handler:           s.serveH2,
+		BaseContext:       e.base,
+		MaxHeaderListSize: uint32(h2HeaderRoom * c.MaxHeaderBytes),
+		PrefaceTimeout:    c.ReadHeaderTimeout,
 		IdleTimeout:       c.IdleTimeout,
-		MaxHeaderBytes:    h2HeaderRoom * c.MaxHeaderBytes,
-		ErrorLog:          std.ErrorLog,
+		WriteTimeout:      c.WriteTimeout,
+		Log:               s.log,
 	}
 	fs.NextProto("h2", func(conn net.Conn) error {
-		conn = tlsConnOf(conn)
-		if !c.TLS.RecordPerFlush {
-			conn = newH2Conn(conn) // h2conn.go: a burst's frames in one record
-		}
-		h2.ServeConn(conn, &http2.ServeConnOpts{Context: e.base, BaseConfig: h2base, Handler: std.Handler})
+		_ = h2.ServeConn(tlsConnOf(conn))
 		return nil
 	})
 	tlsLn := frontListener{tls.NewListener(plainHTTPListener{e.ln}, st.TLS)}
 	e.servers[0].serve = func() error { return fs.Serve(tlsLn) }
-	// Shutting std down sends GOAWAY to the HTTP/2 connections, which
+	// Shutting h2 down sends GOAWAY to the HTTP/2 connections, which
 	// then end once their streams are done.
-	e.servers = append(e.servers, serving{shutdown: std.Shutdown, cut: func() { _ = std.Close() }})
+	e.servers = append(e.servers, serving{shutdown: h2.Shutdown, cut: func() { _ = h2.Close() }})
 	if rs := st.Redirect; rs != nil {
 		e.servers = append(e.servers, serving{
 			serve:    func() error { return rs.Serve(st.Plain) },

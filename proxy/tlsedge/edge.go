@@ -99,12 +99,6 @@ type Config struct {
 	// max-age (whole seconds) on every TLS response; zero: no header.
 	HSTSMaxAge time.Duration `yaml:"hsts_max_age"`
 
-	// RecordPerFlush, when set, writes each flush of the HTTP/2 server
-	// to the connection as it comes, a TLS record and a system call each,
-	// instead of coalescing a burst of them (proxy/h2conn.go). For
-	// benchmarks that compare both ways; never read from the file.
-	RecordPerFlush bool `yaml:"-"`
-
 	// Backdate, when set, backdates ACME orders by that much, which yields
 	// a certificate already due for renewal. For tests; never read from
 	// the file.

@@ -1,0 +1,590 @@
+package h2edge
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/netip"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+const (
+	errCodeNo           = http2.ErrCodeNo
+	errCodeProtocol     = http2.ErrCodeProtocol
+	errCodeInternal     = http2.ErrCodeInternal
+	errCodeFlowControl  = http2.ErrCodeFlowControl
+	errCodeStreamClosed = http2.ErrCodeStreamClosed
+	errCodeFrameSize    = http2.ErrCodeFrameSize
+	errCodeRefused      = http2.ErrCodeRefusedStream
+	errCodeCompression  = http2.ErrCodeCompression
+
+	// initialWindow is the protocol's initial flow-control window, for
+	// both directions (RFC 9113 section 6.9.2); the edge keeps it for
+	// what it receives.
+	initialWindow = 65535
+	// maxWindow is the largest a flow-control window may grow.
+	maxWindow = 1<<31 - 1
+	// defaultFrameSize is SETTINGS_MAX_FRAME_SIZE's initial value; the
+	// edge reads no larger frames (a request is a header block).
+	defaultFrameSize = 16384
+	// goAwayLinger is how long a connection being closed after a GOAWAY
+	// still reads (and drops) what the client sends, so that the client
+	// reads the GOAWAY rather than a TCP reset.
+	goAwayLinger = time.Second
+)
+
+// conn is one HTTP/2 connection. Its read loop (serve) is the only reader
+// of the connection; everything else, the streams, the flow-control
+// windows and the write buffer, is under mu, taken by the read loop per
+// frame and by a handler to frame its answer.
+type conn struct {
+	srv  *Server
+	nc   net.Conn
+	peer netip.Addr
+	br   *bufio.Reader
+	fr   *http2.Framer
+	ctx  context.Context
+	stop context.CancelFunc
+
+	// quitting is set before the read loop is woken to end (Shutdown, the
+	// last stream of a draining connection): see wake.
+	quitting atomic.Bool
+
+	mu sync.Mutex
+	w  writer // write.go
+
+	streams     map[uint32]*Stream
+	maxID       uint32 // the highest stream id the client opened
+	handlers    int    // handler goroutines that have not returned
+	sawSettings bool
+	unacked     int // our SETTINGS frames the client has not acknowledged
+	// goneAway: a GOAWAY was sent; streams above goAwayID are ignored.
+	goneAway bool
+	goAwayID uint32
+	closed   bool // the read loop ended: answers are dropped
+
+	// The send side, set by the client's SETTINGS and WINDOW_UPDATEs.
+	sendWindow     int64 // the connection's window for DATA
+	initialWindow  int64 // SETTINGS_INITIAL_WINDOW_SIZE: a new stream's window
+	maxFrame       int   // SETTINGS_MAX_FRAME_SIZE
+	tableMax       uint32
+	tableSizeDirty bool      // tableMax must be signalled (hpack size update)
+	sending        []*Stream // streams with DATA to send and window left
+
+	// recvWindow is what the client may still send on the connection.
+	recvWindow int64
+}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	c := &conn{
+		srv:           s,
+		nc:            nc,
+		streams:       map[uint32]*Stream{},
+		sendWindow:    initialWindow,
+		initialWindow: initialWindow,
+		maxFrame:      defaultFrameSize,
+		tableMax:      4096,
+		recvWindow:    initialWindow,
+	}
+	if ap, err := netip.ParseAddrPort(nc.RemoteAddr().String()); err == nil {
+		c.peer = ap.Addr().Unmap()
+	}
+	c.br = bufio.NewReaderSize(nc, 16<<10)
+	c.fr = http2.NewFramer(io.Discard, c.br)
+	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	c.fr.MaxHeaderListSize = s.maxHeaderList()
+	c.fr.SetMaxReadFrameSize(defaultFrameSize)
+	c.fr.SetReuseFrames()
+	c.ctx, c.stop = context.WithCancel(s.baseContext())
+	return c
+}
+
+// serve is the connection's read loop.
+func (c *conn) serve() error {
+	c.w.init(c)
+	defer c.teardown()
+	c.mu.Lock()
+	c.writeSettingsLocked()
+	c.mu.Unlock()
+
+	c.nc.SetReadDeadline(time.Now().Add(orDefault(c.srv.PrefaceTimeout, defaultPrefaceTimeout)))
+	var preface [len(http2.ClientPreface)]byte
+	if _, err := io.ReadFull(c.br, preface[:]); err != nil {
+		return err
+	}
+	if string(preface[:]) != http2.ClientPreface {
+		return errors.New("h2edge: bad client preface")
+	}
+	idle := orDefault(c.srv.IdleTimeout, defaultIdleTimeout)
+	for {
+		if c.br.Buffered() == 0 {
+			c.nc.SetReadDeadline(time.Now().Add(idle))
+			if c.quitting.Load() && c.quiet() {
+				return nil
+			}
+		}
+		f, err := c.fr.ReadFrame()
+		if err == nil {
+			c.mu.Lock()
+			err = c.process(f)
+			c.mu.Unlock()
+		}
+		if err == nil {
+			continue
+		}
+		if done, rerr := c.failed(err); done {
+			return rerr
+		}
+	}
+}
+
+// failed handles an error of the read loop: a stream error resets that
+// stream, a connection error sends GOAWAY and ends the connection, and an
+// idle or draining connection ends once nothing is in progress.
+func (c *conn) failed(err error) (done bool, _ error) {
+	var se http2.StreamError
+	var ce http2.ConnectionError
+	var ne net.Error
+	switch {
+	case errors.As(err, &se):
+		c.mu.Lock()
+		c.resetLocked(se.StreamID, se.Code)
+		c.mu.Unlock()
+		return false, nil
+	case errors.As(err, &ce):
+		c.goAway(http2.ErrCode(ce))
+		c.linger()
+		return true, err
+	case errors.Is(err, http2.ErrFrameTooLarge):
+		c.goAway(errCodeFrameSize)
+		c.linger()
+		return true, err
+	case errors.As(err, &ne) && ne.Timeout():
+		if c.quitting.Load() && c.quiet() {
+			return true, nil
+		}
+		if c.busy() {
+			return false, nil // a slow answer is not idleness
+		}
+		c.goAway(errCodeNo)
+		return true, nil
+	}
+	return true, err
+}
+
+// process handles one frame, under mu. A returned StreamError or
+// ConnectionError is handled by failed.
+func (c *conn) process(f http2.Frame) error {
+	if c.closed {
+		return net.ErrClosed
+	}
+	if !c.sawSettings {
+		if _, ok := f.(*http2.SettingsFrame); !ok {
+			return http2.ConnectionError(errCodeProtocol)
+		}
+		c.sawSettings = true
+	}
+	if c.goneAway && f.Header().StreamID > c.goAwayID {
+		// A stream the client opened after our GOAWAY is not served;
+		// its DATA still counts against the connection's window.
+		if d, ok := f.(*http2.DataFrame); ok {
+			return c.takeConnFlow(d)
+		}
+		return nil
+	}
+	switch f := f.(type) {
+	case *http2.SettingsFrame:
+		return c.processSettings(f)
+	case *http2.MetaHeadersFrame:
+		return c.processHeaders(f)
+	case *http2.DataFrame:
+		return c.processData(f)
+	case *http2.WindowUpdateFrame:
+		return c.processWindowUpdate(f)
+	case *http2.PingFrame:
+		if !f.IsAck() {
+			c.w.ping(f.Data)
+		}
+		return nil
+	case *http2.RSTStreamFrame:
+		state, st := c.state(f.StreamID)
+		if state == stateIdle {
+			return http2.ConnectionError(errCodeProtocol)
+		}
+		if st != nil {
+			c.closeStreamLocked(st)
+		}
+		return nil
+	case *http2.PriorityFrame:
+		if f.StreamDep == f.StreamID {
+			return http2.StreamError{StreamID: f.StreamID, Code: errCodeProtocol}
+		}
+		return nil // priorities are not followed (RFC 9113 section 5.3.2)
+	case *http2.GoAwayFrame:
+		c.goAwayLocked(errCodeNo)
+		return nil
+	case *http2.PushPromiseFrame:
+		return http2.ConnectionError(errCodeProtocol)
+	}
+	return nil // unknown frame types are ignored (RFC 9113 section 5.5)
+}
+
+type streamState uint8
+
+const (
+	stateIdle streamState = iota
+	stateOpen
+	stateHalfClosedRemote // the request is complete; the answer is not
+	stateClosed
+)
+
+// state is a stream id's state (RFC 9113 section 5.1), and the stream
+// if it is open.
+func (c *conn) state(id uint32) (streamState, *Stream) {
+	if st, ok := c.streams[id]; ok {
+		return st.state, st
+	}
+	if id%2 == 1 && id <= c.maxID {
+		return stateClosed, nil
+	}
+	return stateIdle, nil
+}
+
+func (c *conn) processSettings(f *http2.SettingsFrame) error {
+	if f.IsAck() {
+		c.unacked--
+		if c.unacked < 0 {
+			return http2.ConnectionError(errCodeProtocol)
+		}
+		return nil
+	}
+	// A parameter given twice takes its last value (RFC 9113 section
+	// 6.5.3), so each is applied in order.
+	err := f.ForeachSetting(func(s http2.Setting) error {
+		if err := s.Valid(); err != nil {
+			return err
+		}
+		switch s.ID {
+		case http2.SettingHeaderTableSize:
+			if s.Val < c.tableMax {
+				c.tableMax = s.Val
+				c.tableSizeDirty = true
+			}
+		case http2.SettingInitialWindowSize:
+			delta := int64(s.Val) - c.initialWindow
+			c.initialWindow = int64(s.Val)
+			for _, st := range c.streams {
+				st.sendWindow += delta
+				if st.sendWindow > maxWindow {
+					return http2.ConnectionError(errCodeFlowControl)
+				}
+				if delta > 0 {
+					c.wantSendLocked(st)
+				}
+			}
+		case http2.SettingMaxFrameSize:
+			c.maxFrame = int(s.Val)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	c.w.settingsAck()
+	c.pumpLocked()
+	return nil
+}
+
+func (c *conn) processWindowUpdate(f *http2.WindowUpdateFrame) error {
+	if f.StreamID == 0 {
+		c.sendWindow += int64(f.Increment)
+		if c.sendWindow > maxWindow {
+			return http2.ConnectionError(errCodeFlowControl)
+		}
+		c.pumpLocked()
+		return nil
+	}
+	state, st := c.state(f.StreamID)
+	if state == stateIdle {
+		return http2.ConnectionError(errCodeProtocol)
+	}
+	if st == nil {
+		return nil
+	}
+	st.sendWindow += int64(f.Increment)
+	if st.sendWindow > maxWindow {
+		return http2.StreamError{StreamID: f.StreamID, Code: errCodeFlowControl}
+	}
+	c.wantSendLocked(st)
+	c.pumpLocked()
+	return nil
+}
+
+// connHeaders are fields that only mean something to one HTTP/1.x hop; an
+// HTTP/2 request carrying one is malformed (RFC 9113 section 8.2.2).
+var connHeaders = map[string]bool{
+	"connection": true, "keep-alive": true, "proxy-connection": true,
+	"transfer-encoding": true, "upgrade": true,
+}
+
+func (c *conn) processHeaders(f *http2.MetaHeadersFrame) error {
+	id := f.StreamID
+	if id%2 != 1 {
+		return http2.ConnectionError(errCodeProtocol)
+	}
+	if st := c.streams[id]; st != nil {
+		// Trailers: they end the request, carry no pseudo-fields, and are
+		// not read.
+		if st.state == stateHalfClosedRemote {
+			return http2.StreamError{StreamID: id, Code: errCodeStreamClosed}
+		}
+		if !f.StreamEnded() || len(f.PseudoFields()) > 0 {
+			return http2.StreamError{StreamID: id, Code: errCodeProtocol}
+		}
+		return c.endRequestLocked(st)
+	}
+	if id <= c.maxID {
+		return http2.ConnectionError(errCodeProtocol)
+	}
+	c.maxID = id
+	if uint32(len(c.streams)) >= c.srv.maxStreams() || uint32(c.handlers) >= c.srv.maxStreams() {
+		if c.unacked == 0 {
+			return http2.StreamError{StreamID: id, Code: errCodeProtocol}
+		}
+		return http2.StreamError{StreamID: id, Code: errCodeRefused}
+	}
+	if f.HasPriority() && f.Priority.StreamDep == id {
+		return http2.StreamError{StreamID: id, Code: errCodeProtocol}
+	}
+	st := &Stream{
+		c:          c,
+		id:         id,
+		state:      stateOpen,
+		declared:   -1,
+		recvWindow: initialWindow,
+		sendWindow: c.initialWindow,
+		Method:     f.PseudoValue("method"),
+		Scheme:     f.PseudoValue("scheme"),
+		Authority:  f.PseudoValue("authority"),
+		Path:       f.PseudoValue("path"),
+		TooLarge:   f.Truncated,
+		Peer:       c.peer,
+	}
+	if f.PseudoValue("protocol") != "" || f.PseudoValue("status") != "" {
+		return http2.StreamError{StreamID: id, Code: errCodeProtocol}
+	}
+	if st.Method == "CONNECT" {
+		if st.Path != "" || st.Scheme != "" || st.Authority == "" {
+			return http2.StreamError{StreamID: id, Code: errCodeProtocol}
+		}
+	} else if st.Method == "" || st.Path == "" || (st.Scheme != "https" && st.Scheme != "http") {
+		return http2.StreamError{StreamID: id, Code: errCodeProtocol}
+	}
+	st.Fields = f.RegularFields()
+	for _, hf := range st.Fields {
+		switch {
+		case connHeaders[hf.Name]:
+			return http2.StreamError{StreamID: id, Code: errCodeProtocol}
+		case hf.Name == "te" && hf.Value != "trailers":
+			return http2.StreamError{StreamID: id, Code: errCodeProtocol}
+		case hf.Name == "content-length":
+			n, err := strconv.ParseUint(hf.Value, 10, 63)
+			if err != nil || (st.declared >= 0 && int64(n) != st.declared) {
+				return http2.StreamError{StreamID: id, Code: errCodeProtocol}
+			}
+			st.declared = int64(n)
+		}
+	}
+	c.streams[id] = st
+	if st.declared > 0 {
+		st.Body = true
+	}
+	if f.StreamEnded() {
+		return c.endRequestLocked(st)
+	}
+	return nil
+}
+
+// endRequestLocked: the client ended st's request (END_STREAM).
+func (c *conn) endRequestLocked(st *Stream) error {
+	if st.declared >= 0 && st.declared != st.received {
+		return http2.StreamError{StreamID: st.id, Code: errCodeProtocol}
+	}
+	st.state = stateHalfClosedRemote
+	if !st.dispatched {
+		c.dispatchLocked(st)
+	} else if st.ended {
+		c.closeStreamLocked(st)
+	}
+	return nil
+}
+
+func (c *conn) processData(f *http2.DataFrame) error {
+	id := f.StreamID
+	state, st := c.state(id)
+	if state == stateIdle {
+		return http2.ConnectionError(errCodeProtocol)
+	}
+	if err := c.takeConnFlow(f); err != nil {
+		return err
+	}
+	if st == nil || state != stateOpen {
+		return http2.StreamError{StreamID: id, Code: errCodeStreamClosed}
+	}
+	if int64(f.Length) > st.recvWindow {
+		return http2.StreamError{StreamID: id, Code: errCodeFlowControl}
+	}
+	st.recvWindow -= int64(f.Length)
+	n := int64(len(f.Data()))
+	st.received += n
+	if n > 0 && !st.dispatched {
+		st.Body = true // the handler reads it from its start
+	}
+	if st.declared >= 0 && st.received > st.declared {
+		return http2.StreamError{StreamID: id, Code: errCodeProtocol}
+	}
+	if f.StreamEnded() {
+		return c.endRequestLocked(st)
+	}
+	if st.received > c.srv.maxBody() && !st.dispatched {
+		c.dispatchLocked(st) // a body this long is refused anyway
+	}
+	return nil
+}
+
+// takeConnFlow counts a DATA frame against the connection's receive
+// window and gives it straight back: the edge discards request bodies.
+func (c *conn) takeConnFlow(f *http2.DataFrame) error {
+	if int64(f.Length) > c.recvWindow {
+		return http2.ConnectionError(errCodeFlowControl)
+	}
+	if f.Length > 0 {
+		c.w.windowUpdate(0, f.Length)
+	}
+	return nil
+}
+
+// dispatchLocked starts st's handler.
+func (c *conn) dispatchLocked(st *Stream) {
+	st.dispatched = true
+	st.ctx, st.cancel = context.WithCancel(c.ctx)
+	c.handlers++
+	go c.run(st)
+}
+
+func (c *conn) run(st *Stream) {
+	defer c.handlerDone(st)
+	c.srv.Handler(st)
+}
+
+func (c *conn) handlerDone(st *Stream) {
+	p := recover()
+	st.cancel()
+	c.mu.Lock()
+	c.handlers--
+	if !st.answered && st.state != stateClosed {
+		c.resetLocked(st.id, errCodeInternal)
+	}
+	c.wakeIfQuietLocked()
+	c.mu.Unlock()
+	if p != nil && c.srv.Log != nil {
+		c.srv.Log.Error("h2edge: handler panicked", "panic", p)
+	}
+}
+
+// resetLocked sends RST_STREAM for id and closes the stream, if open.
+func (c *conn) resetLocked(id uint32, code http2.ErrCode) {
+	c.w.rstStream(id, code)
+	if st := c.streams[id]; st != nil {
+		c.closeStreamLocked(st)
+	}
+}
+
+// closeStreamLocked forgets st: its answer (or what is left of it) is not
+// sent, and its handler's context is cancelled.
+func (c *conn) closeStreamLocked(st *Stream) {
+	if st.state == stateClosed {
+		return
+	}
+	st.state = stateClosed
+	st.out = nil
+	delete(c.streams, st.id)
+	if st.cancel != nil {
+		st.cancel()
+	}
+	c.wakeIfQuietLocked()
+}
+
+// quiet: no stream is open and no handler runs.
+func (c *conn) quiet() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.quietLocked()
+}
+
+func (c *conn) quietLocked() bool { return len(c.streams) == 0 && c.handlers == 0 }
+
+// busy: an answer is being made or sent (a stream waiting for the client,
+// for its body or its window, is not).
+func (c *conn) busy() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.handlers > 0 || len(c.sending) > 0 || c.w.pending()
+}
+
+// goAway sends GOAWAY with code: no stream above the last one opened is
+// served. With errCodeNo the connection ends when its streams have; with
+// an error it ends now.
+func (c *conn) goAway(code http2.ErrCode) {
+	c.mu.Lock()
+	c.goAwayLocked(code)
+	c.mu.Unlock()
+}
+
+func (c *conn) goAwayLocked(code http2.ErrCode) {
+	if !c.goneAway || code != errCodeNo {
+		c.goneAway = true
+		c.goAwayID = c.maxID
+		c.w.goAway(c.maxID, code)
+	}
+	c.quitting.Store(true)
+	c.wakeIfQuietLocked()
+}
+
+// wakeIfQuietLocked wakes the read loop of a connection that is to end
+// once quiet, and now is.
+func (c *conn) wakeIfQuietLocked() {
+	if c.quitting.Load() && c.quietLocked() {
+		c.nc.SetReadDeadline(time.Now())
+	}
+}
+
+// linger reads and drops what the client still sends, for a moment, so
+// that the GOAWAY just written reaches it before the connection closes.
+func (c *conn) linger() {
+	c.w.flushAndStop()
+	c.nc.SetReadDeadline(time.Now().Add(goAwayLinger))
+	_, _ = io.Copy(io.Discard, c.nc)
+}
+
+// teardown ends the connection: streams' contexts are cancelled, what is
+// buffered is written, and the connection closed.
+func (c *conn) teardown() {
+	c.mu.Lock()
+	c.closed = true
+	for _, st := range c.streams {
+		c.closeStreamLocked(st)
+	}
+	c.mu.Unlock()
+	c.stop()
+	c.w.flushAndStop()
+	c.nc.Close()
+}

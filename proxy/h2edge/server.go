@@ -1,0 +1,215 @@
+// Package h2edge serves HTTP/2 (RFC 9113) connections for the edge: the
+// frames are read and checked by golang.org/x/net/http2's Framer and the
+// request header blocks decoded by its hpack, but the server is the
+// edge's own, made for answers that are whole byte slices when the handler
+// returns (a cached page, an error envelope).
+//
+// What it saves against x/net/http2's server, whose cost per cached answer
+// is about twice the edge's HTTP/1.1 front's (docs/BENCHMARKS.md):
+//
+//   - no channel hand-offs between a stream's handler and the connection's
+//     serve loop: a handler frames its answer itself, under the
+//     connection's lock, into the connection's write buffer;
+//   - no http.Request, header map or response writer: the handler reads
+//     the decoded fields and adds answer fields as pre-encoded names and
+//     values (literals without indexing, so encoding keeps no state and
+//     needs no lock);
+//   - one TLS record and one write for every answer a burst produced: a
+//     writer goroutine per connection writes what the handlers that were
+//     ready to run have added, once they have had their turn.
+//
+// Each request still runs in a goroutine of its own, as a cache miss may
+// wait on the legacy host for seconds and must not hold up the
+// connection's other streams.
+//
+// Requests are expected to carry no body: one is read up to
+// Server.MaxRequestBody bytes (so that the answer can say it is refused)
+// and discarded; the rest of it is refused with RST_STREAM(NO_ERROR) once
+// the answer is sent (RFC 9113 section 8.1).
+package h2edge
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+)
+
+// Server serves HTTP/2 connections handed to it by ServeConn.
+type Server struct {
+	// Handler answers one request. It runs in a goroutine of its own and
+	// must call Stream.Send (or Stream.Reset) before it returns: a stream
+	// it leaves unanswered is reset with INTERNAL_ERROR.
+	Handler func(*Stream)
+	// BaseContext is the parent of every stream's context (default:
+	// context.Background()).
+	BaseContext context.Context
+	// MaxConcurrentStreams is advertised, and enforced on the requests
+	// that are open or whose handler still runs (default 250, as Go's
+	// HTTP/2 server).
+	MaxConcurrentStreams uint32
+	// MaxHeaderListSize is advertised (SETTINGS_MAX_HEADER_LIST_SIZE) and
+	// bounds what is decoded of a request's header list; a list past it
+	// reaches the handler with Stream.TooLarge set and only the fields
+	// that fit (default 1 MiB).
+	MaxHeaderListSize uint32
+	// MaxRequestBody is how many body bytes are read before the request
+	// is handed to the handler anyway (default 4 KiB).
+	MaxRequestBody int64
+	// PrefaceTimeout bounds the client's connection preface (default
+	// 10s); IdleTimeout closes a connection with no request in progress
+	// (default 2m); WriteTimeout bounds each write to the connection
+	// (default: none).
+	PrefaceTimeout, IdleTimeout, WriteTimeout time.Duration
+	// Log receives connection-level problems worth an operator's notice
+	// (default: none).
+	Log *slog.Logger
+
+	mu       sync.Mutex
+	conns    map[*conn]struct{}
+	closing  bool
+	drained  chan struct{} // closed when closing and no connection is left
+	shutdown bool          // Shutdown began: connections are told GOAWAY
+}
+
+const (
+	defaultMaxStreams     = 250
+	defaultMaxHeaderList  = 1 << 20
+	defaultMaxRequestBody = 4 << 10
+	defaultPrefaceTimeout = 10 * time.Second
+	defaultIdleTimeout    = 2 * time.Minute
+)
+
+// ErrServerClosed is returned by ServeConn once the server is closed or
+// shutting down.
+var ErrServerClosed = errors.New("h2edge: server closed")
+
+// ServeConn serves one connection until it ends: the client goes away,
+// the connection breaks, sits idle past IdleTimeout, or the server shuts
+// down and its last stream ends. The client's preface has not been read
+// yet; TLS (if any) has negotiated "h2". The connection is closed when
+// ServeConn returns.
+func (s *Server) ServeConn(nc net.Conn) error {
+	c := newConn(s, nc)
+	if !s.track(c) {
+		c.stop()
+		nc.Close()
+		return ErrServerClosed
+	}
+	defer s.untrack(c)
+	return c.serve()
+}
+
+func (s *Server) track(c *conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing || s.shutdown {
+		return false
+	}
+	if s.conns == nil {
+		s.conns = map[*conn]struct{}{}
+	}
+	s.conns[c] = struct{}{}
+	return true
+}
+
+func (s *Server) untrack(c *conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.conns, c)
+	if len(s.conns) == 0 && s.drained != nil {
+		select {
+		case <-s.drained:
+		default:
+			close(s.drained)
+		}
+	}
+}
+
+// Shutdown sends every connection a GOAWAY: the streams it has begun are
+// answered, later ones are not taken, and each connection closes once its
+// last stream ends. Shutdown returns when every connection has closed, or
+// with ctx's error when ctx ends first (Close then cuts them off).
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.shutdown = true
+	if s.drained == nil {
+		s.drained = make(chan struct{})
+	}
+	if len(s.conns) == 0 {
+		select {
+		case <-s.drained:
+		default:
+			close(s.drained)
+		}
+	}
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	drained := s.drained
+	s.mu.Unlock()
+
+	for _, c := range conns {
+		c.goAway(errCodeNo)
+	}
+	select {
+	case <-drained:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close closes every connection at once; their handlers' contexts are
+// cancelled.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closing = true
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.nc.Close()
+	}
+	return nil
+}
+
+func (s *Server) maxStreams() uint32 {
+	if s.MaxConcurrentStreams == 0 {
+		return defaultMaxStreams
+	}
+	return s.MaxConcurrentStreams
+}
+
+func (s *Server) maxHeaderList() uint32 {
+	if s.MaxHeaderListSize == 0 {
+		return defaultMaxHeaderList
+	}
+	return s.MaxHeaderListSize
+}
+
+func (s *Server) maxBody() int64 {
+	if s.MaxRequestBody <= 0 {
+		return defaultMaxRequestBody
+	}
+	return s.MaxRequestBody
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+func (s *Server) baseContext() context.Context {
+	if s.BaseContext != nil {
+		return s.BaseContext
+	}
+	return context.Background()
+}
