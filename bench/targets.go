@@ -354,11 +354,11 @@ func sweepVerdict(rows []row) verdict {
 	var cross string
 	switch {
 	case from == len(pts):
-		cross = fmt.Sprintf("the heap was as cheap or cheaper at the longest length measured (%s bytes)", fmtBytes(pts[len(pts)-1].bytes))
+		cross = fmt.Sprintf("the heap was as cheap or cheaper at the longest length measured (%s bytes): cache.sendfile_max_bytes below the lengths where it wins, or page files off", fmtBytes(pts[len(pts)-1].bytes))
 	case from == 0:
-		cross = fmt.Sprintf("the page file was cheaper at every length measured, from %s bytes", fmtBytes(pts[0].bytes))
+		cross = fmt.Sprintf("the page file was cheaper at every length measured, from %s bytes: cache.sendfile_min_bytes at most that", fmtBytes(pts[0].bytes))
 	default:
-		cross = fmt.Sprintf("the page file was cheaper from %s bytes up, the heap at %s bytes", fmtBytes(pts[from].bytes), fmtBytes(pts[from-1].bytes))
+		cross = fmt.Sprintf("the page file was cheaper from %s bytes up, the heap at %s bytes: cache.sendfile_min_bytes between the two", fmtBytes(pts[from].bytes), fmtBytes(pts[from-1].bytes))
 	}
 	v.Status = "info"
 	v.Detail = cross + "; file vs heap: " + strings.Join(parts, "; ")
