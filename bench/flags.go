@@ -39,7 +39,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured load before each window")
 	fs.IntVar(&o.connections, "connections", 32, "keep-alive connections of the load generator")
 	fs.StringVar(&o.out, "out", "bench/results", "directory for the table (Markdown, JSON), logs and profiles; relative to the module root")
-	fs.StringVar(&o.only, "only", "", "run only scenarios whose name starts with one of these (comma-separated): hit, hit-tx, hit-activity20, hit-orderbook1000, fleet, miss, miss-full, stampede, first-gzip-hit, zipf, zipf100k, tls, tls-h2, tls-h1, tls-new-conn, tls-resumed")
+	fs.StringVar(&o.only, "only", "", "run only scenarios whose name starts with one of these (comma-separated): hit, hit-tx, hit-activity20, hit-orderbook1000, fleet, miss, miss-full, stampede, first-gzip-hit, zipf, zipf100k, tls, tls-h2, tls-h1, tls-new-conn, tls-resumed; sweep (the page size sweep, page files against the heap: only when named)")
 	cpus := fs.String("cpus", "1,0", "server CPU, load generator CPU")
 	servers := fs.String("servers", "", "run only the rows of these servers (comma-separated): tradergate, ceiling-fasthttp, ceiling, ceiling+headers, nginx, nginx-tuned, varnish, passthrough, legacysim")
 	fs.BoolVar(&o.pprof, "pprof", false, "after the table, profile tradergate's CPU on hit-activity20, miss and miss-full; with -only, on the first hit row and the miss rows chosen (admin pprof when served, else perf)")

@@ -135,7 +135,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	})
 	var chosen []*scenario
 	for _, sc := range scs {
-		if selected(sc.name, opt.only) {
+		if wanted(sc, opt.only) {
 			chosen = append(chosen, sc)
 		}
 	}

@@ -20,10 +20,13 @@ const (
 	metricMemLimit = "go_gc_gomemlimit_bytes"
 	metricCache    = "tradergate_cache_bytes"
 	metricEvicted  = "tradergate_cache_evictions_total"
+	// metricFiles counts the cache's open page files: whether a hit row's
+	// page went out of one (cache/files.go).
+	metricFiles = "tradergate_cache_files"
 )
 
 func scrapedMetrics() []string {
-	return []string{metricGCCPU, metricGCPauses, metricMemLimit, metricCache, metricEvicted}
+	return []string{metricGCCPU, metricGCPauses, metricMemLimit, metricCache, metricEvicted, metricFiles}
 }
 
 // gcFigures sets the row's GC and memory limit figures from the metrics
@@ -48,6 +51,10 @@ func (r *row) gcFigures(res *load.Result) {
 		r.Evictions = int64(d)
 	}
 	r.CacheHeld = a[metricCache]
+	if n, ok := a[metricFiles]; ok {
+		files := int64(n)
+		r.PageFiles = &files
+	}
 }
 
 // memoryNote states a row's memory and GC figures.

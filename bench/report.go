@@ -60,6 +60,10 @@ type row struct {
 	CacheMaxBytes int64   `json:"cache_max_bytes,omitempty"`
 	CacheHeld     float64 `json:"cache_held_bytes,omitempty"`
 	Evictions     int64   `json:"cache_evictions,omitempty"`
+	// PageFiles is how many page files tradergate's cache held at the
+	// window's end: on a one-page hit row, whether its answer went out of
+	// a page file or from the heap. nil when not read.
+	PageFiles *int64 `json:"cache_page_files,omitempty"`
 	// VsCeiling and VsNginx are RPS over the same scenario's ceiling and
 	// nginx rows; 0 when there is none.
 	// Stampede and Zipf rows get a derived note (the per-round verdict,

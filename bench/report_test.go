@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -299,6 +300,67 @@ func checkVerdicts(t *testing.T, vs []verdict, statuses string, details map[int]
 	for i, want := range details {
 		if !strings.Contains(vs[i].Detail, want) {
 			t.Errorf("verdict %d (%s): %q lacks %q", i, vs[i].Target, vs[i].Detail, want)
+		}
+	}
+}
+
+// TestPageFileForms: the order book's lines say how the default sent each
+// form, and the sweep finds the length from which the page file costs
+// less than the heap.
+func TestPageFileForms(t *testing.T) {
+	n := func(v int64) *int64 { return &v }
+	rows := []row{
+		{Scenario: "hit-orderbook1000", Server: kindTradergate, CPUus: 60, Requests: 1, PageFiles: n(1)},
+		{Scenario: "hit-orderbook1000", Server: kindCeilingFast, CPUus: 100, Requests: 1},
+		{Scenario: "hit-orderbook1000-heap", Server: kindTradergate, Label: labelHeap, CPUus: 120, Requests: 1, PageFiles: n(0)},
+		{Scenario: "hit-orderbook1000-gzip", Server: kindTradergate, CPUus: 16, Requests: 1, PageFiles: n(0)},
+		{Scenario: "hit-orderbook1000-gzip", Server: kindCeilingFast, CPUus: 15, Requests: 1},
+		{Scenario: "hit-orderbook1000-gzip-heap", Server: kindTradergate, Label: labelHeap, CPUus: 16.5, Requests: 1, PageFiles: n(0)},
+	}
+	v := pageFileVerdict(rows)
+	for _, want := range []string{
+		"hit-orderbook1000 (sent from its page file): 60.0 vs 120.0 CPU µs (×0.50); cheaper in this run: the page file",
+		"hit-orderbook1000-gzip (sent from the heap): 16.0 vs 16.5 CPU µs (×0.97); both from the heap",
+	} {
+		if v.Status != "info" || !strings.Contains(v.Detail, want) {
+			t.Errorf("page file verdict %+v lacks %q", v, want)
+		}
+	}
+	c := cpuVerdict(finder(rows), "t", []string{"hit-orderbook1000-gzip"}, kindCeilingFast, hitVsCeiling, false)
+	if c.Status != "PASS" || !strings.HasPrefix(c.Detail, "hit-orderbook1000-gzip (sent from the heap): 16.0 vs 15.0") {
+		t.Errorf("ceiling verdict %+v", c)
+	}
+
+	if v := sweepVerdict(rows); v.Status != "n/a" {
+		t.Errorf("sweep verdict without its rows: %+v", v)
+	}
+	sweep := func(ratios map[int]float64) []row {
+		var out []row
+		for _, l := range sweepLimits {
+			r, ok := ratios[l]
+			if !ok {
+				continue
+			}
+			name := sweepPrefix + strconv.Itoa(l)
+			size := float64(l * 500)
+			out = append(out,
+				row{Scenario: name + "-file", Server: kindTradergate, Label: labelFile, CPUus: 10 * r, Requests: 1, BytesPerResp: size},
+				row{Scenario: name + "-heap", Server: kindTradergate, Label: labelHeap, CPUus: 10, Requests: 1, BytesPerResp: size})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		ratios map[int]float64
+		want   string
+	}{
+		// Cheaper from its file at 75 KB and up; dearer at 50 KB, and at
+		// 12.5 KB, where a cheaper 25 KB between does not count.
+		{map[int]float64{25: 1.2, 50: 0.9, 100: 1.1, 150: 0.8, 500: 0.5}, "the page file was cheaper from 75,000 bytes up, the heap at 50,000 bytes: cache.sendfile_min_bytes between the two; file vs heap: 12,500 bytes: 12.0 vs 10.0 CPU µs (×1.20); 25,000 bytes"},
+		{map[int]float64{25: 0.9, 1000: 0.5}, "the page file was cheaper at every length measured, from 12,500 bytes"},
+		{map[int]float64{25: 0.9, 1000: 1}, "the heap was as cheap or cheaper at the longest length measured (500,000 bytes)"},
+	} {
+		if v := sweepVerdict(sweep(tc.ratios)); v.Status != "info" || !strings.HasPrefix(v.Detail, tc.want) {
+			t.Errorf("sweep %v: %+v, want %q", tc.ratios, v, tc.want)
 		}
 	}
 }

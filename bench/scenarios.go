@@ -35,6 +35,12 @@ type scenario struct {
 	// heap runs tradergate with page files off (cache.sendfile_min_bytes:
 	// -1): every answer written from the heap, as the ceiling writes it.
 	heap bool
+	// allFiles runs tradergate with every form in a page file, whatever
+	// its length (cache.sendfile_min_bytes: 1): the sweep's file rows.
+	allFiles bool
+	// optIn: the scenario runs only when -only names it, not in a run of
+	// everything (the page size sweep).
+	optIn bool
 	// conns overrides -connections (the stampede's 256 clients).
 	conns  int
 	rounds int
@@ -65,6 +71,7 @@ type scenario struct {
 const (
 	labelRedis = "tradergate+redis"
 	labelHeap  = "tradergate-heap"
+	labelFile  = "tradergate-file"
 )
 
 // proto is how a row's load reaches its server.
@@ -102,13 +109,15 @@ func (sc *scenario) label() string {
 		return labelRedis
 	case sc.heap:
 		return labelHeap
+	case sc.allFiles:
+		return labelFile
 	}
 	return ""
 }
 
 // variant is how the scenario's tradergate differs from the default.
 func (sc *scenario) variant(redisAddr string) tgVariant {
-	return tgVariant{redisAddr: redisAddr, cacheBytes: sc.cacheBytes, noPageFiles: sc.heap, tls: sc.proto.tls()}
+	return tgVariant{redisAddr: redisAddr, cacheBytes: sc.cacheBytes, noPageFiles: sc.heap, allPageFiles: sc.allFiles, tls: sc.proto.tls()}
 }
 
 // bigCacheBytes is the zipf100k rows' cache: four times the default.
@@ -267,7 +276,46 @@ func buildScenarios(f fixture.Fixtures, o scenarioOptions) []*scenario {
 		mode: load.ModeList, urls: bigURLs[:1], hit: true, cacheBytes: bigCacheBytes,
 		servers: []serverKind{kindTradergate},
 	})
-	return append(out, tlsScenarios(f)...)
+	out = append(out, tlsScenarios(f)...)
+	return append(out, sweepScenarios(f)...)
+}
+
+// sweepLimits are the order book page lengths of the page size sweep:
+// identity answers from about 12 KB to 500 KB, around both of
+// hit-orderbook1000's forms (the gzip one is about as long as the
+// 185-event page's identity answer).
+var sweepLimits = []int{25, 50, 100, 150, 185, 250, 350, 500, 1000}
+
+// sweepPrefix starts the names of the page size sweep's scenarios.
+const sweepPrefix = "sweep-orderbook"
+
+// sweepScenarios are the page size sweep (-only sweep): for each length of
+// sweepLimits, the order book page's identity hit on tradergate with
+// every form in a page file (<name>-file) and then with none
+// (<name>-heap), back to back so that each pair saw the same neighbours.
+// sweepVerdict reads from them where, by page size, the page file starts
+// to cost less than the heap on this host: what cache.sendfile_min_bytes
+// is for (docs/CONFIGURATION.md, Page files).
+func sweepScenarios(f fixture.Fixtures) []*scenario {
+	settled := f.End - settledAge
+	var out []*scenario
+	for _, n := range sweepLimits {
+		name := sweepPrefix + strconv.Itoa(n)
+		url := "/v1/orderbook/events?tokenId=" + f.Tokens[0] + "&to=" + strconv.FormatInt(settled*1000, 10) + "&limit=" + strconv.Itoa(n)
+		about := "cache hit, a " + strconv.Itoa(n) + "-event order book page"
+		for _, heap := range []bool{false, true} {
+			sc := &scenario{
+				name: name + "-file", about: about + ", every form from its page file (cache.sendfile_min_bytes: 1)",
+				mode: load.ModeList, urls: []string{url}, hit: true, allFiles: true, optIn: true,
+				servers: []serverKind{kindTradergate},
+			}
+			if heap {
+				sc.name, sc.about, sc.allFiles, sc.heap = name+"-heap", about+", page files off", false, true
+			}
+			out = append(out, sc)
+		}
+	}
+	return out
 }
 
 // tlsScenarios are the rows over TLS, on tradergate and nginx with the
@@ -305,6 +353,12 @@ func tlsScenarios(f fixture.Fixtures) []*scenario {
 		name: "tls-resumed", about: "as tls-new-conn, every handshake after each connection's first resuming a session (TLS 1.3 session ticket, PSK with ECDHE)",
 		mode: load.ModeList, urls: []string{tx}, hit: true, proto: protoResumed, servers: servers,
 	})
+}
+
+// wanted reports whether sc runs with -only: selected, and an opt-in
+// scenario only when -only is given.
+func wanted(sc *scenario, only string) bool {
+	return selected(sc.name, only) && (!sc.optIn || only != "")
 }
 
 // bigZipfTemplates are the settled 5-item activity pages of the big Zipf

@@ -87,6 +87,9 @@ func TestBuildScenarios(t *testing.T) {
 	}
 	want := "hit-tx hit-tx-gzip hit-activity20 hit-activity20-gzip hit-orderbook1000 hit-orderbook1000-heap hit-orderbook1000-gzip hit-orderbook1000-gzip-heap hit-activity20-redis fleet-l2-hit fleet-l2-miss miss miss-full stampede first-gzip-hit zipf zipf100k zipf100k-one " +
 		"tls-h2-hit-tx tls-h2-hit-tx-gzip tls-h2-hit-activity20 tls-h2-hit-activity20-gzip tls-h1-hit-tx tls-h1-hit-tx-gzip tls-h1-hit-activity20 tls-h1-hit-activity20-gzip tls-new-conn tls-resumed"
+	for _, n := range sweepLimits {
+		want += fmt.Sprintf(" sweep-orderbook%d-file sweep-orderbook%d-heap", n, n)
+	}
 	if got := strings.Join(names, " "); got != want {
 		t.Fatalf("scenarios %q", got)
 	}
@@ -112,6 +115,24 @@ func TestBuildScenarios(t *testing.T) {
 			!h.variant("").noPageFiles || b.variant("").noPageFiles {
 			t.Errorf("%s: %+v", h.name, h)
 		}
+	}
+	// The sweep: each length from a page file, then from the heap, on
+	// tradergate alone, the same page; run only when -only names it.
+	for _, n := range sweepLimits {
+		name := fmt.Sprintf("sweep-orderbook%d", n)
+		fs, hs := scenarioByName(scs, name+"-file"), scenarioByName(scs, name+"-heap")
+		if !fs.allFiles || fs.heap || !hs.heap || hs.allFiles || fs.label() != "tradergate-file" || hs.label() != "tradergate-heap" ||
+			!fs.variant("").allPageFiles || fs.variant("").noPageFiles || !hs.variant("").noPageFiles || hs.variant("").allPageFiles ||
+			!slices.Equal(fs.urls, hs.urls) || !strings.HasSuffix(fs.urls[0], fmt.Sprintf("&limit=%d", n)) || fs.gzip || hs.gzip || !fs.hit ||
+			!slices.Equal(fs.servers, []serverKind{kindTradergate}) || !slices.Equal(hs.servers, fs.servers) {
+			t.Errorf("%s: %+v %+v", name, fs, hs)
+		}
+		if wanted(fs, "") || wanted(hs, "hit") || !wanted(fs, "sweep") || !wanted(hs, "hit,"+name) {
+			t.Errorf("%s: chosen without -only naming it, or not when named", name)
+		}
+	}
+	if !wanted(scenarioByName(scs, "hit-tx"), "") {
+		t.Error("a scenario that is not opt-in is left out of a run of everything")
 	}
 	if r := scenarioByName(scs, "hit-activity20-redis"); r.label() != "tradergate+redis" || r.variant("x").redisAddr != "x" {
 		t.Errorf("redis row label %q", r.label())

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -95,7 +97,8 @@ func checkTargets(rows []row) []verdict {
 		Status: "n/a",
 		Detail: "not a load figure: go test -run '^$' -bench . -cpu 1 ./normalize",
 	})
-	return append(out, peerVerdicts(rows)...)
+	out = append(out, peerVerdicts(rows)...)
+	return append(out, sweepVerdict(rows))
 }
 
 // peerVerdicts are the targets against the peers as their users tune
@@ -141,6 +144,9 @@ func cpuVerdict(find rowFinder, target string, scenarios []string, other serverK
 		measured++
 		ratio, text := compareCPU(t, o)
 		p := sc + ": " + text
+		if n := formNote(t); n != "" && slices.Contains(pageFileScenarios, sc) {
+			p = sc + " (" + n + "): " + text
+		}
 		ok := ratio <= limit
 		if strict {
 			ok = ratio < limit
@@ -259,11 +265,12 @@ func bigZipfVerdict(find rowFinder) verdict {
 }
 
 // pageFileVerdict reports what the order book's answers (~500 KB
-// identity, 92 KB gzip) cost from their page files (the default) against
-// the heap (their -heap rows): which is cheaper depends on the host
-// (docs/CONFIGURATION.md, Page files).
+// identity, 92 KB gzip) cost as the default configuration sends them
+// (from a page file when at least cache.sendfile_min_bytes long) against
+// the heap (their -heap rows): which is cheaper depends on the host and
+// the length (docs/CONFIGURATION.md, Page files; the sweep, sweepVerdict).
 func pageFileVerdict(rows []row) verdict {
-	v := verdict{Target: "order book answers from their page files (default) against the heap (cache.sendfile_min_bytes: -1): CPU/response, reported", Status: "n/a"}
+	v := verdict{Target: "order book answers as the default sends them against the heap (cache.sendfile_min_bytes: -1): CPU/response, reported", Status: "n/a"}
 	var parts, missing []string
 	for _, sc := range pageFileScenarios {
 		f, h := findRow(rows, sc, kindTradergate, ""), findRow(rows, sc+"-heap", kindTradergate, labelHeap)
@@ -272,11 +279,23 @@ func pageFileVerdict(rows []row) verdict {
 			continue
 		}
 		ratio, text := compareCPU(f, h)
-		cheaper := "the page file"
-		if ratio > 1 {
-			cheaper = "the heap"
+		p := sc + ": " + text
+		switch n := formNote(f); {
+		case f.PageFiles != nil && *f.PageFiles == 0:
+			// Both rows wrote the page from the heap: the figures differ
+			// by noise alone.
+			p = sc + " (" + n + "): " + text + "; both from the heap"
+		default:
+			if n != "" {
+				p = sc + " (" + n + "): " + text
+			}
+			cheaper := "the page file"
+			if ratio > 1 {
+				cheaper = "the heap"
+			}
+			p += "; cheaper in this run: " + cheaper
 		}
-		parts = append(parts, sc+": "+text+"; cheaper in this run: "+cheaper)
+		parts = append(parts, p)
 	}
 	if len(missing) > 0 {
 		parts = append(parts, "needs the tradergate and "+labelHeap+" rows of "+strings.Join(missing, ", "))
@@ -286,6 +305,73 @@ func pageFileVerdict(rows []row) verdict {
 	}
 	v.Detail = strings.Join(parts, "; ")
 	return v
+}
+
+// formNote says how tradergate's row sent its page, read off its cache's
+// page files at the window's end; "" when they were not read.
+func formNote(r *row) string {
+	switch {
+	case r.PageFiles == nil:
+		return ""
+	case *r.PageFiles > 0:
+		return "sent from its page file"
+	}
+	return "sent from the heap"
+}
+
+// sweepVerdict reads the page size sweep (sweepScenarios): for each page
+// length, what its hit cost from a page file against the heap, run by run,
+// and the length from which the page file was the cheaper way at every
+// length measured: the figure for cache.sendfile_min_bytes on this host.
+func sweepVerdict(rows []row) verdict {
+	v := verdict{Target: "page size sweep: order book hits from a page file against the heap, by length, and where the page file starts to cost less: CPU/response, reported", Status: "n/a", Detail: "needs the rows of -only " + sweepPrefix}
+	type point struct {
+		bytes float64
+		ratio float64
+	}
+	var pts []point
+	var parts []string
+	for _, n := range sweepLimits {
+		name := sweepPrefix + strconv.Itoa(n)
+		f, h := findRow(rows, name+"-file", kindTradergate, labelFile), findRow(rows, name+"-heap", kindTradergate, labelHeap)
+		if f == nil || h == nil || f.CPUus <= 0 || h.CPUus <= 0 || f.BytesPerResp <= 0 {
+			continue
+		}
+		ratio, text := compareCPU(f, h)
+		pts = append(pts, point{f.BytesPerResp, ratio})
+		parts = append(parts, fmt.Sprintf("%s bytes: %s", fmtBytes(f.BytesPerResp), text))
+	}
+	if len(pts) == 0 {
+		return v
+	}
+	slices.SortStableFunc(pts, func(a, b point) int { return cmp.Compare(a.bytes, b.bytes) })
+	// The first length from which every longer one was cheaper from its
+	// file.
+	from := len(pts)
+	for from > 0 && pts[from-1].ratio < 1 {
+		from--
+	}
+	var cross string
+	switch {
+	case from == len(pts):
+		cross = fmt.Sprintf("the heap was as cheap or cheaper at the longest length measured (%s bytes): cache.sendfile_max_bytes below the lengths where it wins, or page files off", fmtBytes(pts[len(pts)-1].bytes))
+	case from == 0:
+		cross = fmt.Sprintf("the page file was cheaper at every length measured, from %s bytes: cache.sendfile_min_bytes at most that", fmtBytes(pts[0].bytes))
+	default:
+		cross = fmt.Sprintf("the page file was cheaper from %s bytes up, the heap at %s bytes: cache.sendfile_min_bytes between the two", fmtBytes(pts[from].bytes), fmtBytes(pts[from-1].bytes))
+	}
+	v.Status = "info"
+	v.Detail = cross + "; file vs heap: " + strings.Join(parts, "; ")
+	return v
+}
+
+// fmtBytes writes a length in bytes with thousands separators.
+func fmtBytes(b float64) string {
+	s := strconv.FormatInt(int64(b+0.5), 10)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // memoryVerdict is the memory target, on miss-full: the cache full and

@@ -31,6 +31,8 @@ type tgConfig struct {
 	RedisAddr       string
 	CacheMaxBytes   int64
 	NoPageFiles     bool
+	// AllPageFiles puts every form in a page file, whatever its length.
+	AllPageFiles bool
 	// CertFile and KeyFile turn TLS on (server.tls mode files).
 	CertFile, KeyFile string
 	Admin, Log        bool
@@ -46,6 +48,9 @@ type tgVariant struct {
 	cacheBytes int64
 	// noPageFiles turns page files off (cache.sendfile_min_bytes: -1).
 	noPageFiles bool
+	// allPageFiles sends every form from a page file
+	// (cache.sendfile_min_bytes: 1): the page size sweep.
+	allPageFiles bool
 	// tls serves TLS with the run's certificate.
 	tls bool
 	// otherReplica is the fleet's replica that fetches pages the measured
@@ -126,7 +131,7 @@ func (b *bench) startTradergate(ctx context.Context, v tgVariant) (*server, erro
 		}
 		c := tgConfig{
 			Port: port, AdminPort: adminPort, UpstreamURL: b.upstreamBase(), KeySHA256: hashKey(b.clientKey),
-			RedisAddr: redisAddr, CacheMaxBytes: cacheBytes, NoPageFiles: v.noPageFiles,
+			RedisAddr: redisAddr, CacheMaxBytes: cacheBytes, NoPageFiles: v.noPageFiles, AllPageFiles: v.allPageFiles,
 			Admin: b.tgSections["admin"], Log: b.tgSections["log"],
 		}
 		if v.tls {
@@ -156,6 +161,8 @@ func (b *bench) startTradergate(ctx context.Context, v tgVariant) (*server, erro
 			keep = "tradergate-redis.yaml"
 		case v.noPageFiles:
 			keep = "tradergate-heap.yaml"
+		case v.allPageFiles:
+			keep = "tradergate-file.yaml"
 		case cacheBytes != defaultCacheBytes:
 			keep = fmt.Sprintf("tradergate-cache-%dMiB.yaml", cacheBytes>>20)
 		}

@@ -41,12 +41,17 @@ func TestRenderTGConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.NoPageFiles = false
+	c.NoPageFiles, c.AllPageFiles = false, true
+	files, err := renderTGConfig(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.AllPageFiles = false
 	for _, tc := range []struct {
 		cfg      []byte
 		maxBytes int64
 		fileMin  int // cache.sendfile_min_bytes as written
-	}{{full, defaultCacheBytes, 0}, {withRedis, defaultCacheBytes, 0}, {big, 1 << 30, 0}, {heap, defaultCacheBytes, -1}} {
+	}{{full, defaultCacheBytes, 0}, {withRedis, defaultCacheBytes, 0}, {big, 1 << 30, 0}, {heap, defaultCacheBytes, -1}, {files, defaultCacheBytes, 1}} {
 		pc, err := proxy.ParseConfig(tc.cfg)
 		if err != nil {
 			t.Errorf("tradergate refuses the config: %v\n%s", err, tc.cfg)
