@@ -554,6 +554,9 @@ func TestHandlerWithoutAnswer(t *testing.T) {
 			panic("boom")
 		case "/silent":
 			return
+		case "/no-status":
+			st.Send([]byte("x"))
+			return
 		}
 		echo(st)
 	}})
@@ -562,8 +565,10 @@ func TestHandlerWithoutAnswer(t *testing.T) {
 	c.wantRST(1, http2.ErrCodeInternal)
 	c.headers(3, true, ":path", "/silent")
 	c.wantRST(3, http2.ErrCodeInternal)
-	c.headers(5, true)
-	if status, _, _ := c.answer(5); status != "200" {
+	c.headers(5, true, ":path", "/no-status")
+	c.wantRST(5, http2.ErrCodeInternal)
+	c.headers(7, true)
+	if status, _, _ := c.answer(7); status != "200" {
 		t.Errorf("status %s", status)
 	}
 }
@@ -628,4 +633,25 @@ func TestManyStreams(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// A client that asks for answers (PING) and reads none is cut off once
+// what waits for it passes the writer's bound, rather than held in
+// memory without end.
+func TestClientThatDoesNotReadIsCutOff(t *testing.T) {
+	addr := serve(t, &h2edge.Server{Handler: echo})
+	c := dialRaw(t, addr)
+	if tc, ok := c.nc.(*net.TCPConn); ok {
+		tc.SetReadBuffer(4 << 10)
+	}
+	// Each PING is answered with 17 bytes; 1 MiB of them, past what the
+	// socket buffers hold, is the bound. A few million bytes of PINGs
+	// must see the connection closed.
+	var err error
+	for i := 0; i < 2_000_000 && err == nil; i++ {
+		err = c.fr.WritePing(false, [8]byte{byte(i)})
+	}
+	if err == nil {
+		t.Fatal("the server is still reading a client that has read nothing")
+	}
 }

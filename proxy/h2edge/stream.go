@@ -106,10 +106,17 @@ func (st *Stream) Send(body []byte) {
 	st.answered = true
 	block := st.block
 	st.block = nil
-	defer blocks.Put(block)
-	if st.state == stateClosed || c.closed || block == nil {
+	if st.state == stateClosed || c.closed {
+		if block != nil {
+			blocks.Put(block)
+		}
 		return
 	}
+	if block == nil { // Send without Status: nothing to answer with
+		c.resetLocked(st.id, errCodeInternal)
+		return
+	}
+	defer blocks.Put(block)
 	var prefix []byte
 	if c.tableSizeDirty {
 		// The client lowered SETTINGS_HEADER_TABLE_SIZE: the next block
