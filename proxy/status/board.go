@@ -10,20 +10,19 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"tradergate/proxy/fleet"
 )
 
 // Board is where the replicas of a fleet post their summaries, in the
-// shared Redis: each replica writes its own key, <prefix>:status:<replica
-// id>, with a short expiry and rewrites it every few seconds, so a replica
-// that stops (or loses Redis) drops off the board by itself. Its id also
-// goes into a set, <prefix>:status-replicas, which is how any replica finds
-// the posts to show the fleet: reading the board costs one request per
-// replica, however many keys the cache and the limiter keep beside it (a
-// SCAN of the keyspace would cost a round trip per few hundred of those,
-// on every refresh of the status page).
+// shared Redis: each replica writes its own post, <prefix>:status:<replica
+// id>, with a short expiry, and rewrites it every few seconds, so a replica
+// that stops (or loses Redis) drops off the board by itself; the ids are
+// in the set <prefix>:status-replicas (fleet.Posts). Reading the board
+// costs one request per replica, however many keys the cache and the
+// limiter keep beside it.
 type Board struct {
-	client  redis.UniversalClient
-	prefix  string
+	posts   *fleet.Posts
 	ttl     time.Duration
 	onError func(error)
 }
@@ -44,23 +43,11 @@ type BoardOptions struct {
 // NewBoard returns a Board on client (fleet.Conn's Client in the edge).
 func NewBoard(client redis.UniversalClient, o BoardOptions) *Board {
 	return &Board{
-		client:  client,
-		prefix:  cmp.Or(o.Prefix, "tradergate"),
+		posts:   fleet.NewPosts(client, cmp.Or(o.Prefix, "tradergate"), "status"),
 		ttl:     cmp.Or(o.TTL, 15*time.Second),
 		onError: o.OnError,
 	}
 }
-
-func (b *Board) key(id string) string { return b.prefix + ":status:" + id }
-
-// index is the set of the ids that posted. Every post renews its expiry,
-// to indexTTL, so it outlives the fleet by at most that.
-func (b *Board) index() string { return b.prefix + ":status-replicas" }
-
-// indexTTL is the same for every replica, whatever its posts' TTL: a
-// replica must never shorten the index's life under the others' posts.
-// Ids of replicas that stopped are taken out by Collect.
-const indexTTL = 24 * time.Hour
 
 // Publish posts r under its ID, replacing the replica's previous post.
 func (b *Board) publish(ctx context.Context, r replica) error {
@@ -71,16 +58,7 @@ func (b *Board) publish(ctx context.Context, r replica) error {
 	if err != nil {
 		return fmt.Errorf("status: publish %s: %w", r.ID, err)
 	}
-	// Pipelined, not a transaction: in a Cluster the post and the index
-	// live in different slots. A post without its id in the index (a
-	// failure between the two) is found again at the next publish.
-	_, err = b.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.Set(ctx, b.key(r.ID), v, b.ttl)
-		p.SAdd(ctx, b.index(), r.ID)
-		p.Expire(ctx, b.index(), indexTTL)
-		return nil
-	})
-	if err != nil {
+	if err := b.posts.Post(ctx, r.ID, v, b.ttl); err != nil {
 		return fmt.Errorf("status: publish %s: %w", r.ID, err)
 	}
 	return nil
@@ -106,47 +84,19 @@ func (b *Board) Run(ctx context.Context, every time.Duration, src func() Snapsho
 	}
 }
 
-// Collect reads every replica's post, sorted by id. The ids come from the
-// index; a post gone (its replica stopped and the key expired) takes its id
-// out of the index too. A replica whose post expired only because it was
-// late puts its id back with its next post.
+// Collect reads every replica's post, sorted by id. A post that does not
+// decode is left out: the page shows the others.
 func (b *Board) collect(ctx context.Context) ([]replica, error) {
-	ids, err := b.client.SMembers(ctx, b.index()).Result()
+	posts, err := b.posts.ReadAll(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("status: read the fleet: %w", err)
 	}
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	// Pipelined GETs, not MGET: in a Cluster the posts sit in different
-	// slots, and the pipeline sends each to its master.
-	cmds := make([]*redis.StringCmd, len(ids))
-	_, err = b.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, id := range ids {
-			cmds[i] = p.Get(ctx, b.key(id))
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("status: read the fleet: %w", err)
-	}
 	var out []replica
-	var gone []any
-	for i, cmd := range cmds {
-		v, err := cmd.Bytes()
-		if errors.Is(err, redis.Nil) {
-			gone = append(gone, ids[i])
-			continue
-		}
+	for _, p := range posts {
 		var r replica
-		if err == nil && json.Unmarshal(v, &r) == nil && r.ID != "" {
+		if json.Unmarshal(p.Value, &r) == nil && r.ID != "" {
 			out = append(out, r)
 		}
-	}
-	if len(gone) > 0 {
-		// Best effort: an id left behind costs one GET per read until a
-		// later read removes it.
-		_ = b.client.SRem(ctx, b.index(), gone...).Err()
 	}
 	slices.SortFunc(out, func(a, b replica) int { return cmp.Compare(a.ID, b.ID) })
 	return out, nil
