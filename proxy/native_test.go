@@ -118,18 +118,70 @@ func (n *nativeHost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // withNative turns the native section on against n, with routes, and
 // then edit; the edge gets the credential's variable and an admin
-// listener.
+// listener. The edge gets its own copy of routes: defaults are filled into
+// it, and the edges of one fleet are often given the same map.
 func withNative(n *nativeHost, routes map[string]native.RouteConfig, edit func(*native.Config)) edgeOption {
 	return func(s *edgeSetup) {
 		s.env["TRADERGATE_NATIVE_KEY"] = nativeKey
 		withConfig(func(c *proxy.Config) {
 			c.Admin.Listen = "127.0.0.1:0"
-			c.Native = native.Config{BaseURL: n.srv.URL, KeyEnv: "TRADERGATE_NATIVE_KEY", Routes: routes}
+			c.Native = native.Config{BaseURL: n.srv.URL, KeyEnv: "TRADERGATE_NATIVE_KEY", Routes: copyRoutes(routes)}
 			if edit != nil {
 				edit(&c.Native)
 			}
 			c.Native.ApplyDefaults()
 		})(s)
+	}
+}
+
+// copyRoutes is a deep copy of routes (nil stays nil): each entry's Sample
+// points to a float of the copy's own.
+func copyRoutes(routes map[string]native.RouteConfig) map[string]native.RouteConfig {
+	if routes == nil {
+		return nil
+	}
+	c := make(map[string]native.RouteConfig, len(routes))
+	for name, rc := range routes {
+		if rc.Sample != nil {
+			v := *rc.Sample
+			rc.Sample = &v
+		}
+		c[name] = rc
+	}
+	return c
+}
+
+// Edges built with one routes map fill defaults into copies of their own:
+// the caller's map stays as it was, and building two at once does not race.
+func TestNativeOptionCopiesTheRoutes(t *testing.T) {
+	n := newNativeHost(t)
+	sample := 0.5
+	routes := map[string]native.RouteConfig{"tx": {Sample: &sample}}
+	opt := withNative(n, routes, nil)
+	var cfgs [2]proxy.Config
+	var wg sync.WaitGroup
+	for i := range cfgs {
+		wg.Go(func() {
+			s := edgeSetup{env: map[string]string{}}
+			opt(&s)
+			for _, f := range s.cfg {
+				f(&cfgs[i])
+			}
+		})
+	}
+	wg.Wait()
+	if rc := routes["tx"]; rc.Mode != "" || rc.Sample != &sample || sample != 0.5 {
+		t.Errorf("the caller's route changed: mode %q", rc.Mode)
+	}
+	a, b := cfgs[0].Native.Routes, cfgs[1].Native.Routes
+	for _, m := range []map[string]native.RouteConfig{a, b} {
+		if rc := m["tx"]; rc.Mode != native.ModeLegacy || rc.Sample == &sample || rc.Sample == nil || *rc.Sample != 0.5 {
+			t.Errorf("an edge's route: %+v, want legacy with its own sample of 0.5", rc)
+		}
+	}
+	a["tx"] = native.RouteConfig{Mode: native.ModeNative}
+	if b["tx"].Mode != native.ModeLegacy {
+		t.Error("two edges share one routes map")
 	}
 }
 
