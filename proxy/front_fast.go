@@ -319,7 +319,12 @@ func (s *Server) fastServer() *fasthttp.Server {
 		WriteTimeout: c.WriteTimeout,
 		IdleTimeout:  c.IdleTimeout,
 		// The read buffer bounds the request line and headers.
-		ReadBufferSize:     c.MaxHeaderBytes,
+		ReadBufferSize: c.MaxHeaderBytes,
+		// An answer that does not fit the write buffer leaves in two
+		// writes: fasthttp sends header and body in one writev only on a
+		// bare *net.TCPConn, and the front's connections are wrapped
+		// (front_conn.go). 16 KiB holds a 20-item page and its header.
+		WriteBufferSize:    frontWriteBuffer,
 		MaxRequestBodySize: maxRequestBody,
 		// Drain: answers sent while shutting down close their connection.
 		CloseOnShutdown:              true,
@@ -330,6 +335,9 @@ func (s *Server) fastServer() *fasthttp.Server {
 		ConnState:                    s.conns.track,
 	}
 }
+
+// frontWriteBuffer is the write buffer each HTTP/1.1 connection holds.
+const frontWriteBuffer = 16 << 10
 
 // maxRequestBody is what fasthttp reads of a body before the route step
 // refuses it: enough to answer a small body with the contract's 400, small
