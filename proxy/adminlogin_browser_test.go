@@ -42,14 +42,7 @@ func TestAdminLoginInABrowser(t *testing.T) {
 			t.Fatalf("%s: %d at %s, want %d at %s", what, resp.Status, resp.URL, status, base+path)
 		}
 	}
-	text := func(sel string) string {
-		t.Helper()
-		v, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
-		if err != nil {
-			t.Fatalf("%s: %v", sel, err)
-		}
-		return strings.TrimSpace(v)
-	}
+	text := func(sel string) string { t.Helper(); return browsertest.Text(t, ctx, sel) }
 	// session is the admin cookie the browser holds for the listener, or
 	// nil.
 	session := func() *network.Cookie {

@@ -72,14 +72,7 @@ func TestStatusPageOfALiveEdge(t *testing.T) {
 		t.Fatal(err)
 	}
 	browsertest.SaveArtifact(t, "status-live-edge.png", png)
-	text := func(sel string) string {
-		t.Helper()
-		v, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
-		if err != nil {
-			t.Fatalf("%s: %v", sel, err)
-		}
-		return strings.TrimSpace(v)
-	}
+	text := func(sel string) string { t.Helper(); return browsertest.Text(t, ctx, sel) }
 	if got := text(`tr[data-route="wallet_address"] .breaker`); got != "open" {
 		t.Errorf("wallet_address's breaker shows %q, want open", got)
 	}

@@ -63,28 +63,36 @@ func (st *Stream) Status(code int) {
 		st.block = blocks.Get().(*[]byte)
 	}
 	b := (*st.block)[:0]
-	// The codes in HPACK's static table are one byte (RFC 7541
-	// appendix A); the others a literal with the name :status.
-	switch code {
-	case 200:
-		b = append(b, 0x80|8)
-	case 204:
-		b = append(b, 0x80|9)
-	case 206:
-		b = append(b, 0x80|10)
-	case 304:
-		b = append(b, 0x80|11)
-	case 400:
-		b = append(b, 0x80|12)
-	case 404:
-		b = append(b, 0x80|13)
-	case 500:
-		b = append(b, 0x80|14)
-	default:
-		b = append(b, 0x08)
+	if i := staticStatus(code); i != 0 {
+		b = append(b, 0x80|i)
+	} else {
+		b = append(b, 0x08) // a literal, named by :status's index
 		b = appendString(b, strconv.Itoa(code))
 	}
 	*st.block = b
+}
+
+// staticStatus is the index of code's entry in HPACK's static table
+// (RFC 7541 appendix A), which sends it in one byte; 0 for a code that has
+// none.
+func staticStatus(code int) byte {
+	switch code {
+	case 200:
+		return 8
+	case 204:
+		return 9
+	case 206:
+		return 10
+	case 304:
+		return 11
+	case 400:
+		return 12
+	case 404:
+		return 13
+	case 500:
+		return 14
+	}
+	return 0
 }
 
 // Field adds a field to the answer begun by Status.

@@ -7,6 +7,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,4 +69,15 @@ func SaveArtifact(t *testing.T, name string, b []byte) {
 		}
 		t.Logf("saved %s", p)
 	}
+}
+
+// Text is the text of the first element sel matches on the page ctx shows,
+// trimmed, or ends the test.
+func Text(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+	if err != nil {
+		t.Fatalf("%s: %v", sel, err)
+	}
+	return strings.TrimSpace(v)
 }
