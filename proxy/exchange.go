@@ -17,8 +17,8 @@ import (
 )
 
 // exchange is one request and its answer, as the steps of the chain see
-// them. A front (front_fast.go for HTTP/1.1, front_std.go for HTTP/2)
-// fills the request part from its HTTP library, runs Server.serve, and
+// them. A front (front_fast.go for HTTP/1.1, front_h2.go for HTTP/2,
+// front_std.go as an http.Handler) fills the request part from its HTTP library, runs Server.serve, and
 // writes the answer part back; nothing between those two knows which
 // library it is.
 //
@@ -29,9 +29,9 @@ import (
 // keep (the target) and the rest (header values) is read only while serve
 // runs.
 //
-// Reuse. The HTTP/1.1 front takes its exchanges from a pool and gives each
-// back once the answer is in fasthttp's buffers, so that a cache hit
-// allocates nothing. An exchange whose memory something else may still
+// Reuse. The HTTP/1.1 and HTTP/2 fronts take their exchanges from a pool
+// and give each back once the answer is in their library's buffers, so
+// that a cache hit allocates little. An exchange whose memory something else may still
 // hold is never given back: a step that hands any of it on (a Fetch that a
 // flight or a refresh keeps, a span that keeps the id) calls keep first,
 // and the garbage collector frees that exchange as it would any other.
@@ -111,7 +111,7 @@ type exchange struct {
 
 // newExchange returns an exchange for one request under ctx, of its own:
 // for a front that does not give exchanges back (front_std.go: net/http
-// may still be writing header values after the handler returned).
+// may still be writing header values after its handler returned).
 func newExchange(ctx context.Context) *exchange {
 	x := &exchange{ctx: ctx}
 	x.vals = x.valsBuf[:0]

@@ -187,8 +187,9 @@ func (e *edge) buildTLS(fs *fasthttp.Server) error {
 }
 
 // h2HeaderRoom is how many times server.max_header_bytes the HTTP/2
-// server takes (and advertises, SETTINGS_MAX_HEADER_LIST_SIZE) before
-// refusing a header list itself.
+// server decodes of a header list (and advertises,
+// SETTINGS_MAX_HEADER_LIST_SIZE); past it the list is not decoded further
+// and the stream is answered with the JSON 431 all the same.
 const h2HeaderRoom = 4
 
 // run starts the servers and waits until ctx ends or one of them stops by
