@@ -41,12 +41,10 @@ func (s *Server) readH2(x *exchange, st *h2edge.Stream) {
 	x.setTarget(target)
 	x.hasBody = st.Body
 	x.peer = st.Peer
-	// The size HTTP/1.1 would give the request line and fields, the
-	// measure of server.max_header_bytes on either front.
-	size := len(x.method) + 1 + len(target) + 1 + len("HTTP/1.1") + 2 + 2
+	size := requestLineBytes(x.method, target) // server.max_header_bytes' measure
 	traced := s.trace != nil
 	for _, f := range st.Fields {
-		size += len(f.Name) + 2 + len(f.Value) + 2
+		size += fieldBytes(f.Name, f.Value)
 		switch f.Name {
 		case "authorization":
 			if x.authorizations == 0 {

@@ -19,14 +19,24 @@ func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serveStd) }
 // headerBytes is the size of r's request line and header fields as
 // HTTP/1.1 would send them, the measure of server.max_header_bytes.
 func headerBytes(r *http.Request) int {
-	n := len(r.Method) + 1 + len(r.RequestURI) + 1 + len("HTTP/1.1") + 2
+	n := requestLineBytes(r.Method, r.RequestURI)
 	for name, values := range r.Header {
 		for _, v := range values {
-			n += len(name) + 2 + len(v) + 2
+			n += fieldBytes(name, v)
 		}
 	}
-	return n + 2
+	return n
 }
+
+// requestLineBytes is what HTTP/1.1 spends on a request's line and the
+// blank line that ends its header block; fieldBytes what it spends on one
+// field. Their sum over a request is the measure of
+// server.max_header_bytes on every front.
+func requestLineBytes(method, target string) int {
+	return len(method) + 1 + len(target) + 1 + len("HTTP/1.1") + 2 + 2
+}
+
+func fieldBytes(name, value string) int { return len(name) + 2 + len(value) + 2 }
 
 func (s *Server) serveStd(w http.ResponseWriter, r *http.Request) {
 	x := newExchange(r.Context())

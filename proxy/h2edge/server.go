@@ -4,8 +4,8 @@
 // edge's own, made for answers that are whole byte slices when the handler
 // returns (a cached page, an error envelope).
 //
-// What it saves against x/net/http2's server, whose cost per cached answer
-// is about twice the edge's HTTP/1.1 front's (docs/BENCHMARKS.md):
+// What it does without, that x/net/http2's server spends a cached
+// answer's CPU on (docs/BENCHMARKS.md has the measurements):
 //
 //   - no channel hand-offs between a stream's handler and the connection's
 //     serve loop: a handler frames its answer itself, under the
@@ -40,8 +40,8 @@ import (
 // Server serves HTTP/2 connections handed to it by ServeConn.
 type Server struct {
 	// Handler answers one request. It runs in a goroutine of its own and
-	// must call Stream.Send (or Stream.Reset) before it returns: a stream
-	// it leaves unanswered is reset with INTERNAL_ERROR.
+	// must call Stream.Send before it returns: a stream it leaves
+	// unanswered is reset with INTERNAL_ERROR.
 	Handler func(*Stream)
 	// BaseContext is the parent of every stream's context (default:
 	// context.Background()).
