@@ -24,7 +24,6 @@ const (
 	errCodeStreamClosed = http2.ErrCodeStreamClosed
 	errCodeFrameSize    = http2.ErrCodeFrameSize
 	errCodeRefused      = http2.ErrCodeRefusedStream
-	errCodeCompression  = http2.ErrCodeCompression
 
 	// initialWindow is the protocol's initial flow-control window, for
 	// both directions (RFC 9113 section 6.9.2); the edge keeps it for
