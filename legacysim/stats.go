@@ -41,16 +41,19 @@ type counters struct {
 // arrival rather than on completion means a test that has its answer sees
 // it counted, and a hung request is counted too.
 func (c *counters) arrive(rt route, r *http.Request) {
-	c.requests.Add(1)
-	if rt != routeNone {
-		c.byRoute[rt].Add(1)
-	}
 	rec := Record{Route: rt.String(), Path: r.URL.Path, Query: r.URL.Query(), Header: r.Header.Clone()}
+	// Recorded before it is counted: a reader that sees the count finds
+	// the request among the recent ones (a test reads the last n records
+	// for the n requests it counted).
 	c.mu.Lock()
 	c.recent[c.next] = rec
 	c.next = (c.next + 1) % recentSize
 	c.n = min(c.n+1, recentSize)
 	c.mu.Unlock()
+	if rt != routeNone {
+		c.byRoute[rt].Add(1)
+	}
+	c.requests.Add(1)
 
 	n := c.inFlight.Add(1)
 	for {
