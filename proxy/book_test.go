@@ -27,9 +27,13 @@ import (
 // bookEdge is an edge over a legacysim whose order books exercise every
 // case of a rebuild (sparse snapshots, removals, "0.5" and "0.50", ...).
 func bookEdge(t *testing.T, opts ...edgeOption) *edge {
-	end := time.Now().Add(-time.Hour).Truncate(time.Second)
-	return newEdge(t, append([]edgeOption{withSim(legacysim.Config{Seed: 11, End: end, History: 3 * time.Hour, Markets: 2, OrderBookVariety: true})}, opts...)...)
+	return newEdge(t, append([]edgeOption{withSim(legacysim.Config{Seed: 11, End: bookEnd(), History: 3 * time.Hour, Markets: 2, OrderBookVariety: true})}, opts...)...)
 }
+
+// bookEnd is the end of every book edge's history, taken once for the run:
+// a simulated host lays its events out from its End, so two edges of one
+// test built on either side of a second's turn would serve other events.
+var bookEnd = sync.OnceValue(func() time.Time { return time.Now().Add(-time.Hour).Truncate(time.Second) })
 
 type bookAnswer struct {
 	TokenID           string `json:"tokenId"`
