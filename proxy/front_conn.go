@@ -60,11 +60,23 @@ func (s *lfScan) read(got []byte, err error) (int, error) {
 type frontConn struct {
 	*net.TCPConn
 	scan lfScan
+	// more sends the next write with MSG_MORE: a header block whose page
+	// follows from a file (fileBody). Only the connection's own goroutine
+	// (fasthttp's, serving one request at a time) reads or sets it.
+	more bool
 }
 
 func (c *frontConn) Read(p []byte) (int, error) {
 	n, err := c.TCPConn.Read(p)
 	return c.scan.read(p[:n], err)
+}
+
+func (c *frontConn) Write(p []byte) (int, error) {
+	if c.more {
+		c.more = false
+		return sendMore(c.TCPConn, p)
+	}
+	return c.TCPConn.Write(p)
 }
 
 // frontTLSConn is a TLS connection of the front: fasthttp reads it as TLS

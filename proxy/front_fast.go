@@ -211,8 +211,9 @@ func (s *Server) writeFast(x *exchange, ctx *fasthttp.RequestCtx) {
 		}
 	}
 	if x.file != nil {
-		// The header block goes out first, then the file (fileBody),
-		// both into the socket newFileBody corks.
+		// fasthttp flushes the header block first, which the kernel
+		// holds for the file's first bytes (newFileBody), then the file
+		// follows (fileBody).
 		resp.ImmediateHeaderFlush = true
 		resp.SetBodyStream(newFileBody(x.file, ctx.Conn(), x.body), len(x.body))
 	} else {

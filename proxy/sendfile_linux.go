@@ -3,15 +3,16 @@ package proxy
 import (
 	"errors"
 	"io"
+	"net"
 	"os"
 
 	"golang.org/x/sys/unix"
 )
 
 // WriteTo sends the page to the connection, bypassing w (fasthttp's
-// buffered writer, empty after the header flush), and uncorks it after the
-// last byte; when the file cannot be sent, it uncorks first and the bytes
-// go through w.
+// buffered writer, empty after the header flush); sendfile's last bytes
+// go out without MSG_MORE and push the held header block with them. When
+// the file cannot be sent, the bytes go through w.
 func (b *fileBody) WriteTo(w io.Writer) (int64, error) {
 	out := b.raw
 	if out == nil {
@@ -19,7 +20,6 @@ func (b *fileBody) WriteTo(w io.Writer) (int64, error) {
 	}
 	in, err := b.f.SyscallConn()
 	if err != nil {
-		b.uncork()
 		return b.writeHeap(w)
 	}
 	var sent int64
@@ -47,10 +47,7 @@ func (b *fileBody) WriteTo(w io.Writer) (int64, error) {
 					return true
 				}
 			}
-			// Here, with the socket's descriptor at hand, not through
-			// another Control. On a failed send the cork stays for
-			// Close: the connection is closed after it anyway.
-			b.uncorkFD(outfd)
+			b.sent = true
 			return true
 		})
 		if sendErr == nil {
@@ -60,7 +57,6 @@ func (b *fileBody) WriteTo(w io.Writer) (int64, error) {
 	if ctlErr != nil {
 		// Closed: the page left the cache after this answer took its
 		// file. Nothing has been sent yet.
-		b.uncork()
 		return b.writeHeap(w)
 	}
 	return sent, sendErr
@@ -68,31 +64,39 @@ func (b *fileBody) WriteTo(w io.Writer) (int64, error) {
 
 var errShortFile = errors.New("page file shorter than its page")
 
-func (b *fileBody) cork() {
-	if b.raw == nil {
-		return
+// push sends what the socket fd holds back: turning TCP_NODELAY on (it is
+// on already, as Go sets it) pushes pending segments out.
+func push(fd uintptr) {
+	_ = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+}
+
+// sendMore writes p to c with MSG_MORE: the kernel holds a partial
+// segment back for the next write, within c's write deadline.
+func sendMore(c *net.TCPConn, p []byte) (int, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return c.Write(p)
 	}
-	_ = b.raw.Control(func(fd uintptr) {
-		// A socket that cannot be corked sends the header block alone.
-		b.corked = setCork(fd, 1) == nil
+	var n int
+	var sendErr error
+	werr := raw.Write(func(fd uintptr) bool {
+		for n < len(p) {
+			m, err := unix.SendmsgN(int(fd), p[n:], nil, nil, unix.MSG_MORE)
+			switch {
+			case err == unix.EAGAIN:
+				return false
+			case err == unix.EINTR:
+			case err != nil:
+				sendErr = os.NewSyscallError("sendmsg", err)
+				return true
+			default:
+				n += m
+			}
+		}
+		return true
 	})
-}
-
-func (b *fileBody) uncork() {
-	if b.corked {
-		// An error here is a closed connection: nothing is left to push.
-		_ = b.raw.Control(b.uncorkFD)
+	if sendErr == nil {
+		sendErr = werr
 	}
-}
-
-// uncorkFD pulls the cork, if set, off the socket fd.
-func (b *fileBody) uncorkFD(fd uintptr) {
-	if b.corked {
-		b.corked = false
-		_ = setCork(fd, 0)
-	}
-}
-
-func setCork(fd uintptr, on int) error {
-	return unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_CORK, on)
+	return n, sendErr
 }
