@@ -121,6 +121,56 @@ func newExchange(ctx context.Context) *exchange {
 // exchanges are the HTTP/1.1 front's exchanges between requests.
 var exchanges = sync.Pool{New: func() any { return new(exchange) }}
 
+// requestField names a request field the steps read; the fronts find
+// them, each in its own way, and keep them with readField.
+type requestField uint8
+
+const (
+	fieldAuthorization requestField = iota + 1
+	fieldAcceptEncoding
+	fieldIfNoneMatch
+	fieldRequestID
+	fieldForwardedFor
+	fieldTraceparent
+	fieldTracestate
+)
+
+// readField keeps one request field by the rules every front shares: a
+// field sent twice keeps its first value; Authorization fields are
+// counted, since two are refused (auth.go); every X-Forwarded-For line is
+// kept, in order; trace context only when tracing is on.
+func (x *exchange) readField(f requestField, value string, traced bool) {
+	switch f {
+	case fieldAuthorization:
+		if x.authorizations == 0 {
+			x.authorization = value
+		}
+		x.authorizations++
+	case fieldAcceptEncoding:
+		if x.acceptEncoding == "" {
+			x.acceptEncoding = value
+		}
+	case fieldIfNoneMatch:
+		if x.ifNoneMatch == "" {
+			x.ifNoneMatch = value
+		}
+	case fieldRequestID:
+		if x.incomingID == "" {
+			x.incomingID = value
+		}
+	case fieldForwardedFor:
+		x.forwardedFor = append(x.forwardedFor, value)
+	case fieldTraceparent:
+		if traced && x.traceparent == "" {
+			x.traceparent = value
+		}
+	case fieldTracestate:
+		if traced && x.tracestate == "" {
+			x.tracestate = value
+		}
+	}
+}
+
 // pooledExchange is newExchange from the pool; give it back with release
 // once nothing reads the answer any more.
 func pooledExchange(ctx context.Context) *exchange {

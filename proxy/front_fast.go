@@ -88,10 +88,7 @@ func (s *Server) refuse(x *exchange) {
 // its connection closed.
 //
 // One pass over the raw block, rather than fasthttp's Peek per field, which
-// walks every field again. A field named twice keeps its first value, as
-// Peek does;
-// Authorization fields are counted (two are refused) and X-Forwarded-For
-// lines all kept, in order.
+// walks every field again; the fields found are kept by readField's rules.
 func readHeaders(x *exchange, raw []byte, traced bool) (malformed bool) {
 	var cl, te bool
 	for len(raw) > 0 {
@@ -114,41 +111,42 @@ func readHeaders(x *exchange, raw []byte, traced bool) (malformed bool) {
 		if colon <= 0 || line[colon-1] == ' ' || line[colon-1] == '\t' {
 			return true
 		}
-		name, value := line[:colon], view(trimOWS(line[colon+1:]))
+		name := line[:colon]
+		var f requestField
 		switch len(name) {
 		case 10:
-			if traced && x.tracestate == "" && fieldIs(name, "Tracestate") {
-				x.tracestate = value
+			if fieldIs(name, "Tracestate") {
+				f = fieldTracestate
 			}
 		case 11:
-			if traced && x.traceparent == "" && fieldIs(name, "Traceparent") {
-				x.traceparent = value
+			if fieldIs(name, "Traceparent") {
+				f = fieldTraceparent
 			}
 		case 12:
-			if x.incomingID == "" && fieldIs(name, "X-Request-Id") {
-				x.incomingID = value
+			if fieldIs(name, "X-Request-Id") {
+				f = fieldRequestID
 			}
 		case 13:
 			switch {
 			case fieldIs(name, "Authorization"):
-				if x.authorizations == 0 {
-					x.authorization = value
-				}
-				x.authorizations++
-			case x.ifNoneMatch == "" && fieldIs(name, "If-None-Match"):
-				x.ifNoneMatch = value
+				f = fieldAuthorization
+			case fieldIs(name, "If-None-Match"):
+				f = fieldIfNoneMatch
 			}
 		case 14:
 			cl = cl || fieldIs(name, "Content-Length")
 		case 15:
 			switch {
-			case x.acceptEncoding == "" && fieldIs(name, "Accept-Encoding"):
-				x.acceptEncoding = value
+			case fieldIs(name, "Accept-Encoding"):
+				f = fieldAcceptEncoding
 			case fieldIs(name, "X-Forwarded-For"):
-				x.forwardedFor = append(x.forwardedFor, value)
+				f = fieldForwardedFor
 			}
 		case 17:
 			te = te || fieldIs(name, "Transfer-Encoding")
+		}
+		if f != 0 {
+			x.readField(f, view(trimOWS(line[colon+1:])), traced)
 		}
 	}
 	return cl && te

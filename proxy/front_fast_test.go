@@ -2,7 +2,12 @@ package proxy
 
 import (
 	"slices"
+	"strings"
 	"testing"
+
+	"golang.org/x/net/http2/hpack"
+
+	"tradergate/proxy/h2edge"
 )
 
 // readHeaders reads what the steps use from the raw header block, as
@@ -71,5 +76,52 @@ func TestReadHeaders(t *testing.T) {
 	// fields, nothing refused.
 	if readHeaders(&x, nil, true) {
 		t.Error("an empty block refused")
+	}
+}
+
+// The HTTP/2 front keeps the same fields by the same rules as the
+// HTTP/1.1 one (exchange.readField): the same request, read by both,
+// leaves the same values.
+func TestReadH2MatchesReadHeaders(t *testing.T) {
+	fields := [][2]string{
+		{"host", "edge.test"}, {"authorization", "Bearer k1"},
+		{"accept-encoding", "gzip, br"}, {"accept-encoding", "identity"},
+		{"if-none-match", `"abc"`}, {"x-forwarded-for", "192.0.2.1"},
+		{"x-request-id", "req-00000001"}, {"x-request-id", "req-00000002"},
+		{"x-forwarded-for", "198.51.100.2, 10.0.0.1"},
+		{"traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"},
+		{"tracestate", "a=1"}, {"authorization", "Bearer k2"}, {"x-unknown-field", "whatever"},
+	}
+	var raw strings.Builder
+	st := &h2edge.Stream{Method: "GET", Path: "/v1/x"}
+	for _, f := range fields {
+		raw.WriteString(f[0] + ": " + f[1] + "\r\n")
+		st.Fields = append(st.Fields, hpack.HeaderField{Name: f[0], Value: f[1]})
+	}
+	raw.WriteString("\r\n")
+	s := &Server{cfg: &Config{}}
+	s.cfg.Server.MaxHeaderBytes = 1 << 20
+	var h1, h2 exchange
+	if readHeaders(&h1, []byte(raw.String()), false) {
+		t.Fatal("a well-formed block refused")
+	}
+	s.readH2(&h2, st)
+	if h2.refused != 0 {
+		t.Fatalf("refused: %v", h2.refused)
+	}
+	type read struct {
+		auth    string
+		auths   int
+		ae, inm string
+		id      string
+		xff     string
+		tp, ts  string
+	}
+	of := func(x *exchange) read {
+		return read{x.authorization, x.authorizations, x.acceptEncoding, x.ifNoneMatch, x.incomingID,
+			strings.Join(x.forwardedFor, "|"), x.traceparent, x.tracestate}
+	}
+	if a, b := of(&h1), of(&h2); a != b || a.auths != 2 || a.id != "req-00000001" || a.tp != "" {
+		t.Errorf("HTTP/1.1 read %+v, HTTP/2 read %+v", a, b)
 	}
 }

@@ -45,35 +45,7 @@ func (s *Server) readH2(x *exchange, st *h2edge.Stream) {
 	traced := s.trace != nil
 	for _, f := range st.Fields {
 		size += fieldBytes(f.Name, f.Value)
-		switch f.Name {
-		case "authorization":
-			if x.authorizations == 0 {
-				x.authorization = f.Value
-			}
-			x.authorizations++
-		case "accept-encoding":
-			if x.acceptEncoding == "" {
-				x.acceptEncoding = f.Value
-			}
-		case "if-none-match":
-			if x.ifNoneMatch == "" {
-				x.ifNoneMatch = f.Value
-			}
-		case "x-request-id":
-			if x.incomingID == "" {
-				x.incomingID = f.Value
-			}
-		case "x-forwarded-for":
-			x.forwardedFor = append(x.forwardedFor, f.Value)
-		case "traceparent":
-			if traced && x.traceparent == "" {
-				x.traceparent = f.Value
-			}
-		case "tracestate":
-			if traced && x.tracestate == "" {
-				x.tracestate = f.Value
-			}
-		}
+		x.readField(h2Fields[f.Name], f.Value, traced) // names arrive lower case (RFC 9113 8.2.1)
 	}
 	if st.TooLarge || size > s.cfg.Server.MaxHeaderBytes {
 		// The answer is the edge's JSON 431, on this stream only: h2edge
@@ -102,6 +74,14 @@ func (s *Server) writeH2(x *exchange, st *h2edge.Stream) {
 		return
 	}
 	st.Send(x.body)
+}
+
+// h2Fields are the request fields the steps read, by their HTTP/2 names.
+var h2Fields = map[string]requestField{
+	"authorization": fieldAuthorization, "accept-encoding": fieldAcceptEncoding,
+	"if-none-match": fieldIfNoneMatch, "x-request-id": fieldRequestID,
+	"x-forwarded-for": fieldForwardedFor, "traceparent": fieldTraceparent,
+	"tracestate": fieldTracestate,
 }
 
 var (
