@@ -20,8 +20,8 @@ import (
 // leaves with them in full segments rather than alone in one more segment
 // per answer: newFileBody has the front connection send its next write
 // (fasthttp's flush of the header block) with MSG_MORE (Linux), and
-// sendfile's last bytes push everything out. That is two system calls per
-// answer where a TCP_CORK around them took four (docs/BENCHMARKS.md). An
+// sendfile's last bytes push everything out: two system calls per answer,
+// header and file, as nginx sends its cache files (docs/BENCHMARKS.md). An
 // answer whose page is never sent pushes the held block in Close; the
 // kernel's own probe timer (about 200 ms) is the worst a lost Close could
 // cost.
