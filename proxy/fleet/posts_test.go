@@ -38,8 +38,8 @@ func mustPost(t *testing.T, ctx context.Context, p *Posts, id, v string, ttl tim
 	}
 }
 
-// Two replicas post; either reads both, and the keys are those an
-// operator's Redis already holds from the previous version.
+// Two replicas post; either reads both, under the keys the status page and
+// the /shadow report name (redis.prefix in docs/CONFIGURATION.md).
 func TestPostsRoundTrip(t *testing.T) {
 	ctx := postsCtx(t)
 	srv := redistest.Start(t)

@@ -4,8 +4,8 @@
 // edge's own, made for answers that are whole byte slices when the handler
 // returns (a cached page, an error envelope).
 //
-// What it does without, that x/net/http2's server spends a cached
-// answer's CPU on (docs/BENCHMARKS.md has the measurements):
+// What a cached answer does not pay for here, where a general server
+// spends most of its CPU (docs/BENCHMARKS.md has the measurements):
 //
 //   - no channel hand-offs between a stream's handler and the connection's
 //     serve loop: a handler frames its answer itself, under the

@@ -101,7 +101,7 @@ func TestBoardReplicaExpires(t *testing.T) {
 		return len(got) == 1 && got[0].ID == "stays"
 	})
 	// The read that found its post gone took its id out of the index,
-	// whose name operators' Redis already holds.
+	// <prefix>:status-replicas.
 	if ids, err := client.SMembers(ctx, "tradergate:status-replicas").Result(); err != nil || len(ids) != 1 || ids[0] != "stays" {
 		t.Errorf("index %v, %v; want [stays]", ids, err)
 	}
