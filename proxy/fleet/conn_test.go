@@ -38,7 +38,7 @@ func roundTrip(t *testing.T, c *Conn, key string) {
 
 func TestOpenSingle(t *testing.T) {
 	srv := redistest.Start(t)
-	c := open(t, Config{Addrs: []string{srv.Addr()}, Timeout: 2 * time.Second}, nil, Options{})
+	c := openOn(t, srv)
 	roundTrip(t, c, c.Key("single"))
 	if v, err := direct(t, srv.Addr(), "").Get(bg, "tradergate:single").Result(); err != nil || v != "v-tradergate:single" {
 		t.Fatalf("key not in the server under the prefix: %q, %v", v, err)
@@ -236,7 +236,7 @@ func TestBreakerHangingRedis(t *testing.T) {
 
 func TestBreakerIgnoresNilAndCallers(t *testing.T) {
 	srv := redistest.Start(t)
-	c := open(t, Config{Addrs: []string{srv.Addr()}, Timeout: 2 * time.Second}, nil, Options{})
+	c := openOn(t, srv)
 	for range 3 * TripAfter {
 		if err := c.Client().Get(bg, c.Key("missing")).Err(); !errors.Is(err, redis.Nil) {
 			t.Fatalf("GET of a missing key: %v", err)

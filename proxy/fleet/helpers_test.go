@@ -3,9 +3,12 @@ package fleet
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"tradergate/internal/testkit/redistest"
 )
 
 var bg = context.Background()
@@ -37,6 +40,12 @@ func open(t *testing.T, cfg Config, getenv func(string) string, opt Options) *Co
 }
 
 // value reads a gauge or counter.
+// openOn opens a Conn on srv with the tests' usual timeout.
+func openOn(t *testing.T, srv *redistest.Server) *Conn {
+	t.Helper()
+	return open(t, Config{Addrs: []string{srv.Addr()}, Timeout: 2 * time.Second}, nil, Options{})
+}
+
 func value(t *testing.T, m prometheus.Metric) float64 {
 	t.Helper()
 	var d dto.Metric

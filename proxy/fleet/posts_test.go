@@ -97,7 +97,7 @@ func TestPostsRoundTrip(t *testing.T) {
 func TestPostsExpiry(t *testing.T) {
 	ctx := postsCtx(t)
 	srv := redistest.Start(t)
-	c := open(t, Config{Addrs: []string{srv.Addr()}, Timeout: 2 * time.Second}, nil, Options{})
+	c := openOn(t, srv)
 	p := c.Posts("status")
 	mustPost(t, ctx, p, "stays", "s", time.Minute)
 	mustPost(t, ctx, p, "goes", "g", 200*time.Millisecond)
@@ -136,7 +136,7 @@ func TestPostsExpiry(t *testing.T) {
 func TestPostsMembers(t *testing.T) {
 	ctx := postsCtx(t)
 	srv := redistest.Start(t)
-	c := open(t, Config{Addrs: []string{srv.Addr()}, Timeout: 2 * time.Second}, nil, Options{})
+	c := openOn(t, srv)
 	p := c.Posts("shadow")
 	m, err := p.PostMembers(ctx, "edge-a", []byte("A"), time.Minute)
 	if err != nil || !slices.Equal(m, []string{"edge-a"}) {
@@ -230,7 +230,7 @@ func TestPostsCluster(t *testing.T) {
 func TestPostsRedisDown(t *testing.T) {
 	ctx := postsCtx(t)
 	srv := redistest.Start(t)
-	c := open(t, Config{Addrs: []string{srv.Addr()}, Timeout: 2 * time.Second}, nil, Options{})
+	c := openOn(t, srv)
 	p := c.Posts("status")
 	mustPost(t, ctx, p, "edge-a", "A", time.Minute)
 	srv.Stop()
