@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"time"
@@ -28,9 +29,9 @@ type Posts struct {
 }
 
 // NewPosts returns the board of kind on client, its keys starting with
-// prefix (redis.prefix).
+// prefix (redis.prefix; its default when empty).
 func NewPosts(client redis.UniversalClient, prefix, kind string) *Posts {
-	return &Posts{client: client, prefix: prefix, kind: kind}
+	return &Posts{client: client, prefix: cmp.Or(prefix, defaultPrefix), kind: kind}
 }
 
 // Posts is the board of kind on the Conn's client and prefix.

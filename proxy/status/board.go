@@ -19,8 +19,8 @@ import (
 // id>, with a short expiry, and rewrites it every few seconds, so a replica
 // that stops (or loses Redis) drops off the board by itself; the ids are
 // in the set <prefix>:status-replicas (fleet.Posts). Reading the board
-// costs one request per replica, however many keys the cache and the
-// limiter keep beside it.
+// costs two round trips, the index and then a pipeline of one GET per
+// replica, however many keys the cache and the limiter keep beside it.
 type Board struct {
 	posts   *fleet.Posts
 	ttl     time.Duration
@@ -29,7 +29,7 @@ type Board struct {
 
 // BoardOptions configure a Board.
 type BoardOptions struct {
-	// Prefix starts the keys (redis.prefix); zero: "tradergate".
+	// Prefix starts the keys (redis.prefix); zero: its default.
 	Prefix string
 	// TTL is how long a posted summary lasts; zero: 15 seconds. Publish
 	// at least twice per TTL, or a live replica blinks off the board.
@@ -43,7 +43,7 @@ type BoardOptions struct {
 // NewBoard returns a Board on client (fleet.Conn's Client in the edge).
 func NewBoard(client redis.UniversalClient, o BoardOptions) *Board {
 	return &Board{
-		posts:   fleet.NewPosts(client, cmp.Or(o.Prefix, "tradergate"), "status"),
+		posts:   fleet.NewPosts(client, o.Prefix, "status"),
 		ttl:     cmp.Or(o.TTL, 15*time.Second),
 		onError: o.OnError,
 	}
