@@ -54,7 +54,7 @@ func (e *Entry) GzipBody() []byte {
 	return e.gz
 }
 
-// newEntryForms sets the forms a page arrives with; a nil form is made on
+// newForms sets the forms a page arrives with; a nil form is made on
 // demand, except a gzip copy when compress is false.
 func (c *Cache) newForms(e *Entry, id, gz []byte, idLen int, compress bool) {
 	e.c, e.id, e.gz, e.idLen = c, id, gz, idLen

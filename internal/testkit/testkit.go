@@ -4,7 +4,8 @@
 // loopback the way main runs the edge (Serve), and a real server program
 // run until it is ready (Process). Its subpackages run real Redis
 // (redistest), Prometheus (promtest) and Chromium (browsertest). It is
-// imported by tests only, and imports no package of tradergate.
+// imported by tests only, and imports no package of tradergate outside
+// internal/testkit.
 package testkit
 
 import (

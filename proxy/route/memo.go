@@ -41,7 +41,7 @@ type memoEntry struct {
 // the longest target it keeps: a client may pad a valid target with
 // parameters the routes drop, up to the 8 KiB the edge accepts, and 4,096
 // of those would hold 32 MiB. With the bound the memo holds 10 MiB at
-// most; a longer target is validated every time, as it was before.
+// most; a longer target is validated every time.
 const (
 	memoSlots     = 4096
 	memoMaxTarget = 512
