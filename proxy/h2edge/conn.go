@@ -165,11 +165,9 @@ func (c *conn) serve() error {
 	c.idle = orDefault(c.srv.IdleTimeout, defaultIdleTimeout)
 	c.idleAt = time.Now().Add(c.idle)
 	for {
-		if c.rd.Buffered() == 0 {
-			c.between()
-			if c.quitting.Load() && c.quiet() {
-				return nil
-			}
+		c.between()
+		if c.quitting.Load() && c.quiet() {
+			return nil
 		}
 		f, err := c.fr.ReadFrame()
 		if err == nil {
@@ -192,10 +190,10 @@ func (c *conn) serve() error {
 	}
 }
 
-// between runs while the read loop has nothing buffered, before it
-// waits for more: it sets the read deadline (the connection's idle time
-// or the oldest unfinished request's, whichever is first) and lets a
-// quiet connection's large framer buffer go.
+// between runs before each frame is read: it sets the read deadline
+// (the connection's idle time or the oldest unfinished request's,
+// whichever is first), which also bounds a frame that arrives in parts,
+// and lets a quiet connection's large framer buffer go.
 func (c *conn) between() {
 	c.mu.Lock()
 	if c.active {
@@ -395,15 +393,11 @@ func (c *conn) process(f http2.Frame) error {
 		if state == stateIdle {
 			return http2.ConnectionError(errCodeProtocol)
 		}
-		// A stream reset before its answer was made cost a handler for
-		// nothing; one reset once answered takes the answer's credit back.
-		// Only an answer still being sent is the client's to cancel.
+		// A stream reset before its answer was sent cost the server work
+		// for nothing; one reset after takes the answer's credit back.
 		cost := 2
 		if st != nil {
 			cost = 1
-			if st.answered {
-				cost = 0
-			}
 			c.closeStreamLocked(st)
 		}
 		return c.uselessLocked(cost, ReasonRapidReset)

@@ -52,7 +52,7 @@ var StreamCutReasons = []string{ReasonRequestTimeout, ReasonHeaderBudget}
 // (PING, SETTINGS, PRIORITY, an unknown type, an empty DATA frame, an
 // empty CONTINUATION, a WINDOW_UPDATE for a closed stream, a stream
 // error, a request past the header budget, a stream reset before its
-// answer) adds to a connection's score; each answer made takes one off,
+// answer) adds to a connection's score; each answer sent takes one off,
 // down to -floodCredit. Past floodLimit the connection is told
 // ENHANCE_YOUR_CALM and closed, as nginx does with its own counts. So a
 // client that only resets the streams it opens is closed within
@@ -78,7 +78,7 @@ func (c *conn) uselessLocked(n int, reason string) error {
 	return nil
 }
 
-// usefulLocked: an answer was made.
+// usefulLocked: an answer was sent whole.
 func (c *conn) usefulLocked() {
 	if c.flood > -floodCredit {
 		c.flood--

@@ -24,7 +24,8 @@ type reader struct {
 	big   *[]byte // pooled; nil while the small array serves
 	r, w  int     // what is unread: buf()[r:w]
 	small [smallRead]byte
-	spill bool // the last read filled the small array
+	spill bool  // the last read filled the small array
+	err   error // what scan found: every later Read returns it
 
 	scanning bool // past the client preface: frames follow
 	hdr      [frameHeaderLen]byte
@@ -72,6 +73,11 @@ func (rd *reader) buf() []byte {
 func (rd *reader) Buffered() int { return rd.w - rd.r }
 
 func (rd *reader) Read(p []byte) (int, error) {
+	if rd.err != nil {
+		// Sticky: io.ReadFull drops an error that comes with the bytes
+		// it asked for.
+		return 0, rd.err
+	}
 	if rd.r == rd.w {
 		if err := rd.fill(); err != nil {
 			return 0, err
@@ -88,6 +94,7 @@ func (rd *reader) Read(p []byte) (int, error) {
 	}
 	if rd.scanning {
 		if err := rd.scan(p[:n]); err != nil {
+			rd.err = err
 			return n, err
 		}
 	}

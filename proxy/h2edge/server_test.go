@@ -195,6 +195,14 @@ func (c *rawConn) next() http2.Frame {
 
 func (c *rawConn) headers(id uint32, end bool, fields ...string) {
 	c.t.Helper()
+	if err := c.tryHeaders(id, end, fields...); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// tryHeaders sends a request's HEADERS: GET https://edge/x, but for what
+// fields set.
+func (c *rawConn) tryHeaders(id uint32, end bool, fields ...string) error {
 	c.buf.Reset()
 	all := append([]string{":method", "GET", ":scheme", "https", ":authority", "edge", ":path", "/x"}, fields...)
 	seen := map[string]bool{}
@@ -207,9 +215,7 @@ func (c *rawConn) headers(id uint32, end bool, fields ...string) {
 		}
 		c.enc.WriteField(hpack.HeaderField{Name: all[i], Value: all[i+1]})
 	}
-	if err := c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: c.buf.Bytes(), EndStream: end, EndHeaders: true}); err != nil {
-		c.t.Fatal(err)
-	}
+	return c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: c.buf.Bytes(), EndStream: end, EndHeaders: true})
 }
 
 func (c *rawConn) wantRST(id uint32, codes ...http2.ErrCode) {

@@ -130,7 +130,6 @@ func (st *Stream) Send(body []byte) {
 		return
 	}
 	defer blocks.Put(block)
-	c.usefulLocked()
 	var prefix []byte
 	if c.tableSizeDirty {
 		// The client lowered SETTINGS_HEADER_TABLE_SIZE: the next block

@@ -305,6 +305,7 @@ func (c *conn) pumpLocked() {
 func (c *conn) answerSentLocked(st *Stream) {
 	st.ended = true
 	c.active = true
+	c.usefulLocked()
 	switch st.state {
 	case stateHalfClosedRemote:
 		c.closeStreamLocked(st)
