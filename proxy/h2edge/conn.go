@@ -259,6 +259,15 @@ func (c *conn) failed(err error) (done bool, _ error) {
 		c.goAway(http2.ErrCode(ce))
 		c.linger()
 		return true, err
+	case errors.Is(err, io.ErrUnexpectedEOF) && c.rd.nh == 0 && c.rd.skip == 0:
+		// The frame was read whole, and is too short for what its flags
+		// say it holds (a priority, a pad length): x/net's framer reports
+		// that as the end of the input; it is a frame size error (RFC
+		// 9113 section 4.2).
+		c.setReason(ReasonProtocol)
+		c.goAway(errCodeFrameSize)
+		c.linger()
+		return true, err
 	case errors.Is(err, http2.ErrFrameTooLarge):
 		c.setReason(ReasonProtocol)
 		c.goAway(errCodeFrameSize)
@@ -447,13 +456,16 @@ func (c *conn) processSettings(f *http2.SettingsFrame) error {
 		}
 		return nil
 	}
-	// A frame's work is bounded, as x/net's server bounds it: a few
-	// parameters, each once. So INITIAL_WINDOW_SIZE, which walks the
-	// open streams, does so at most once per frame.
-	if f.NumSettings() > maxSettings || f.HasDuplicates() {
+	// A frame's work is bounded: at most maxSettings parameters, as
+	// x/net's server allows, and INITIAL_WINDOW_SIZE, which walks the
+	// open streams, walks them once per frame however often it is given.
+	// A parameter given twice takes its last value (RFC 9113 section
+	// 6.5.3), so only the last window size is applied; the largest is
+	// the one that could have overflowed a window on the way.
+	if f.NumSettings() > maxSettings {
 		return http2.ConnectionError(errCodeProtocol)
 	}
-	window := int64(-1)
+	window, largest := int64(-1), int64(-1)
 	err := f.ForeachSetting(func(s http2.Setting) error {
 		if err := s.Valid(); err != nil {
 			return err
@@ -466,6 +478,7 @@ func (c *conn) processSettings(f *http2.SettingsFrame) error {
 			}
 		case http2.SettingInitialWindowSize:
 			window = int64(s.Val)
+			largest = max(largest, window)
 		case http2.SettingMaxFrameSize:
 			c.maxFrame = int(s.Val)
 		}
@@ -474,14 +487,14 @@ func (c *conn) processSettings(f *http2.SettingsFrame) error {
 	if err != nil {
 		return err
 	}
-	if window >= 0 && window != c.initialWindow {
-		delta := window - c.initialWindow
+	if window >= 0 && (window != c.initialWindow || largest != window) {
+		delta, peak := window-c.initialWindow, largest-c.initialWindow
 		c.initialWindow = window
 		for _, st := range c.streams {
-			st.sendWindow += delta
-			if st.sendWindow > maxWindow {
+			if st.sendWindow+peak > maxWindow {
 				return http2.ConnectionError(errCodeFlowControl)
 			}
+			st.sendWindow += delta
 			if delta > 0 {
 				c.wantSendLocked(st)
 			}

@@ -16,7 +16,7 @@ const (
 	// ReasonShutdown: Shutdown or Close.
 	ReasonShutdown = "shutdown"
 	// ReasonProtocol: a connection error (RFC 9113 section 5.4.1),
-	// SETTINGS past maxSettings or with a parameter twice among them.
+	// a SETTINGS frame of more than 100 parameters among them.
 	ReasonProtocol = "protocol_error"
 	// ReasonReadTimeout: the client stopped in the middle of a frame or
 	// a header block for the read deadline.
