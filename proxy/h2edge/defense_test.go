@@ -227,7 +227,7 @@ func TestSettingsBounded(t *testing.T) {
 	}
 	for name, settings := range map[string][]http2.Setting{
 		"101 unknown parameters": many(101, func(i int) http2.SettingID { return http2.SettingID(0x100 + i) }),
-		"2730 window sizes": many(2730, func(int) http2.SettingID { return http2.SettingInitialWindowSize }),
+		"2730 window sizes":      many(2730, func(int) http2.SettingID { return http2.SettingInitialWindowSize }),
 	} {
 		t.Run(name, func(t *testing.T) {
 			var ev events
