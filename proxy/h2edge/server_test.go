@@ -26,7 +26,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // serve runs srv on a loopback listener (HTTP/2 with prior knowledge, no
 // TLS: h2edge takes a connection whose protocol is settled) until the
 // test ends.
-func serve(t *testing.T, srv *h2edge.Server) string {
+func serve(t testing.TB, srv *h2edge.Server) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -130,7 +130,7 @@ func TestStatusCodes(t *testing.T) {
 // rawConn is an HTTP/2 client made of a bare framer, for what Go's client
 // would not send.
 type rawConn struct {
-	t   *testing.T
+	t   testing.TB
 	nc  net.Conn
 	fr  *http2.Framer
 	enc *hpack.Encoder
@@ -138,7 +138,7 @@ type rawConn struct {
 	dec *hpack.Decoder
 }
 
-func dialRaw(t *testing.T, addr string, settings ...http2.Setting) *rawConn {
+func dialRaw(t testing.TB, addr string, settings ...http2.Setting) *rawConn {
 	t.Helper()
 	nc, err := net.Dial("tcp", addr)
 	if err != nil {
