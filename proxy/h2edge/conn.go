@@ -165,7 +165,9 @@ func (c *conn) serve() error {
 	c.idle = orDefault(c.srv.IdleTimeout, defaultIdleTimeout)
 	c.idleAt = time.Now().Add(c.idle)
 	for {
-		c.between()
+		if !c.rd.whole() {
+			c.between()
+		}
 		if c.quitting.Load() && c.quiet() {
 			return nil
 		}
@@ -190,10 +192,11 @@ func (c *conn) serve() error {
 	}
 }
 
-// between runs before each frame is read: it sets the read deadline
-// (the connection's idle time or the oldest unfinished request's,
-// whichever is first), which also bounds a frame that arrives in parts,
-// and lets a quiet connection's large framer buffer go.
+// between runs before a frame is read that may need a read from the
+// connection (a frame not wholly buffered, in parts or not begun): it
+// sets the read deadline (the connection's idle time or the oldest
+// unfinished request's, whichever is first), and lets a quiet
+// connection's large framer buffer go.
 func (c *conn) between() {
 	c.mu.Lock()
 	if c.active {
