@@ -72,6 +72,21 @@ func (rd *reader) buf() []byte {
 // handed on.
 func (rd *reader) Buffered() int { return rd.w - rd.r }
 
+// whole: a whole frame is buffered, and not the first of a header block
+// (whose CONTINUATION frames may not be), so that the framer's next
+// frame comes without a read from the connection.
+func (rd *reader) whole() bool {
+	b := rd.buf()[rd.r:rd.w]
+	if len(b) < frameHeaderLen {
+		return false
+	}
+	length := int(b[0])<<16 | int(b[1])<<8 | int(b[2])
+	if http2.FrameType(b[3]) == http2.FrameHeaders && !http2.Flags(b[4]).Has(http2.FlagHeadersEndHeaders) {
+		return false
+	}
+	return len(b) >= frameHeaderLen+length
+}
+
 func (rd *reader) Read(p []byte) (int, error) {
 	if rd.err != nil {
 		// Sticky: io.ReadFull drops an error that comes with the bytes
