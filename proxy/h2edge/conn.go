@@ -95,8 +95,9 @@ type conn struct {
 	pendingBytes int
 	// flood scores the frames that do no work against those that do
 	// (flood.go); reason is why the connection ends, once known.
-	flood  int
-	reason string
+	flood   int
+	floodAt time.Time // when flood was last refilled
+	reason  string
 
 	// The send side, set by the client's SETTINGS and WINDOW_UPDATEs.
 	sendWindow     int64 // the connection's window for DATA

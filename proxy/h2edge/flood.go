@@ -53,14 +53,17 @@ var StreamCutReasons = []string{ReasonRequestTimeout, ReasonHeaderBudget}
 // empty CONTINUATION, a WINDOW_UPDATE for a closed stream, a stream
 // error, a request past the header budget, a stream reset before its
 // answer) adds to a connection's score; each answer sent takes one off,
-// down to -floodCredit. Past floodLimit the connection is told
-// ENHANCE_YOUR_CALM and closed, as nginx does with its own counts. So a
-// client that only resets the streams it opens is closed within
-// floodLimit resets, and one that first had floodCredit answers within
+// down to -floodCredit, and each floodRefill that passes takes one off a
+// positive score (a PING every few seconds on a long connection costs
+// nothing). Past floodLimit the connection is told ENHANCE_YOUR_CALM and
+// closed, as nginx does with its own counts. So a client that only
+// resets the streams it opens is closed within about floodLimit resets,
+// and one that first had floodCredit answers within about
 // floodLimit+floodCredit.
 const (
 	floodLimit  = 200
 	floodCredit = 500
+	floodRefill = time.Second
 )
 
 // calmError ends a connection with ENHANCE_YOUR_CALM.
@@ -71,6 +74,16 @@ func (e calmError) Error() string { return "h2edge: flood budget spent: " + e.re
 // uselessLocked adds n to the flood score; past the limit it returns the
 // error that ends the connection, for reason.
 func (c *conn) uselessLocked(n int, reason string) error {
+	now := time.Now()
+	if c.floodAt.IsZero() {
+		c.floodAt = now
+	}
+	if k := int(now.Sub(c.floodAt) / floodRefill); k > 0 {
+		c.floodAt = now
+		if c.flood > 0 {
+			c.flood = max(c.flood-k, 0)
+		}
+	}
 	c.flood += n
 	if c.flood > floodLimit {
 		return calmError{reason}
