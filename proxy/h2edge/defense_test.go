@@ -3,6 +3,7 @@ package h2edge_test
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -519,4 +520,39 @@ func TestSettingsLastWindowCounts(t *testing.T) {
 	if d, ok := c.next().(*http2.DataFrame); !ok || len(d.Data()) != 7 {
 		t.Fatalf("read %v, want 7 bytes of DATA", d)
 	}
+}
+
+// A cut connection is logged with the client's address, at most once a
+// second however many are cut.
+func TestCutsAreLoggedOnceASecond(t *testing.T) {
+	var buf lockedBuffer
+	addr := serve(t, &h2edge.Server{Handler: echo, Log: slog.New(slog.NewTextHandler(&buf, nil))})
+	for range 3 {
+		c := dialRaw(t, addr)
+		if _, ga := c.flood(1000, 50, func(i int) error { return c.fr.WritePing(false, [8]byte{byte(i)}) }); ga == nil {
+			t.Fatal("no GOAWAY")
+		}
+		c.nc.Close()
+	}
+	time.Sleep(100 * time.Millisecond)
+	if n := strings.Count(buf.String(), `msg="h2edge: connection cut" remote=127.0.0.1 reason=flood`); n != 1 {
+		t.Errorf("%d log lines for 3 cuts within a second:\n%s", n, buf.String())
+	}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
