@@ -151,10 +151,10 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 	}
 	m.refused.WithLabelValues(limits.AnonymousPolicy)
 	m.h2ClosedBy, m.h2CutBy = map[string]prometheus.Counter{}, map[string]prometheus.Counter{}
-	for _, r := range h2edge.CloseReasons {
+	for _, r := range h2edge.CloseReasons() {
 		m.h2ClosedBy[r] = m.h2Closed.WithLabelValues(r)
 	}
-	for _, r := range h2edge.StreamCutReasons {
+	for _, r := range h2edge.StreamCutReasons() {
 		m.h2CutBy[r] = m.h2Cut.WithLabelValues(r)
 	}
 	for _, r := range routes {
@@ -200,7 +200,7 @@ func (m *metrics) observeUpstream(route string, status int, took time.Duration) 
 }
 
 // h2ConnClosed counts an HTTP/2 connection that ended, for reason (one
-// of h2edge.CloseReasons).
+// of h2edge.CloseReasons()).
 func (m *metrics) h2ConnClosed(reason string) {
 	if c, ok := m.h2ClosedBy[reason]; ok {
 		c.Inc()
@@ -208,7 +208,7 @@ func (m *metrics) h2ConnClosed(reason string) {
 }
 
 // h2StreamCut counts a request h2edge cut short, for reason (one of
-// h2edge.StreamCutReasons).
+// h2edge.StreamCutReasons()).
 func (m *metrics) h2StreamCut(reason string) {
 	if c, ok := m.h2CutBy[reason]; ok {
 		c.Inc()

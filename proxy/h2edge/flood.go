@@ -18,8 +18,8 @@ const (
 	// ReasonProtocol: a connection error (RFC 9113 section 5.4.1),
 	// a SETTINGS frame of more than 100 parameters among them.
 	ReasonProtocol = "protocol_error"
-	// ReasonReadTimeout: the client stopped in the middle of a frame or
-	// a header block for the read deadline.
+	// ReasonReadTimeout: the read deadline passed with the client in the
+	// middle of a frame or a header block.
 	ReasonReadTimeout = "read_timeout"
 	// ReasonSlowReader: the client did not read what it asked for (the
 	// write buffer's bound, WriteTimeout).
@@ -40,13 +40,15 @@ const (
 )
 
 // CloseReasons are the reasons ConnClosed may be given.
-var CloseReasons = []string{
-	ReasonClient, ReasonIdle, ReasonShutdown, ReasonProtocol, ReasonReadTimeout,
-	ReasonSlowReader, ReasonFlood, ReasonRapidReset, ReasonHeaderBudget,
+func CloseReasons() []string {
+	return []string{
+		ReasonClient, ReasonIdle, ReasonShutdown, ReasonProtocol, ReasonReadTimeout,
+		ReasonSlowReader, ReasonFlood, ReasonRapidReset, ReasonHeaderBudget,
+	}
 }
 
 // StreamCutReasons are the reasons StreamCut may be given.
-var StreamCutReasons = []string{ReasonRequestTimeout, ReasonHeaderBudget}
+func StreamCutReasons() []string { return []string{ReasonRequestTimeout, ReasonHeaderBudget} }
 
 // The flood budget. Each frame that makes the server work for nothing
 // (PING, SETTINGS, PRIORITY, an unknown type, an empty DATA frame, an
