@@ -85,12 +85,15 @@ type ServerConfig struct {
 	// ReadHeaderTimeout bounds how long a client may take to send its
 	// headers; zero: 5s.
 	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
-	// ReadTimeout bounds reading a whole request; zero: 10s.
+	// ReadTimeout bounds reading a whole request; zero: 10s. On HTTP/2 it
+	// is how long a request may stay unfinished (no END_STREAM) before
+	// its stream is reset.
 	ReadTimeout time.Duration `yaml:"read_timeout"`
 	// WriteTimeout bounds writing a response, from the end of the request
 	// headers; zero: 30s. It must exceed upstream.timeout.
 	WriteTimeout time.Duration `yaml:"write_timeout"`
 	// IdleTimeout closes keep-alive connections idle this long; zero: 120s.
+	// On HTTP/2 only streams and DATA count, not PING or SETTINGS.
 	IdleTimeout time.Duration `yaml:"idle_timeout"`
 	// ShutdownTimeout is how long in-flight requests may drain on SIGTERM;
 	// zero: 15s.
@@ -99,7 +102,9 @@ type ServerConfig struct {
 	// while /readyz already says "not ready", so a load balancer stops
 	// sending first; zero: none.
 	DrainDelay time.Duration `yaml:"drain_delay"`
-	// MaxHeaderBytes caps request line plus headers; zero: 16384.
+	// MaxHeaderBytes caps request line plus headers; zero: 16384. An
+	// HTTP/2 connection's unfinished requests may hold 16 times it of
+	// header lists (proxy/serve.go).
 	MaxHeaderBytes int `yaml:"max_header_bytes"`
 	// MemoryLimit is the Go memory limit of the process, in bytes: the heap
 	// size past which the collector works harder rather than let the

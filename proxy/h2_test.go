@@ -6,12 +6,18 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+
+	"tradergate/internal/testkit"
+	"tradergate/proxy"
 )
 
 // Many streams on one HTTP/2 connection, answered at once, small pages
@@ -83,5 +89,106 @@ func TestH2ManyStreamsOneConnection(t *testing.T) {
 	close(errs)
 	for e := range errs {
 		t.Error(e)
+	}
+}
+
+// An HTTP/2 client that holds unfinished requests past the connection's
+// budget gets the edge's JSON 431 on the request past it, and one that
+// then floods PINGs is cut off with ENHANCE_YOUR_CALM; the metrics count
+// both, and a log line names the client's address.
+func TestH2AbuseIsCutAndCounted(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "edge.crt"), filepath.Join(dir, "edge.key")
+	kp := testkit.SelfSigned(t, "first", time.Now().Add(24*time.Hour), edgeName)
+	kp.Write(t, certFile, keyFile)
+	te := startTLSEdge(t, tlsSetup{
+		yaml: "mode: files\ncert_file: " + strconv.Quote(certFile) + "\nkey_file: " + strconv.Quote(keyFile) + "\nhttp_listen: \"\"",
+		edit: func(c *proxy.Config) { c.Admin.Listen = "127.0.0.1:0" },
+	})
+	if err := te.serving(t, httpsClient(t, kp.Pool(), edgeName)); err != nil {
+		t.Fatal(err)
+	}
+	nc, err := tls.Dial("tcp", te.addr, &tls.Config{RootCAs: kp.Pool(), ServerName: edgeName, NextProtos: []string{"h2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(20 * time.Second))
+	fr := http2.NewFramer(nc, nc)
+	fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	io.WriteString(nc, http2.ClientPreface)
+	fr.WriteSettings()
+	var block bytes.Buffer
+	enc := hpack.NewEncoder(&block)
+	// Lists of about 20 KB: 256 KiB (16 x max_header_bytes) holds 12.
+	const lists = 13
+	for i := range lists {
+		block.Reset()
+		for _, f := range [][2]string{{":method", "GET"}, {":scheme", "https"}, {":authority", edgeName}, {":path", "/v1/tx/" + te.sim.TradeTxs()[0]}, {"authorization", "Bearer " + keyAll}} {
+			enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+		}
+		enc.WriteField(hpack.HeaderField{Name: "x-pad", Value: strings.Repeat("p", 10000), Sensitive: true})
+		enc.WriteField(hpack.HeaderField{Name: "x-pad", Value: strings.Repeat("q", 10000), Sensitive: true})
+		if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: uint32(1 + 2*i), BlockFragment: block.Bytes(), EndHeaders: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var status string
+	var body []byte
+	for status == "" || body == nil {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch f := f.(type) {
+		case *http2.MetaHeadersFrame:
+			if f.StreamID != 2*lists-1 {
+				t.Fatalf("an answer on stream %d", f.StreamID)
+			}
+			status = f.PseudoValue("status")
+		case *http2.DataFrame:
+			body = append(body, f.Data()...)
+		}
+	}
+	if status != "431" || !bytes.Contains(body, []byte("Request header fields too large")) {
+		t.Errorf("past the budget: %s %s", status, body)
+	}
+	var ga *http2.GoAwayFrame
+	go func() {
+		for i := 0; i < 1000; i++ {
+			if fr.WritePing(false, [8]byte{byte(i)}) != nil {
+				return
+			}
+		}
+	}()
+	for ga == nil {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("no GOAWAY: %v", err)
+		}
+		ga, _ = f.(*http2.GoAwayFrame)
+	}
+	if ga.ErrCode != http2.ErrCodeEnhanceYourCalm {
+		t.Errorf("GOAWAY %v", ga.ErrCode)
+	}
+	nc.Close()
+	testkit.Eventually(t, "the admin listener", func() bool { return te.srv.AdminAddr() != "" })
+	want := map[string]string{
+		`tradergate_h2_connections_closed_total{reason="flood"}`:       "1",
+		`tradergate_h2_streams_cut_total{reason="header_budget"}`:      "1",
+		`tradergate_h2_streams_cut_total{reason="request_timeout"}`:    "0",
+		`tradergate_h2_connections_closed_total{reason="rapid_reset"}`: "0",
+	}
+	testkit.Eventually(t, "the metrics", func() bool {
+		_, text := getText(t, "http://"+te.srv.AdminAddr()+"/metrics")
+		for series, v := range want {
+			if metricValue(text, series) != v {
+				return false
+			}
+		}
+		return true
+	})
+	if !strings.Contains(te.logs.String(), `"msg":"h2edge: connection cut","remote":"127.0.0.1","reason":"flood"`) {
+		t.Errorf("no log line for the cut:\n%s", te.logs)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"tradergate/cache"
 	"tradergate/limits"
+	"tradergate/proxy/h2edge"
 	"tradergate/proxy/route"
 )
 
@@ -34,6 +35,12 @@ type metrics struct {
 	refused        *prometheus.CounterVec   // plan
 	breakerState   *prometheus.GaugeVec     // route
 	breakerChanges *prometheus.CounterVec   // route, to
+	h2Closed       *prometheus.CounterVec   // reason
+	h2Cut          *prometheus.CounterVec   // reason
+
+	// h2ClosedBy and h2CutBy are the series of h2Closed and h2Cut by
+	// reason, resolved once: h2edge counts from under a connection's lock.
+	h2ClosedBy, h2CutBy map[string]prometheus.Counter
 
 	// hot holds the series of the common answer, a 200, by route index and
 	// cache result, resolved once: WithLabelValues hashes its labels on
@@ -85,9 +92,20 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 			Name: "tradergate_breaker_transitions_total",
 			Help: "Circuit breaker state changes, by route and the state entered.",
 		}, []string{"route", "to"}),
+		h2Closed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tradergate_h2_connections_closed_total",
+			Help: "HTTP/2 connections ended, by reason: client, idle, shutdown, protocol_error, read_timeout, " +
+				"slow_reader, and the abuse cut with ENHANCE_YOUR_CALM: flood, rapid_reset, header_budget.",
+		}, []string{"reason"}),
+		h2Cut: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tradergate_h2_streams_cut_total",
+			Help: "HTTP/2 requests the server cut short: request_timeout (not ended within server.read_timeout, " +
+				"reset), header_budget (past the connection's budget for unfinished requests, answered 431).",
+		}, []string{"reason"}),
 	}
 	cs := []prometheus.Collector{
 		m.requests, m.duration, m.upstream, m.upstreamDur, m.refused, m.breakerState, m.breakerChanges,
+		m.h2Closed, m.h2Cut,
 		&cacheCollector{s: s},
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "tradergate_ratelimit_store_errors_total",
@@ -132,6 +150,13 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 		m.refused.WithLabelValues(plan)
 	}
 	m.refused.WithLabelValues(limits.AnonymousPolicy)
+	m.h2ClosedBy, m.h2CutBy = map[string]prometheus.Counter{}, map[string]prometheus.Counter{}
+	for _, r := range h2edge.CloseReasons() {
+		m.h2ClosedBy[r] = m.h2Closed.WithLabelValues(r)
+	}
+	for _, r := range h2edge.StreamCutReasons() {
+		m.h2CutBy[r] = m.h2Cut.WithLabelValues(r)
+	}
 	for _, r := range routes {
 		m.breakerState.WithLabelValues(r.Name).Set(0)
 		for _, st := range []gobreaker.State{gobreaker.StateClosed, gobreaker.StateHalfOpen, gobreaker.StateOpen} {
@@ -172,6 +197,22 @@ func (m *metrics) observeUpstream(route string, status int, took time.Duration) 
 	}
 	m.upstream.WithLabelValues(route, code).Inc()
 	m.upstreamDur.WithLabelValues(route).Observe(took.Seconds())
+}
+
+// h2ConnClosed counts an HTTP/2 connection that ended, for reason (one
+// of h2edge.CloseReasons()).
+func (m *metrics) h2ConnClosed(reason string) {
+	if c, ok := m.h2ClosedBy[reason]; ok {
+		c.Inc()
+	}
+}
+
+// h2StreamCut counts a request h2edge cut short, for reason (one of
+// h2edge.StreamCutReasons()).
+func (m *metrics) h2StreamCut(reason string) {
+	if c, ok := m.h2CutBy[reason]; ok {
+		c.Inc()
+	}
 }
 
 // breakerChanged sets the state gauge; gobreaker calls it under its lock,

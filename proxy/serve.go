@@ -156,15 +156,20 @@ func (e *edge) buildTLS(fs *fasthttp.Server) error {
 	// above server.max_header_bytes, so that a header list past the
 	// edge's limit reaches the edge, which answers that one stream with
 	// its JSON 431 (front_h2.go); a list past even that is decoded only
-	// up to it and answered the same way.
+	// up to it and answered the same way. Requests that have not ended
+	// hold their lists within read_timeout and a budget per connection.
 	h2 := &h2edge.Server{
-		Handler:           s.serveH2,
-		BaseContext:       e.base,
-		MaxHeaderListSize: uint32(h2HeaderRoom * c.MaxHeaderBytes),
-		PrefaceTimeout:    c.ReadHeaderTimeout,
-		IdleTimeout:       c.IdleTimeout,
-		WriteTimeout:      c.WriteTimeout,
-		Log:               s.log,
+		Handler:               s.serveH2,
+		BaseContext:           e.base,
+		MaxHeaderListSize:     uint32(h2HeaderRoom * c.MaxHeaderBytes),
+		MaxPendingHeaderBytes: h2PendingRoom * c.MaxHeaderBytes,
+		RequestTimeout:        c.ReadTimeout,
+		PrefaceTimeout:        c.ReadHeaderTimeout,
+		IdleTimeout:           c.IdleTimeout,
+		WriteTimeout:          c.WriteTimeout,
+		Log:                   s.log,
+		ConnClosed:            s.metrics.h2ConnClosed,
+		StreamCut:             s.metrics.h2StreamCut,
 	}
 	fs.NextProto("h2", func(conn net.Conn) error {
 		_ = h2.ServeConn(tlsConnOf(conn))
@@ -191,6 +196,12 @@ func (e *edge) buildTLS(fs *fasthttp.Server) error {
 // SETTINGS_MAX_HEADER_LIST_SIZE); past it the list is not decoded further
 // and the stream is answered with the JSON 431 all the same.
 const h2HeaderRoom = 4
+
+// h2PendingRoom is how many times server.max_header_bytes of header lists
+// an HTTP/2 connection may hold for requests that have not ended (256 KiB
+// at the default): a request past it is answered with the JSON 431 at
+// once, rather than held.
+const h2PendingRoom = 16
 
 // run starts the servers and waits until ctx ends or one of them stops by
 // itself. Mode acme obtains its certificates once the listeners answer the

@@ -1,7 +1,6 @@
 package h2edge
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"io"
@@ -24,6 +23,8 @@ const (
 	errCodeStreamClosed = http2.ErrCodeStreamClosed
 	errCodeFrameSize    = http2.ErrCodeFrameSize
 	errCodeRefused      = http2.ErrCodeRefusedStream
+	errCodeCancel       = http2.ErrCodeCancel
+	errCodeCalm         = http2.ErrCodeEnhanceYourCalm
 
 	// initialWindow is the protocol's initial flow-control window, for
 	// both directions (RFC 9113 section 6.9.2); the edge keeps it for
@@ -38,6 +39,9 @@ const (
 	// still reads (and drops) what the client sends, so that the client
 	// reads the GOAWAY rather than a TCP reset.
 	goAwayLinger = time.Second
+	// maxSettings is the most parameters a SETTINGS frame may carry, as
+	// x/net's server allows: there are seven, and each costs work.
+	maxSettings = 100
 )
 
 // conn is one HTTP/2 connection. Its read loop (serve) is the only reader
@@ -48,10 +52,19 @@ type conn struct {
 	srv  *Server
 	nc   net.Conn
 	peer netip.Addr
-	br   *bufio.Reader
+	rd   reader // reader.go
 	fr   *http2.Framer
+	dec  *hpack.Decoder
 	ctx  context.Context
 	stop context.CancelFunc
+
+	// The read loop's own: when the connection counts as idle (no stream
+	// opened or ended, no DATA, since), the read deadline last set, and
+	// how many of the reader's empty CONTINUATION frames were counted.
+	idle      time.Duration
+	idleAt    time.Time
+	deadline  time.Time
+	emptySeen int
 
 	// quitting is set before the read loop is woken to end (Shutdown, the
 	// last stream of a draining connection): see wake.
@@ -69,6 +82,22 @@ type conn struct {
 	goneAway bool
 	goAwayID uint32
 	closed   bool // the read loop ended: answers are dropped
+
+	// active: a stream was opened or ended, DATA came or went, since the
+	// read loop last looked; PING, SETTINGS and the like do not count.
+	active bool
+	// pending are the streams whose request has not ended and whose
+	// handler has not started, oldest first (some may have left since:
+	// st.pending says); npending and pendingBytes are those still there
+	// and the header bytes they hold (HPACK's measure).
+	pending      []*Stream
+	npending     int
+	pendingBytes int
+	// flood scores the frames that do no work against those that do
+	// (flood.go); reason is why the connection ends, once known.
+	flood   int
+	floodAt time.Time // when flood was last refilled
+	reason  string
 
 	// The send side, set by the client's SETTINGS and WINDOW_UPDATEs.
 	sendWindow     int64 // the connection's window for DATA
@@ -96,14 +125,23 @@ func newConn(s *Server, nc net.Conn) *conn {
 	if ap, err := netip.ParseAddrPort(nc.RemoteAddr().String()); err == nil {
 		c.peer = ap.Addr().Unmap()
 	}
-	c.br = bufio.NewReaderSize(nc, 16<<10)
-	c.fr = http2.NewFramer(io.Discard, c.br)
-	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
-	c.fr.MaxHeaderListSize = s.maxHeaderList()
-	c.fr.SetMaxReadFrameSize(defaultFrameSize)
-	c.fr.SetReuseFrames()
+	c.rd.nc = nc
+	c.dec = hpack.NewDecoder(4096, nil)
+	c.newFramer()
 	c.ctx, c.stop = context.WithCancel(s.baseContext())
 	return c
+}
+
+// newFramer gives the connection a framer. A framer keeps a read buffer
+// as large as the largest frame it has read, so a connection that read
+// large frames gets a new one once it is quiet (the HPACK state is the
+// decoder's, kept).
+func (c *conn) newFramer() {
+	c.fr = http2.NewFramer(io.Discard, &c.rd)
+	c.fr.ReadMetaHeaders = c.dec
+	c.fr.MaxHeaderListSize = c.srv.maxHeaderList()
+	c.fr.SetMaxReadFrameSize(defaultFrameSize)
+	c.fr.SetReuseFrames()
 }
 
 // serve is the connection's read loop.
@@ -116,24 +154,34 @@ func (c *conn) serve() error {
 
 	c.nc.SetReadDeadline(time.Now().Add(orDefault(c.srv.PrefaceTimeout, defaultPrefaceTimeout)))
 	var preface [len(http2.ClientPreface)]byte
-	if _, err := io.ReadFull(c.br, preface[:]); err != nil {
+	if _, err := io.ReadFull(&c.rd, preface[:]); err != nil {
+		c.setReason(ReasonClient)
 		return err
 	}
 	if string(preface[:]) != http2.ClientPreface {
+		c.setReason(ReasonProtocol)
 		return errors.New("h2edge: bad client preface")
 	}
-	idle := orDefault(c.srv.IdleTimeout, defaultIdleTimeout)
+	c.rd.scanning = true
+	c.idle = orDefault(c.srv.IdleTimeout, defaultIdleTimeout)
+	c.idleAt = time.Now().Add(c.idle)
 	for {
-		if c.br.Buffered() == 0 {
-			c.nc.SetReadDeadline(time.Now().Add(idle))
-			if c.quitting.Load() && c.quiet() {
-				return nil
-			}
+		if !c.rd.whole() {
+			c.between()
+		}
+		if c.quitting.Load() && c.quiet() {
+			return nil
 		}
 		f, err := c.fr.ReadFrame()
 		if err == nil {
 			c.mu.Lock()
-			err = c.process(f)
+			if c.rd.empty > c.emptySeen {
+				err = c.uselessLocked(c.rd.empty-c.emptySeen, ReasonFlood)
+				c.emptySeen = c.rd.empty
+			}
+			if err == nil {
+				err = c.process(f)
+			}
 			c.mu.Unlock()
 		}
 		if err == nil {
@@ -145,38 +193,178 @@ func (c *conn) serve() error {
 	}
 }
 
+// between runs before a frame is read that may need a read from the
+// connection (a frame not wholly buffered, in parts or not begun): it
+// sets the read deadline (the connection's idle time or the oldest
+// unfinished request's, whichever is first), and lets a quiet
+// connection's large framer buffer go.
+func (c *conn) between() {
+	c.mu.Lock()
+	if c.active {
+		c.active = false
+		c.idleAt = time.Now().Add(c.idle)
+	}
+	d := c.idleAt
+	if st := c.oldestPendingLocked(); st != nil {
+		if due := st.pendingAt.Add(c.srv.requestTimeout()); due.Before(d) {
+			d = due
+		}
+	}
+	quiet := c.quietLocked()
+	c.mu.Unlock()
+	if !d.Equal(c.deadline) {
+		c.deadline = d
+		c.nc.SetReadDeadline(d)
+	}
+	if quiet && c.rd.maxLen > smallRead {
+		c.rd.maxLen = 0
+		c.newFramer()
+	}
+}
+
 // failed handles an error of the read loop: a stream error resets that
 // stream, a connection error sends GOAWAY and ends the connection, and an
 // idle or draining connection ends once nothing is in progress.
 func (c *conn) failed(err error) (done bool, _ error) {
 	var se http2.StreamError
 	var ce http2.ConnectionError
+	var calm calmError
 	var ne net.Error
 	switch {
 	case errors.As(err, &se):
 		c.mu.Lock()
+		// A header block refused as malformed still used its stream id
+		// (RFC 9113 section 5.1.1): later frames on it are about a
+		// closed stream, not an idle one.
+		if c.rd.headers && se.StreamID == c.rd.blockID && se.StreamID%2 == 1 && se.StreamID > c.maxID {
+			c.maxID = se.StreamID
+		}
 		c.resetLocked(se.StreamID, se.Code)
+		ferr := c.uselessLocked(1, ReasonFlood)
 		c.mu.Unlock()
+		if ferr != nil {
+			return c.failed(ferr)
+		}
 		return false, nil
+	case errors.As(err, &calm):
+		c.setReason(calm.reason)
+		c.srv.logCut(c.peer, calm.reason)
+		c.goAway(errCodeCalm)
+		c.linger()
+		return true, err
+	case errors.Is(err, errEmptyContinuations):
+		c.setReason(ReasonFlood)
+		c.srv.logCut(c.peer, ReasonFlood)
+		c.goAway(errCodeCalm)
+		c.linger()
+		return true, err
 	case errors.As(err, &ce):
+		c.setReason(ReasonProtocol)
 		c.goAway(http2.ErrCode(ce))
 		c.linger()
 		return true, err
+	case errors.Is(err, io.ErrUnexpectedEOF) && c.rd.nh == 0 && c.rd.skip == 0:
+		// The frame was read whole, and is too short for what its flags
+		// say it holds (a priority, a pad length): x/net's framer reports
+		// that as the end of the input; it is a frame size error (RFC
+		// 9113 section 4.2).
+		c.setReason(ReasonProtocol)
+		c.goAway(errCodeFrameSize)
+		c.linger()
+		return true, err
 	case errors.Is(err, http2.ErrFrameTooLarge):
+		c.setReason(ReasonProtocol)
 		c.goAway(errCodeFrameSize)
 		c.linger()
 		return true, err
 	case errors.As(err, &ne) && ne.Timeout():
+		c.deadline = time.Time{} // set again, whatever it is
+		if c.rd.midFrame() {
+			// The client stopped inside a frame or a header block: what
+			// was read of it cannot be put back.
+			c.setReason(ReasonReadTimeout)
+			return true, nil
+		}
 		if c.quitting.Load() && c.quiet() {
 			return true, nil
 		}
-		if c.busy() {
-			return false, nil // a slow answer is not idleness
+		c.mu.Lock()
+		idle := c.expireLocked(time.Now())
+		c.mu.Unlock()
+		if !idle {
+			return false, nil
 		}
+		c.setReason(ReasonIdle)
 		c.goAway(errCodeNo)
 		return true, nil
 	}
+	if c.srv.closed() {
+		c.setReason(ReasonShutdown)
+	}
+	c.setReason(ReasonClient)
 	return true, err
+}
+
+// expireLocked resets the streams whose request has not ended in time,
+// and reports whether the connection is idle: no request unfinished, no
+// answer being made or sent, and nothing else for the idle timeout.
+func (c *conn) expireLocked(now time.Time) (idle bool) {
+	limit := c.srv.requestTimeout()
+	for st := c.oldestPendingLocked(); st != nil && !now.Before(st.pendingAt.Add(limit)); st = c.oldestPendingLocked() {
+		c.resetLocked(st.id, errCodeCancel)
+		c.srv.streamCut(ReasonRequestTimeout)
+	}
+	if c.active || now.Before(c.idleAt) || c.npending > 0 {
+		return false
+	}
+	if c.handlers > 0 || len(c.sending) > 0 || c.w.pending() {
+		c.active = true // a slow answer is not idleness
+		return false
+	}
+	return true
+}
+
+// oldestPendingLocked is the oldest stream whose request has not ended
+// and whose handler has not started, or nil.
+func (c *conn) oldestPendingLocked() *Stream {
+	for len(c.pending) > 0 {
+		if st := c.pending[0]; st.pending {
+			return st
+		}
+		c.pending[0] = nil
+		c.pending = c.pending[1:]
+	}
+	c.pending = nil
+	return nil
+}
+
+// addPendingLocked: st's request has begun without ending; its header
+// list, size bytes, is held until it ends or it is reset.
+func (c *conn) addPendingLocked(st *Stream, size int) {
+	st.pending, st.pendingAt, st.headerBytes = true, time.Now(), size
+	c.npending++
+	c.pendingBytes += size
+	if len(c.pending) >= 2*c.npending+32 {
+		// Most of the line has left: keep it as short as what is in it.
+		kept := c.pending[:0]
+		for _, p := range c.pending {
+			if p.pending {
+				kept = append(kept, p)
+			}
+		}
+		clear(c.pending[len(kept):])
+		c.pending = kept
+	}
+	c.pending = append(c.pending, st)
+}
+
+// unpendLocked: st's handler starts, or st closes.
+func (c *conn) unpendLocked(st *Stream) {
+	if st.pending {
+		st.pending = false
+		c.npending--
+		c.pendingBytes -= st.headerBytes
+	}
 }
 
 // process handles one frame, under mu. A returned StreamError or
@@ -212,28 +400,35 @@ func (c *conn) process(f http2.Frame) error {
 		if !f.IsAck() {
 			c.w.ping(f.Data)
 		}
-		return nil
+		return c.uselessLocked(1, ReasonFlood)
 	case *http2.RSTStreamFrame:
 		state, st := c.state(f.StreamID)
 		if state == stateIdle {
 			return http2.ConnectionError(errCodeProtocol)
 		}
+		// A stream reset before its answer was sent cost the server work
+		// for nothing; one reset after takes the answer's credit back.
+		cost := 2
 		if st != nil {
+			cost = 1
 			c.closeStreamLocked(st)
 		}
-		return nil
+		return c.uselessLocked(cost, ReasonRapidReset)
 	case *http2.PriorityFrame:
 		if f.StreamDep == f.StreamID {
 			return http2.StreamError{StreamID: f.StreamID, Code: errCodeProtocol}
 		}
-		return nil // priorities are not followed (RFC 9113 section 5.3.2)
+		// Priorities are not followed (RFC 9113 section 5.3.2).
+		return c.uselessLocked(1, ReasonFlood)
 	case *http2.GoAwayFrame:
+		c.setReasonLocked(ReasonClient)
 		c.goAwayLocked(errCodeNo)
 		return nil
 	case *http2.PushPromiseFrame:
 		return http2.ConnectionError(errCodeProtocol)
 	}
-	return nil // unknown frame types are ignored (RFC 9113 section 5.5)
+	// Unknown frame types are ignored (RFC 9113 section 5.5).
+	return c.uselessLocked(1, ReasonFlood)
 }
 
 type streamState uint8
@@ -265,8 +460,16 @@ func (c *conn) processSettings(f *http2.SettingsFrame) error {
 		}
 		return nil
 	}
+	// A frame's work is bounded: at most maxSettings parameters, as
+	// x/net's server allows, and INITIAL_WINDOW_SIZE, which walks the
+	// open streams, walks them once per frame however often it is given.
 	// A parameter given twice takes its last value (RFC 9113 section
-	// 6.5.3), so each is applied in order.
+	// 6.5.3), so only the last window size is applied; the largest is
+	// the one that could have overflowed a window on the way.
+	if f.NumSettings() > maxSettings {
+		return http2.ConnectionError(errCodeProtocol)
+	}
+	window, largest := int64(-1), int64(-1)
 	err := f.ForeachSetting(func(s http2.Setting) error {
 		if err := s.Valid(); err != nil {
 			return err
@@ -278,17 +481,8 @@ func (c *conn) processSettings(f *http2.SettingsFrame) error {
 				c.tableSizeDirty = true
 			}
 		case http2.SettingInitialWindowSize:
-			delta := int64(s.Val) - c.initialWindow
-			c.initialWindow = int64(s.Val)
-			for _, st := range c.streams {
-				st.sendWindow += delta
-				if st.sendWindow > maxWindow {
-					return http2.ConnectionError(errCodeFlowControl)
-				}
-				if delta > 0 {
-					c.wantSendLocked(st)
-				}
-			}
+			window = int64(s.Val)
+			largest = max(largest, window)
 		case http2.SettingMaxFrameSize:
 			c.maxFrame = int(s.Val)
 		}
@@ -297,9 +491,22 @@ func (c *conn) processSettings(f *http2.SettingsFrame) error {
 	if err != nil {
 		return err
 	}
+	if window >= 0 && (window != c.initialWindow || largest != window) {
+		delta, peak := window-c.initialWindow, largest-c.initialWindow
+		c.initialWindow = window
+		for _, st := range c.streams {
+			if st.sendWindow+peak > maxWindow {
+				return http2.ConnectionError(errCodeFlowControl)
+			}
+			st.sendWindow += delta
+			if delta > 0 {
+				c.wantSendLocked(st)
+			}
+		}
+	}
 	c.w.settingsAck()
 	c.pumpLocked()
-	return nil
+	return c.uselessLocked(1, ReasonFlood)
 }
 
 func (c *conn) processWindowUpdate(f *http2.WindowUpdateFrame) error {
@@ -316,7 +523,7 @@ func (c *conn) processWindowUpdate(f *http2.WindowUpdateFrame) error {
 		return http2.ConnectionError(errCodeProtocol)
 	}
 	if st == nil {
-		return nil
+		return c.uselessLocked(1, ReasonFlood) // a closed stream's
 	}
 	st.sendWindow += int64(f.Increment)
 	if st.sendWindow > maxWindow {
@@ -354,6 +561,7 @@ func (c *conn) processHeaders(f *http2.MetaHeadersFrame) error {
 		return http2.ConnectionError(errCodeProtocol)
 	}
 	c.maxID = id
+	c.active = true
 	if uint32(len(c.streams)) >= c.srv.maxStreams() || uint32(c.handlers) >= c.srv.maxStreams() {
 		if c.unacked == 0 {
 			return http2.StreamError{StreamID: id, Code: errCodeProtocol}
@@ -409,6 +617,23 @@ func (c *conn) processHeaders(f *http2.MetaHeadersFrame) error {
 	if f.StreamEnded() {
 		return c.endRequestLocked(st)
 	}
+	// The request goes on: its header list waits for its end, within the
+	// connection's budget and the request timeout.
+	size := 0
+	for _, hf := range f.Fields {
+		size += int(hf.Size())
+	}
+	if c.pendingBytes+size > c.srv.maxPendingHeaders() {
+		// Past the budget the handler answers at once, as for a header
+		// list too large (the edge's 431); the fields go now.
+		st.TooLarge, st.Fields = true, nil
+		c.srv.streamCut(ReasonHeaderBudget)
+		c.dispatchLocked(st)
+		// The answer's credit is taken back, and then some: a client
+		// that keeps pushing ends with ENHANCE_YOUR_CALM.
+		return c.uselessLocked(2, ReasonHeaderBudget)
+	}
+	c.addPendingLocked(st, size)
 	return nil
 }
 
@@ -417,6 +642,7 @@ func (c *conn) endRequestLocked(st *Stream) error {
 	if st.declared >= 0 && st.declared != st.received {
 		return http2.StreamError{StreamID: st.id, Code: errCodeProtocol}
 	}
+	c.active = true
 	st.state = stateHalfClosedRemote
 	if !st.dispatched {
 		c.dispatchLocked(st)
@@ -443,6 +669,12 @@ func (c *conn) processData(f *http2.DataFrame) error {
 	}
 	st.recvWindow -= int64(f.Length)
 	n := int64(len(f.Data()))
+	if n == 0 && !f.StreamEnded() {
+		if err := c.uselessLocked(1, ReasonFlood); err != nil {
+			return err
+		}
+	}
+	c.active = c.active || n > 0
 	st.received += n
 	if n > 0 && !st.dispatched {
 		st.Body = true // the handler reads it from its start
@@ -473,6 +705,7 @@ func (c *conn) takeConnFlow(f *http2.DataFrame) error {
 
 // dispatchLocked starts st's handler.
 func (c *conn) dispatchLocked(st *Stream) {
+	c.unpendLocked(st)
 	st.dispatched = true
 	st.ctx, st.cancel = context.WithCancel(c.ctx)
 	c.handlers++
@@ -515,6 +748,8 @@ func (c *conn) closeStreamLocked(st *Stream) {
 	}
 	st.state = stateClosed
 	st.out = nil
+	c.unpendLocked(st)
+	c.active = true
 	delete(c.streams, st.id)
 	if st.cancel != nil {
 		st.cancel()
@@ -530,14 +765,6 @@ func (c *conn) quiet() bool {
 }
 
 func (c *conn) quietLocked() bool { return len(c.streams) == 0 && c.handlers == 0 }
-
-// busy: an answer is being made or sent (a stream waiting for the client,
-// for its body or its window, is not).
-func (c *conn) busy() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.handlers > 0 || len(c.sending) > 0 || c.w.pending()
-}
 
 // goAway sends GOAWAY with code: no stream above the last one opened is
 // served. With errCodeNo the connection ends when its streams have; with
@@ -582,8 +809,26 @@ func (c *conn) teardown() {
 	for _, st := range c.streams {
 		c.closeStreamLocked(st)
 	}
+	c.pending = nil
+	c.setReasonLocked(ReasonClient)
+	reason := c.reason
 	c.mu.Unlock()
 	c.stop()
 	c.w.flushAndStop()
 	c.nc.Close()
+	c.rd.release()
+	c.srv.connClosed(reason)
+}
+
+// setReason records why the connection ends, if nothing did before.
+func (c *conn) setReason(r string) {
+	c.mu.Lock()
+	c.setReasonLocked(r)
+	c.mu.Unlock()
+}
+
+func (c *conn) setReasonLocked(r string) {
+	if c.reason == "" {
+		c.reason = r
+	}
 }

@@ -63,9 +63,28 @@ type Server struct {
 	// (default 2m); WriteTimeout bounds each write to the connection
 	// (default: none).
 	PrefaceTimeout, IdleTimeout, WriteTimeout time.Duration
-	// Log receives connection-level problems worth an operator's notice
-	// (default: none).
+	// RequestTimeout bounds how long a request may stay unfinished, its
+	// header list held without its END_STREAM: such a stream is reset
+	// (CANCEL) and its fields dropped (default 10s).
+	RequestTimeout time.Duration
+	// MaxPendingHeaderBytes bounds the header bytes (HPACK's measure: name,
+	// value and 32 per field) a connection holds for requests that have
+	// not ended; a request past it goes to the handler at once, with
+	// TooLarge set and no fields, and a connection that keeps pushing is
+	// closed (ENHANCE_YOUR_CALM). Default: 4 x MaxHeaderListSize.
+	MaxPendingHeaderBytes int
+	// Log receives connection-level problems worth an operator's notice,
+	// a connection cut for abuse at most once a second (default: none).
 	Log *slog.Logger
+	// ConnClosed, if set, is told why each connection ended (one of
+	// CloseReasons), and StreamCut why the server cut a stream short (one
+	// of StreamCutReasons). They run on the connection's goroutines, some
+	// under its lock: keep them cheap (count, nothing more).
+	ConnClosed, StreamCut func(reason string)
+
+	logMu      sync.Mutex
+	logNext    time.Time
+	logSkipped int
 
 	mu       sync.Mutex
 	conns    map[*conn]struct{}
@@ -80,6 +99,7 @@ const (
 	defaultMaxRequestBody = 4 << 10
 	defaultPrefaceTimeout = 10 * time.Second
 	defaultIdleTimeout    = 2 * time.Minute
+	defaultRequestTimeout = 10 * time.Second
 )
 
 // ErrServerClosed is returned by ServeConn once the server is closed or
@@ -153,6 +173,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Unlock()
 
 	for _, c := range conns {
+		c.setReason(ReasonShutdown)
 		c.goAway(errCodeNo)
 	}
 	select {
@@ -191,6 +212,24 @@ func (s *Server) maxHeaderList() uint32 {
 		return defaultMaxHeaderList
 	}
 	return s.MaxHeaderListSize
+}
+
+func (s *Server) maxPendingHeaders() int {
+	if s.MaxPendingHeaderBytes <= 0 {
+		return 4 * int(s.maxHeaderList())
+	}
+	return s.MaxPendingHeaderBytes
+}
+
+func (s *Server) requestTimeout() time.Duration {
+	return orDefault(s.RequestTimeout, defaultRequestTimeout)
+}
+
+// closed: Close was called.
+func (s *Server) closed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closing
 }
 
 func (s *Server) maxBody() int64 {

@@ -26,7 +26,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // serve runs srv on a loopback listener (HTTP/2 with prior knowledge, no
 // TLS: h2edge takes a connection whose protocol is settled) until the
 // test ends.
-func serve(t *testing.T, srv *h2edge.Server) string {
+func serve(t testing.TB, srv *h2edge.Server) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -130,7 +130,7 @@ func TestStatusCodes(t *testing.T) {
 // rawConn is an HTTP/2 client made of a bare framer, for what Go's client
 // would not send.
 type rawConn struct {
-	t   *testing.T
+	t   testing.TB
 	nc  net.Conn
 	fr  *http2.Framer
 	enc *hpack.Encoder
@@ -138,7 +138,7 @@ type rawConn struct {
 	dec *hpack.Decoder
 }
 
-func dialRaw(t *testing.T, addr string, settings ...http2.Setting) *rawConn {
+func dialRaw(t testing.TB, addr string, settings ...http2.Setting) *rawConn {
 	t.Helper()
 	nc, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -195,6 +195,14 @@ func (c *rawConn) next() http2.Frame {
 
 func (c *rawConn) headers(id uint32, end bool, fields ...string) {
 	c.t.Helper()
+	if err := c.tryHeaders(id, end, fields...); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// tryHeaders sends a request's HEADERS: GET https://edge/x, but for what
+// fields set.
+func (c *rawConn) tryHeaders(id uint32, end bool, fields ...string) error {
 	c.buf.Reset()
 	all := append([]string{":method", "GET", ":scheme", "https", ":authority", "edge", ":path", "/x"}, fields...)
 	seen := map[string]bool{}
@@ -207,9 +215,7 @@ func (c *rawConn) headers(id uint32, end bool, fields ...string) {
 		}
 		c.enc.WriteField(hpack.HeaderField{Name: all[i], Value: all[i+1]})
 	}
-	if err := c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: c.buf.Bytes(), EndStream: end, EndHeaders: true}); err != nil {
-		c.t.Fatal(err)
-	}
+	return c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: c.buf.Bytes(), EndStream: end, EndHeaders: true})
 }
 
 func (c *rawConn) wantRST(id uint32, codes ...http2.ErrCode) {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/net/http2/hpack"
 )
@@ -43,6 +44,10 @@ type Stream struct {
 	dispatched bool   // the handler was started
 	answered   bool   // Send was called
 	ended      bool   // the answer's END_STREAM is framed
+	// pending: in c.pending, since pendingAt, holding headerBytes.
+	pending     bool
+	pendingAt   time.Time
+	headerBytes int
 }
 
 // Context is cancelled when the client resets the stream, the connection

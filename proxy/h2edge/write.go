@@ -3,6 +3,7 @@ package h2edge
 import (
 	"encoding/binary"
 	"errors"
+	"net"
 	"runtime"
 	"sync"
 	"time"
@@ -107,6 +108,10 @@ func (w *writer) flushOnce() bool {
 	w.inflight = false
 	if err != nil {
 		w.err = err
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			c.setReasonLocked(ReasonSlowReader)
+		}
 		c.mu.Unlock()
 		c.nc.Close() // the read loop ends too
 		return false
@@ -146,6 +151,7 @@ func (w *writer) frame(typ http2.FrameType, flags http2.Flags, id uint32, length
 	}
 	if len(w.buf) > bufMax {
 		w.err = errFlood
+		w.c.setReasonLocked(ReasonSlowReader)
 		// Not under the lock: closing a TLS connection may first try to
 		// send its close_notify.
 		go w.c.nc.Close()
@@ -278,6 +284,7 @@ func (c *conn) pumpLocked() {
 		n = min(n, st.sendWindow, c.sendWindow)
 		end := n == int64(len(st.out))
 		c.w.data(st.id, st.out[:n], end)
+		c.active = true
 		st.out = st.out[n:]
 		st.sendWindow -= n
 		c.sendWindow -= n
@@ -297,6 +304,8 @@ func (c *conn) pumpLocked() {
 // sending a request body is told to stop (RFC 9113 section 8.1).
 func (c *conn) answerSentLocked(st *Stream) {
 	st.ended = true
+	c.active = true
+	c.usefulLocked()
 	switch st.state {
 	case stateHalfClosedRemote:
 		c.closeStreamLocked(st)
