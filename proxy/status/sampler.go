@@ -134,17 +134,22 @@ func (s *Sampler) record(r reading) {
 }
 
 // base is the reading figures at now are counted from: the oldest of the
-// last minute, or the newest before it.
+// last minute, or the newest before it. A reading Run took after now
+// (while Fill read the counters) is never the base.
 func (s *Sampler) base(now time.Time) reading {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cut := now.Add(-windowSpan)
+	b := s.ring[0]
 	for _, r := range s.ring {
-		if !r.at.Before(cut) {
-			return r
+		if r.at.After(now) {
+			break
+		}
+		if b = r; !r.at.Before(cut) {
+			break
 		}
 	}
-	return s.ring[len(s.ring)-1]
+	return b
 }
 
 // read takes a reading of the counters.

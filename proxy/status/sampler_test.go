@@ -181,6 +181,23 @@ func TestSamplerWithoutReadings(t *testing.T) {
 	}
 }
 
+// Run may take a reading while a page reads the counters: that reading,
+// later than the page's, is not the page's base.
+func TestSamplerBaseIsNeverLaterThanThePage(t *testing.T) {
+	c := newEdgeCounters()
+	s, clock := newTestSampler(c)
+	for range 120 {
+		c.answer("tx", "200", "HIT", time.Millisecond, "")
+	}
+	clock.Advance(2*time.Minute + time.Second)
+	s.record(s.read()) // Run's reading, a second after the page's
+	clock.Set(t0.Add(2 * time.Minute))
+	snap := fill(s)
+	if r := mustRoute(t, &snap, "tx"); !near(r.RequestsPerSec, 1) {
+		t.Errorf("120 requests since the first reading, two minutes ago: %v/s, want 1", r.RequestsPerSec)
+	}
+}
+
 func TestSamplerTopKeysAndRefusals(t *testing.T) {
 	c := newEdgeCounters()
 	s, clock := newTestSampler(c)
