@@ -22,7 +22,6 @@ func TestPanicIsA500AndALogLine(t *testing.T) {
 	if s.metrics, err = newMetrics(prometheus.NewRegistry(), s); err != nil {
 		t.Fatal(err)
 	}
-	s.initStatus(route.Names())
 	x := newExchange(context.Background())
 	x.method = methodGet
 	x.setTarget("/v1/tx/x")

@@ -14,8 +14,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
-
-	"tradergate/proxy/status"
 )
 
 // The outermost steps of the chain (Server.serve): the request id and the
@@ -74,7 +72,6 @@ func (s *Server) finish(x *exchange) {
 	// fasthttp's), and on some machines a clock reading shows in a hit's
 	// profile.
 	took := time.Since(x.start)
-	end := x.start.Add(took)
 	s.metrics.observe(x.route, x.status, x.cache, took)
 	routeName := ""
 	if x.route != nil {
@@ -88,7 +85,6 @@ func (s *Server) finish(x *exchange) {
 	if cacheResult == "" {
 		cacheResult = cacheNone // as the metrics name it
 	}
-	s.status.window.ObserveRequest(status.Request{Route: routeName, Status: x.status, Duration: took, Cache: cacheResult, KeyID: keyID, At: end})
 	x.endSpan(routeName, cacheResult)
 	if !s.accessLog {
 		return

@@ -55,7 +55,6 @@ func (s *Server) allowed(x *exchange, d limits.Decision) bool {
 		return false
 	}
 	s.metrics.refused.WithLabelValues(d.Policy).Inc()
-	s.status.window.ObserveRefused(d.Policy)
 	x.fail(fail(failRateLimited))
 	return false
 }

@@ -80,17 +80,17 @@ func (e *edge) close() {
 	}
 }
 
-// build prepares the servers without serving yet: the status publisher,
-// the admin listener, the fasthttp server and, with TLS on, the HTTP/2
-// server and the plain-HTTP listener.
+// build prepares the servers without serving yet: the status page's
+// readings and publisher, the admin listener, the fasthttp server and,
+// with TLS on, the HTTP/2 server and the plain-HTTP listener.
 func (e *edge) build() error {
 	s := e.s
 	e.onClose(s.upstream.CloseIdle)
 
-	// With Redis, this replica's summary goes on the fleet's status board
-	// until Serve returns.
+	// The status page's readings, and with Redis this replica's summary on
+	// the fleet's status board, until Serve returns.
 	pctx, stopPublish := context.WithCancel(e.base)
-	waitPublish := s.publishStatus(pctx)
+	waitPublish := s.runStatus(pctx)
 	e.onClose(func() { stopPublish(); waitPublish() })
 
 	if err := e.startAdmin(); err != nil {

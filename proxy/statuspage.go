@@ -10,19 +10,22 @@ import (
 	"sync/atomic"
 	"time"
 
+	"tradergate/cache"
 	"tradergate/proxy/native"
 	"tradergate/proxy/status"
 )
 
 // The status page on the admin listener (GET /, /status, /status.json):
-// proxy/status renders it; this file feeds it. Every answer is counted in
-// a one-minute window (finish, observe.go), every legacy call and 429 too,
-// and a snapshot of the edge is taken when the page is asked for. With
-// Redis, each replica publishes its summary for the others' pages.
+// proxy/status renders it; this file feeds it. Its last-minute figures
+// come from the metrics' own counters (metrics.go, and the migration's
+// per-key count), read every few seconds by a status.Sampler: no request
+// is counted a second time for the page. A snapshot of the edge is taken
+// when the page is asked for. With Redis, each replica publishes its
+// summary for the others' pages.
 
 // statusState is what the Server keeps for its page.
 type statusState struct {
-	window  *status.Window
+	sampler *status.Sampler
 	started time.Time
 	replica string
 	board   *status.Board // with Redis only
@@ -40,7 +43,13 @@ var servers atomic.Int64
 func (s *Server) initStatus(routes []string) {
 	host, _ := os.Hostname()
 	s.status = statusState{
-		window:  status.NewWindow(status.WindowOptions{Routes: routes}),
+		sampler: status.NewSampler(status.Counters{
+			Requests: s.metrics.requests, Durations: s.metrics.duration, Upstream: s.metrics.upstream,
+			Refused: s.metrics.refused, KeyRequests: s.migration.requests,
+		}, status.SamplerOptions{
+			Routes: routes,
+			Cache:  status.CacheLabels{Hit: cache.Hit.String(), Miss: cache.Miss.String(), Stale: cache.Stale.String()},
+		}),
 		started: time.Now(),
 		replica: host + "-" + strconv.Itoa(os.Getpid()),
 	}
@@ -63,7 +72,6 @@ func (s *Server) observeUpstream(route string, code int, took time.Duration) {
 	case code >= 500 || code == http.StatusTooManyRequests:
 		failure = "legacy host answered " + strconv.Itoa(code)
 	}
-	s.status.window.ObserveUpstream(status.Call{Route: route, Status: code, Err: failure})
 	if failure != "" {
 		s.status.mu.Lock()
 		s.status.lastErr, s.status.lastAt = failure, time.Now()
@@ -86,7 +94,7 @@ func (s *Server) snapshot() status.Snapshot {
 		Started: s.status.started,
 		Config:  cfgState,
 	}
-	s.status.window.Fill(&snap)
+	s.status.sampler.Fill(&snap)
 	for _, r := range s.routes.Routes() {
 		sr := snap.Route(r.Name)
 		switch {
@@ -160,14 +168,15 @@ func (s *Server) statusHandler() http.Handler {
 	})
 }
 
-// publishStatus posts this replica's summary to the fleet's board, and
-// its native report for the fleet's GET /shadow, every few seconds until
-// ctx ends; a no-op without Redis.
-func (s *Server) publishStatus(ctx context.Context) (wait func()) {
-	if s.status.board == nil {
-		return func() {}
-	}
+// runStatus reads the counters for the page every few seconds and, with
+// Redis, posts this replica's summary to the fleet's board and its native
+// report for the fleet's GET /shadow, until ctx ends.
+func (s *Server) runStatus(ctx context.Context) (wait func()) {
 	var wg sync.WaitGroup
+	wg.Go(func() { s.status.sampler.Run(ctx) })
+	if s.status.board == nil {
+		return wg.Wait
+	}
 	wg.Go(func() { s.status.board.Run(ctx, 5*time.Second, s.snapshot) })
 	wg.Go(func() { s.status.shadow.run(ctx, s.native.Report) })
 	return wg.Wait

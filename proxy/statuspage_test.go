@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	"tradergate/internal/testkit"
 	"tradergate/internal/testkit/browsertest"
+	"tradergate/internal/testkit/redistest"
 	"tradergate/legacysim"
 	"tradergate/proxy"
 	"tradergate/proxy/status"
@@ -39,26 +41,15 @@ func TestStatusPageOfALiveEdge(t *testing.T) {
 	if got := e.srv.BreakerState("wallet_address"); got != "open" {
 		t.Fatalf("breaker %q, want open", got)
 	}
-	// The page's figures are the last minute's full seconds: a page drawn
-	// within the second these requests ended in shows none of them. Wait
-	// until the snapshot the page is drawn from holds them.
-	testkit.Eventually(t, "the requests in /status.json", func() bool {
-		resp, err := http.Get("http://" + e.srv.AdminAddr() + "/status.json")
-		if err != nil {
-			return false
-		}
-		defer resp.Body.Close()
-		var s status.Snapshot
-		if json.NewDecoder(resp.Body).Decode(&s) != nil || s.Cache.HitRatio == 0 {
-			return false
-		}
-		for _, p := range s.Limits.Refused {
-			if p.Plan == "free" && p.LastMinute == 2 {
-				return true
-			}
-		}
-		return false
-	})
+	// The page reads the metrics' counters as it is drawn, and they
+	// counted each answer before it was sent.
+	s := statusJSON(t, e)
+	if s.Cache.HitRatio == 0 {
+		t.Errorf("hit ratio %v after hits", s.Cache.HitRatio)
+	}
+	if i := slices.IndexFunc(s.Limits.Refused, func(p status.PlanRefusals) bool { return p.Plan == "free" }); i < 0 || s.Limits.Refused[i].LastMinute != 2 {
+		t.Errorf("refused %+v, want 2 of plan free", s.Limits.Refused)
+	}
 
 	ctx := browsertest.Browser(t)
 	if err := chromedp.Do(ctx,
@@ -95,5 +86,63 @@ func TestStatusPageOfALiveEdge(t *testing.T) {
 		if strings.Contains(page, secret) {
 			t.Errorf("the page shows %q", secret)
 		}
+	}
+}
+
+// statusJSON reads the edge's GET /status.json.
+func statusJSON(t *testing.T, e *edge) status.Snapshot {
+	t.Helper()
+	resp, err := http.Get("http://" + e.srv.AdminAddr() + "/status.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var s status.Snapshot
+	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// One fact, one answer: with a breaker open on a replica that serves, the
+// page's header, its reasons and its fleet row agree that the replica is
+// ready, from the first page on.
+func TestStatusPageReadyIsOneFact(t *testing.T) {
+	r := redistest.Start(t)
+	e := newEdge(t, withAdmin, withRedis(r.Addr()), withConfig(func(c *proxy.Config) {
+		c.Upstream.Breaker.MinRequests = 2
+		c.Upstream.Retry.MaxAttempts = 1
+	}))
+	testkit.Eventually(t, "the admin listener", func() bool { return e.srv.AdminAddr() != "" })
+	e.sim.SetFaults(legacysim.Faults{Route: "wallet_address", FailStatus: 500})
+	for i := range 3 {
+		e.get("/v1/trader/wallet-address/0x" + strings.Repeat("ab", 19) + "0" + string(rune('0'+i)))
+	}
+	if got := e.srv.BreakerState("wallet_address"); got != "open" {
+		t.Fatalf("breaker %q, want open", got)
+	}
+	s := statusJSON(t, e)
+	if !s.Ready {
+		t.Fatalf("a serving replica is not ready: %+v", s.Health)
+	}
+	found := false
+	for _, rep := range s.Fleet.Replicas {
+		if rep.ID == s.Replica {
+			found = true
+			if !rep.Ready {
+				t.Errorf("the header says ready, the fleet row of %s says not", rep.ID)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("the fleet lists %+v, not this replica %s", s.Fleet.Replicas, s.Replica)
+	}
+	for _, reason := range s.Health.Reasons {
+		if strings.Contains(reason, "not ready") {
+			t.Errorf("reason %q for a ready replica", reason)
+		}
+	}
+	if want := "breaker open: wallet_address"; !slices.Contains(s.Health.Reasons, want) {
+		t.Errorf("reasons %q, want %q among them", s.Health.Reasons, want)
 	}
 }

@@ -2,7 +2,9 @@ package status
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -222,5 +224,54 @@ func TestBoardCluster(t *testing.T) {
 	}
 	if len(got) != n || newFleetView(got).Sum.RequestsPerSec != n {
 		t.Errorf("collected %d replicas, want %d: %+v", len(got), n, got)
+	}
+}
+
+// A page gives one answer for its own replica: its header, its reasons and
+// its fleet row read the snapshot the page is drawn from, not the post the
+// replica made before (here, while it was starting, or still serving).
+func TestPageOwnReplicaIsOneFact(t *testing.T) {
+	ctx := testCtx(t)
+	b := NewBoard(singleClient(t), BoardOptions{})
+	for _, ready := range []bool{true, false} {
+		if err := b.publish(ctx, replica{ID: "edge-1", Ready: !ready, LastSeen: taken.Add(-4 * time.Second)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.publish(ctx, replica{ID: "edge-2", Ready: true, LastSeen: taken}); err != nil {
+			t.Fatal(err)
+		}
+		src := func() Snapshot { s := fixture(); s.Ready = ready; return s } // the activity breaker is open
+		h := Handler(src, Options{Board: b})
+		var s Snapshot
+		_, body := get(t, h, "/status.json")
+		if err := json.Unmarshal([]byte(body), &s); err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, r := range s.Fleet.Replicas {
+			ids = append(ids, r.ID)
+			if r.ID == "edge-1" && r.Ready != ready {
+				t.Errorf("ready %v: the fleet row of edge-1 says ready %v", ready, r.Ready)
+			}
+		}
+		if !slices.Equal(ids, []string{"edge-1", "edge-2"}) {
+			t.Errorf("fleet %v, want edge-1 once and edge-2", ids)
+		}
+		notReady := 0
+		for _, reason := range s.Health.Reasons {
+			if strings.Contains(reason, "not ready") {
+				notReady++
+			}
+		}
+		if want := map[bool]int{true: 0, false: 1}[ready]; notReady != want {
+			t.Errorf("ready %v: reasons %q, want %d saying not ready", ready, s.Health.Reasons, want)
+		}
+		_, page := get(t, h, "/")
+		yes := map[bool]string{true: ">yes<", false: ">no<"}[ready]
+		header := page[strings.Index(page, `id="ready"`):]
+		row := page[strings.Index(page, `data-replica="edge-1"`):]
+		if !strings.HasPrefix(header[strings.Index(header, ">"):], yes) || !strings.Contains(row[:strings.Index(row, "</tr>")], yes) {
+			t.Errorf("ready %v: the header or the fleet row does not say %s", ready, yes)
+		}
 	}
 }

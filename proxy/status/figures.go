@@ -1,6 +1,10 @@
 package status
 
-import "time"
+import (
+	"cmp"
+	"slices"
+	"time"
+)
 
 // Figures are one replica's rates and counts, in a form that adds up across
 // replicas: rates and counts only, never a ratio. Ratios are computed from
@@ -59,12 +63,13 @@ func ratio(num, den float64) float64 {
 }
 
 // FleetView is every replica that published its figures lately, and their
-// sum. It is empty when the edge has no Redis to share them through.
+// sum; this replica's row is its figures as the page is drawn, not its
+// last post. It is empty when the edge has no Redis to share them through.
 type fleetView struct {
 	// Enabled is true when the edge shares figures (a Board is set).
 	Enabled bool `json:"enabled"`
 	// Error says why the replicas could not be read; the list is then
-	// this replica alone, or empty.
+	// this replica alone.
 	Error    string    `json:"error,omitempty"`
 	Replicas []replica `json:"replicas"`
 	Sum      figures   `json:"sum"`
@@ -87,6 +92,22 @@ type replica struct {
 func summary(s Snapshot) replica {
 	deriveTotals(&s)
 	return replica{ID: s.Replica, Ready: s.Ready, LastSeen: s.Taken, Version: s.Build.Version, Figures: s.Totals}
+}
+
+// withOwn puts own, the summary of the snapshot the page is drawn from,
+// in the place of that replica's post in list (sorted by id), or adds it:
+// the post can be a publish interval old, and a page must give one answer
+// for its own replica in the header, the reasons and the fleet.
+func withOwn(list []replica, own replica) []replica {
+	if own.ID == "" {
+		return list
+	}
+	i, found := slices.BinarySearchFunc(list, own.ID, func(r replica, id string) int { return cmp.Compare(r.ID, id) })
+	if found {
+		list[i] = own
+		return list
+	}
+	return slices.Insert(list, i, own)
 }
 
 // NewFleetView adds up the replicas' figures.

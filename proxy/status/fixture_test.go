@@ -2,6 +2,12 @@ package status
 
 import "time"
 
+// routeNames are the edge's route names, in the order of its route table.
+var routeNames = []string{
+	"orderbook_events", "activity", "deposits_withdrawals", "combo_positions_closed",
+	"positions_closed", "positions_open", "tx", "wallet_address", "orderbook_book",
+}
+
 // taken is when the fixture's snapshot was made.
 var taken = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 
@@ -58,7 +64,7 @@ func fixture() Snapshot {
 		"wallet_address":         {41.0, 0, 0.00025, 0.0031},
 		"orderbook_book":         {0, 0, 0, 0},
 	}
-	for _, name := range Routes() {
+	for _, name := range routeNames {
 		r := rates[name]
 		s.Routes = append(s.Routes, Route{Name: name, Breaker: BreakerClosed, RequestsPerSec: r[0], ErrorRatio: r[1], P50Seconds: r[2], P99Seconds: r[3]})
 	}

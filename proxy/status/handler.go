@@ -93,7 +93,7 @@ func (h *handler) snapshot(ctx context.Context) (Snapshot, error) {
 		ctx, cancel := context.WithTimeout(ctx, h.o.FleetTimeout)
 		replicas, err := h.o.Board.collect(ctx)
 		cancel()
-		s.Fleet = newFleetView(replicas)
+		s.Fleet = newFleetView(withOwn(replicas, summary(s)))
 		if err != nil {
 			s.Fleet.Error = err.Error()
 		}

@@ -103,7 +103,8 @@ func assess(s *Snapshot) {
 		h.add(amber, "fleet figures unavailable")
 	}
 	for _, r := range s.Fleet.Replicas {
-		if !r.Ready {
+		// This replica's readiness is the first reason's, from s.Ready.
+		if !r.Ready && r.ID != s.Replica {
 			h.add(amber, "replica not ready: "+r.ID)
 		}
 	}

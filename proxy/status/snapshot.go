@@ -1,8 +1,9 @@
 // Package status is the edge's status page: what an operator shielding the
 // legacy host needs to see at a glance. The edge hands it a Snapshot of its
 // state; the package renders it as a page (GET /, GET /status), serves it as
-// JSON (GET /status.json), keeps the last minute of per-request figures
-// (Window), and lets replicas share their figures through Redis (Board).
+// JSON (GET /status.json), turns the edge's Prometheus counters into the
+// last minute's figures (Sampler: it counts no request itself), and lets
+// replicas share their figures through Redis (Board).
 //
 // The package holds no secrets and asks for none: a Snapshot names API keys
 // by their id only, and has no field for a client address. Free text that
@@ -84,8 +85,8 @@ type Route struct {
 	RequestsPerSec float64 `json:"requests_per_second"`
 	// ErrorRatio is the share of answers with a 5xx status.
 	ErrorRatio float64 `json:"error_ratio"`
-	// P50Seconds and P99Seconds are estimated from a histogram with the
-	// bounds of tradergate_request_duration_seconds (LatencyBounds).
+	// P50Seconds and P99Seconds are estimated from the buckets of
+	// tradergate_request_duration_seconds, as histogram_quantile does.
 	P50Seconds float64 `json:"p50_seconds"`
 	P99Seconds float64 `json:"p99_seconds"`
 }
@@ -152,9 +153,11 @@ type limitsView struct {
 	Store string `json:"store"`
 	// StoreErrorsTotal is tradergate_ratelimit_store_errors_total.
 	StoreErrorsTotal int64 `json:"store_errors_total"`
-	// Refused is 429s per plan ("anonymous" for the per-IP bucket).
+	// Refused is 429s per plan ("anonymous" for the per-IP bucket), for
+	// each plan that refused since start.
 	Refused []PlanRefusals `json:"refused"`
-	// TopKeys are the busiest key ids of the last minute, busiest first.
+	// TopKeys are the key ids with the most valid requests of the last
+	// minute (tradergate_migration_requests_total), busiest first.
 	TopKeys []KeyLoad `json:"top_keys"`
 }
 
