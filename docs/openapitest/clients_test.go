@@ -410,3 +410,45 @@ func TestOpenAPITypeScriptTypes(t *testing.T) {
 	run(t, doc, dir, nil, gen, specPath, "-o", "api.d.ts")
 	run(t, doc, dir, nil, tsc, "-p", ".", "--noEmit")
 }
+
+// TestLocate: a generator's openapi.json:line:column is named by the JSON
+// path of what stands there, the innermost member holding it.
+func TestLocate(t *testing.T) {
+	doc := []byte(`{
+  "components": {
+    "schemas": {
+      "A": {
+        "type": "object",
+        "properties": {
+          "m": {
+            "const": "OK"
+          }
+        }
+      },
+      "B": [
+        1,
+        {"x": 2}
+      ]
+    }
+  }
+}
+`)
+	for _, c := range []struct {
+		line, col int
+		want      string
+	}{
+		{7, 11, "$.components.schemas.A.properties.m"},
+		{8, 13, "$.components.schemas.A.properties.m.const"},
+		{5, 9, "$.components.schemas.A.type"},
+		{14, 9, "$.components.schemas.B[1]"},
+		{14, 15, "$.components.schemas.B[1].x"},
+	} {
+		if got := pathAt(doc, c.line, c.col); got != c.want {
+			t.Errorf("%d:%d: %s, want %s", c.line, c.col, got, c.want)
+		}
+	}
+	out := locate(doc, []byte(`error at openapi.json:8:13: "const" without a type`))
+	if !strings.Contains(out, "openapi.json:8:13 is $.components.schemas.A.properties.m.const") {
+		t.Errorf("locate: %q", out)
+	}
+}
