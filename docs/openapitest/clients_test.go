@@ -279,6 +279,7 @@ func runClient(t *testing.T, e *edge, doc []byte, dir string) {
 	answered := map[string]bool{}
 	passed, done := 0, false
 	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	for sc.Scan() {
 		line := sc.Text()
 		switch {
