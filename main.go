@@ -252,13 +252,24 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Listening comes first so that the demo's banner, which names the
+	// address, is printed before the edge's first log line.
+	ln, err := net.Listen("tcp", cfg.Server.Listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	defer ln.Close()
+	addr := ln.Addr().String()
+	if m.demo != nil {
+		m.demo.printCurls(m.Stdout, addr)
+	}
 	m.level.Set(cfg.Log.SlogLevel())
 	if m.Logger == nil {
 		out := m.LogOutput
 		if out == nil {
 			out = os.Stderr
 		}
-		m.Logger = slog.New(slog.NewJSONHandler(out, &slog.HandlerOptions{Level: &m.level}))
+		m.Logger = newLogger(out, &m.level)
 	}
 	setMemoryLimit(cfg, m.Logger)
 	// go-redis logs dial failures through a process-wide logger; the
@@ -272,18 +283,10 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	defer srv.Close()
-	ln, err := net.Listen("tcp", cfg.Server.Listen)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
-	addr := ln.Addr().String()
 	m.Logger.Info("serving", "pid", os.Getpid(), "addr", addr, "admin", cfg.Admin.Listen, "tls", cfg.Server.TLS.Mode,
 		"upstream", cfg.Upstream.BaseURL, "config", m.configName(), "config_hash", m.configHash, "demo", m.Demo)
-	if m.demo != nil {
-		m.demo.printCurls(m.Stdout, addr)
-		if cfg.Admin.Listen != "off" {
-			go m.printAdmin(ctx, srv)
-		}
+	if m.demo != nil && cfg.Admin.Listen != "off" {
+		go m.printAdmin(ctx, srv)
 	}
 	stopHangup := onHangup(m.Logger, func() error { return m.reload(srv) })
 	defer stopHangup()
@@ -291,6 +294,18 @@ func (m *Main) Run(ctx context.Context) error {
 		m.Ready(addr)
 	}
 	return srv.Serve(ctx, ln)
+}
+
+// newLogger is the edge's JSON log at level. Durations are written as the
+// configuration spells them ("50ms"), not as nanoseconds.
+func newLogger(w io.Writer, level slog.Leveler) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level,
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Value.Kind() == slog.KindDuration {
+				a.Value = slog.StringValue(a.Value.Duration().String())
+			}
+			return a
+		}}))
 }
 
 // setMemoryLimit sets the process's Go memory limit: GOMEMLIMIT from the

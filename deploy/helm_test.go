@@ -78,7 +78,21 @@ func helm(t *testing.T, args ...string) []byte {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("helm %s: %v\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
 	}
+	// A warning on every command (a symbolic link in the chart, say) is
+	// noise an operator learns to ignore.
+	if stderr.Len() > 0 {
+		t.Errorf("helm %s warned:\n%s", strings.Join(args, " "), stderr.String())
+	}
 	return stdout.Bytes()
+}
+
+// helmRun runs helm with args and returns its output, both streams, and
+// its error, for a command that may fail.
+func helmRun(t *testing.T, args ...string) ([]byte, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	return exec.CommandContext(ctx, helmBin(t), args...).CombinedOutput()
 }
 
 // valueFiles are the cases: "" for the default values, then every file
@@ -152,6 +166,7 @@ type rendered struct {
 	hpa            *autoscalingv2.HorizontalPodAutoscaler
 	serviceMonitor *serviceMonitor
 	rule           *prometheusRule
+	secrets        map[string]*corev1.Secret
 }
 
 // ciKeys is a keys section as the apiKeys Secret holds it.
@@ -173,8 +188,14 @@ func render(t *testing.T, values string) rendered {
 	if values != "" {
 		args = append(args, "-f", values)
 	}
-	r := rendered{configMaps: map[string]*corev1.ConfigMap{}, services: map[string]*corev1.Service{}}
-	for _, doc := range docSep.Split(string(helm(t, args...)), -1) {
+	return decodeManifests(t, helm(t, args...))
+}
+
+// decodeManifests decodes the manifests helm template printed, strictly.
+func decodeManifests(t *testing.T, out []byte) rendered {
+	t.Helper()
+	r := rendered{configMaps: map[string]*corev1.ConfigMap{}, services: map[string]*corev1.Service{}, secrets: map[string]*corev1.Secret{}}
+	for _, doc := range docSep.Split(string(out), -1) {
 		if strings.TrimSpace(stripComments(doc)) == "" {
 			continue
 		}
@@ -191,6 +212,8 @@ func render(t *testing.T, values string) rendered {
 			obj = new(corev1.ConfigMap)
 		case "v1 Service":
 			obj = new(corev1.Service)
+		case "v1 Secret":
+			obj = new(corev1.Secret)
 		case "v1 ServiceAccount":
 			r.serviceAccount = new(corev1.ServiceAccount)
 			obj = r.serviceAccount
@@ -217,6 +240,8 @@ func render(t *testing.T, values string) rendered {
 			r.configMaps[o.Name] = o
 		case *corev1.Service:
 			r.services[o.Name] = o
+		case *corev1.Secret:
+			r.secrets[o.Name] = o
 		}
 	}
 	if r.deployment == nil {
@@ -592,13 +617,12 @@ func selects(selector, labels map[string]string) bool {
 	return true
 }
 
-// TestHelmProbesAnswer runs the edge on the default values' configuration
-// (listeners moved to loopback ports) and sends the probes the Deployment
-// declares to its admin listener: a probe path the listener does not serve
-// would fail here, not on a cluster.
-func TestHelmProbesAnswer(t *testing.T) {
-	r := render(t, "")
-	edge := container(t, r.deployment.Spec.Template.Spec.Containers, "tradergate")
+// startRendered runs the edge on a rendering's configuration (with the
+// keys Secret appended, listeners moved to loopback ports and the
+// variables of env set) until the test ends, and returns its admin
+// address.
+func startRendered(t *testing.T, r rendered, env map[string]string) string {
+	t.Helper()
 	data := r.configMaps[r.deployment.Name].Data["config.yaml"] + ciKeys
 	cfg, err := proxy.ParseConfig([]byte(data))
 	if err != nil {
@@ -606,31 +630,43 @@ func TestHelmProbesAnswer(t *testing.T) {
 	}
 	cfg.Server.Listen, cfg.Admin.Listen = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.Cache.SendfileDir = t.TempDir()
-	if err := cfg.Validate(func(string) string { return "upstream-key" }); err != nil {
+	if err := cfg.Validate(func(k string) string { return env[k] }); err != nil {
 		t.Fatal(err)
 	}
 	srv, err := proxy.New(cfg, proxy.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Close()
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
+		srv.Close()
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ctx, ln) }()
-	defer func() {
+	t.Cleanup(func() {
 		cancel()
 		if err := <-served; err != nil {
 			t.Errorf("serve: %v", err)
 		}
-	}()
+		srv.Close()
+	})
 	testkit.Eventually(t, "the admin listener is open", func() bool { return srv.AdminAddr() != "" })
+	return srv.AdminAddr()
+}
+
+// TestHelmProbesAnswer runs the edge on the default values' configuration
+// and sends the probes the Deployment declares to its admin listener: a
+// probe path the listener does not serve would fail here, not on a
+// cluster.
+func TestHelmProbesAnswer(t *testing.T) {
+	r := render(t, "")
+	edge := container(t, r.deployment.Spec.Template.Spec.Containers, "tradergate")
+	addr := startRendered(t, r, map[string]string{"TRADERGATE_UPSTREAM_KEY": "upstream-key", "TRADERGATE_ADMIN_TOKEN": "admin-token-of-the-probes-test"})
 	client := &http.Client{Timeout: 5 * time.Second}
 	for name, probe := range map[string]*corev1.Probe{"readiness": edge.ReadinessProbe, "liveness": edge.LivenessProbe} {
-		url := fmt.Sprintf("http://%s%s", srv.AdminAddr(), probe.HTTPGet.Path)
+		url := fmt.Sprintf("http://%s%s", addr, probe.HTTPGet.Path)
 		testkit.Eventually(t, name+" probe "+url+" answers 200", func() bool {
 			resp, err := client.Get(url)
 			if err != nil {
@@ -641,4 +677,73 @@ func TestHelmProbesAnswer(t *testing.T) {
 		})
 	}
 	client.CloseIdleConnections()
+}
+
+// TestHelmAdminNeedsToken: the default values give the admin listener a
+// token, from a Secret the chart creates and the pod reads, and never
+// insecure_open; the edge on that configuration refuses /metrics without
+// the token and serves it with it. Without any token the chart refuses to
+// render unless insecure_open is asked for.
+func TestHelmAdminNeedsToken(t *testing.T) {
+	r := render(t, "")
+	cm := r.configMaps[r.deployment.Name].Data["config.yaml"]
+	cfg, err := proxy.ParseConfig([]byte(cm + ciKeys))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Admin.InsecureOpen || cfg.Admin.TokenEnv == "" {
+		t.Fatalf("default admin section: insecure_open %v, token_env %q; want a token and no opening", cfg.Admin.InsecureOpen, cfg.Admin.TokenEnv)
+	}
+	edge := container(t, r.deployment.Spec.Template.Spec.Containers, "tradergate")
+	var ref *corev1.SecretKeySelector
+	for _, e := range edge.Env {
+		if e.Name == cfg.Admin.TokenEnv && e.ValueFrom != nil {
+			ref = e.ValueFrom.SecretKeyRef
+		}
+	}
+	if ref == nil {
+		t.Fatalf("the container's env has no %s from a Secret: %+v", cfg.Admin.TokenEnv, edge.Env)
+	}
+	secret := r.secrets[ref.Name]
+	if secret == nil || len(secret.Data[ref.Key]) < 32 {
+		t.Fatalf("the chart renders no Secret %s with a token of 32 or more bytes in %q: %+v", ref.Name, ref.Key, secret)
+	}
+	token := string(secret.Data[ref.Key])
+
+	addr := startRendered(t, r, map[string]string{"TRADERGATE_UPSTREAM_KEY": "upstream-key", cfg.Admin.TokenEnv: token})
+	client := &http.Client{Timeout: 5 * time.Second}
+	defer client.CloseIdleConnections()
+	get := func(auth string) int {
+		req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/metrics", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if s := get(""); s != http.StatusUnauthorized {
+		t.Errorf("/metrics without a token: %d, want 401", s)
+	}
+	if s := get("Bearer not-the-token"); s != http.StatusUnauthorized {
+		t.Errorf("/metrics with a wrong token: %d, want 401", s)
+	}
+	if s := get("Bearer " + token); s != http.StatusOK {
+		t.Errorf("/metrics with the token: %d, want 200", s)
+	}
+
+	if out, err := helmRun(t, "template", "edge", chartDir, "--kube-version", kubeVersion, "--set", "adminToken.create=false"); err == nil || !strings.Contains(string(out), "no token for the admin listener") {
+		t.Errorf("no token and no insecure_open rendered (%v):\n%s", err, out)
+	}
+	open := decodeManifests(t, helm(t, "template", "edge", chartDir, "--kube-version", kubeVersion,
+		"--set", "adminToken.create=false", "--set", "config.admin.insecure_open=true"))
+	if len(open.secrets) != 0 || !strings.Contains(open.configMaps[open.deployment.Name].Data["config.yaml"], "insecure_open: true") {
+		t.Error("asked for insecure_open without a token: want no Secret and insecure_open kept")
+	}
 }

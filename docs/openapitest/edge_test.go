@@ -43,8 +43,19 @@ func newEdge(t *testing.T) *edge {
 // sections of extra added to the configuration.
 func newEdgeWith(t *testing.T, timeout, extra string) *edge {
 	t.Helper()
+	return newEdgeWrapped(t, timeout, extra, nil)
+}
+
+// newEdgeWrapped is newEdgeWith with the legacy host's handler passed
+// through wrap, when not nil, to fail chosen requests.
+func newEdgeWrapped(t *testing.T, timeout, extra string, wrap func(http.Handler) http.Handler) *edge {
+	t.Helper()
 	sim := legacysim.New(legacysim.Config{Seed: 11, Key: legacyKey})
-	up := httptest.NewServer(sim)
+	var h http.Handler = sim
+	if wrap != nil {
+		h = wrap(sim)
+	}
+	up := httptest.NewServer(h)
 	t.Cleanup(up.Close)
 	cfg, err := proxy.ParseConfig([]byte(`
 server:

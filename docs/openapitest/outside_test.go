@@ -110,13 +110,16 @@ func TestSpectralFindsNoProblem(t *testing.T) {
 // an upstream timeout short enough to reach 504.
 func startOutsideEdge(t *testing.T) *edge {
 	t.Helper()
-	return newEdgeWith(t, "1s", `legacy:
+	return newEdgeWith(t, "1s", legacyOn)
+}
+
+// legacyOn is the configuration section that serves the legacy paths.
+const legacyOn = `legacy:
   enabled: true
   deprecation: 2026-01-01T00:00:00Z
   sunset: 2099-01-01T00:00:00Z
   guide_url: https://example.com/migrate
-`)
-}
+`
 
 // prism is a running `prism proxy` process.
 type prism struct {

@@ -83,14 +83,22 @@ the init container appends from their Secret.
 {{- end -}}
 {{- $_ := set $c "redis" $redis -}}
 {{- $admin := default dict $c.admin -}}
-{{- if .Values.adminToken.existingSecret -}}
+{{- if include "tradergate.adminTokenSecret" . -}}
 {{- $_ := set $admin "token_env" "TRADERGATE_ADMIN_TOKEN" -}}
-{{- else if not (hasKey $admin "insecure_open") -}}
-{{/* The probes need the listener beyond loopback; without a token that is opted into (values.yaml, adminToken). */}}
-{{- $_ := set $admin "insecure_open" true -}}
+{{- else if not $admin.insecure_open -}}
+{{- fail "adminToken: no token for the admin listener (create false, no existingSecret): the listener is on the pod's address, so set adminToken.create or adminToken.existingSecret, or config.admin.insecure_open: true to serve it without a token" -}}
 {{- end -}}
 {{- $_ := set $c "admin" $admin -}}
 {{- toYaml $c -}}
+{{- end -}}
+
+{{/* tradergate.adminTokenSecret is the name of the Secret holding the admin token: the user's, the chart's own, or "" for none. */}}
+{{- define "tradergate.adminTokenSecret" -}}
+{{- if .Values.adminToken.existingSecret -}}
+{{- .Values.adminToken.existingSecret -}}
+{{- else if .Values.adminToken.create -}}
+{{- printf "%s-admin" (include "tradergate.fullname" .) -}}
+{{- end -}}
 {{- end -}}
 
 {{/* tradergate.adminPort is the admin listener's port; probes need one. */}}

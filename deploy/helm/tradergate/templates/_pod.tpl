@@ -19,12 +19,12 @@ capabilities:
       name: {{ .Values.redis.password.existingSecret }}
       key: {{ .Values.redis.password.key | quote }}
 {{- end }}
-{{- if .Values.adminToken.existingSecret }}
+{{- with include "tradergate.adminTokenSecret" . }}
 - name: TRADERGATE_ADMIN_TOKEN
   valueFrom:
     secretKeyRef:
-      name: {{ .Values.adminToken.existingSecret }}
-      key: {{ .Values.adminToken.key | quote }}
+      name: {{ . }}
+      key: {{ $.Values.adminToken.key | quote }}
 {{- end }}
 {{- end -}}
 {{- define "tradergate.volumeMounts" -}}
