@@ -59,6 +59,7 @@ func (s *lfScan) read(got []byte, err error) (int, error) {
 // *net.TCPConn, so that sendfile (sendfile.go) still reaches the socket.
 type frontConn struct {
 	*net.TCPConn
+	slot *connSlot // its hold on the connection cap (conncap.go)
 	scan lfScan
 	// more sends the next write with MSG_MORE: a header block whose page
 	// follows from a file (fileBody). Only the connection's own goroutine
@@ -69,6 +70,12 @@ type frontConn struct {
 func (c *frontConn) Read(p []byte) (int, error) {
 	n, err := c.TCPConn.Read(p)
 	return c.scan.read(p[:n], err)
+}
+
+func (c *frontConn) Close() error {
+	err := c.TCPConn.Close()
+	c.slot.release()
+	return err
 }
 
 func (c *frontConn) Write(p []byte) (int, error) {
@@ -100,6 +107,8 @@ func (l frontListener) Accept() (net.Conn, error) {
 		return nil, err
 	}
 	switch c := c.(type) {
+	case *capConn:
+		return &frontConn{TCPConn: c.TCPConn, slot: c.slot}, nil
 	case *net.TCPConn:
 		return &frontConn{TCPConn: c}, nil
 	case *tls.Conn:
