@@ -93,6 +93,17 @@ type frontTLSConn struct {
 	scan lfScan
 }
 
+// Handshake runs the TLS handshake on a goroutine of its own, which ends
+// with it. fasthttp calls it on the goroutine that then serves the
+// connection for as long as it is open, idle or not; the handshake's
+// cryptography would grow that goroutine's stack, and a stack that has
+// grown stays so while its goroutine waits for the next request.
+func (c *frontTLSConn) Handshake() error {
+	done := make(chan error, 1)
+	go func() { done <- c.Conn.Handshake() }()
+	return <-done
+}
+
 func (c *frontTLSConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	return c.scan.read(p[:n], err)
