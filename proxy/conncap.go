@@ -88,8 +88,11 @@ type connCap struct {
 	byAddr map[netip.Addr]int
 
 	waits     atomic.Uint64 // accepts that found the cap reached
-	waitNanos atomic.Int64  // time spent paused at the cap
-	refused   atomic.Uint64 // connections closed over the per-address cap
+	waitNanos atomic.Int64  // time spent paused at the cap, waits ended
+	// waitingSince is when the wait under way began (unix nanos), 0 when
+	// the listener is not waiting.
+	waitingSince atomic.Int64
+	refused      atomic.Uint64 // connections closed over the per-address cap
 	// The unix nanos of the last warning of each kind.
 	lastFull, lastAddr atomic.Int64
 }
@@ -125,13 +128,27 @@ func (c *connCap) acquire(done <-chan struct{}) bool {
 	c.warn(&c.lastFull, "client connections: the cap is reached, accepting paused until one closes",
 		"max_connections", c.total)
 	start := time.Now()
-	defer func() { c.waitNanos.Add(int64(time.Since(start))) }()
+	c.waitingSince.Store(start.UnixNano())
+	defer func() {
+		c.waitNanos.Add(int64(time.Since(start)))
+		c.waitingSince.Store(0)
+	}()
 	select {
 	case c.slots <- struct{}{}:
 		return true
 	case <-done:
 		return false
 	}
+}
+
+// waited is the time the listener has spent paused at the cap, the wait
+// under way included, so that a pause that lasts shows as it goes.
+func (c *connCap) waited() time.Duration {
+	d := c.waitNanos.Load()
+	if since := c.waitingSince.Load(); since != 0 {
+		d += max(0, time.Now().UnixNano()-since)
+	}
+	return time.Duration(d)
 }
 
 // release gives a slot back.

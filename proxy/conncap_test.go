@@ -118,6 +118,10 @@ func TestConnectionCapPausesAccept(t *testing.T) {
 	if n := counterValue(t, e, "tradergate_client_connection_waits_total"); n < 1 {
 		t.Errorf("tradergate_client_connection_waits_total = %v, want at least 1", n)
 	}
+	// The time paused counts while the pause lasts, not only once it ends.
+	if n := counterValue(t, e, "tradergate_client_connection_wait_seconds_total"); n < quiet.Seconds() {
+		t.Errorf("tradergate_client_connection_wait_seconds_total = %v during a pause of at least %v", n, quiet)
+	}
 
 	held[0].Close()
 	if st, err := waiting.answer(10 * time.Second); err != nil || st != 200 {

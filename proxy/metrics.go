@@ -116,7 +116,7 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "tradergate_client_connection_wait_seconds_total",
 			Help: "Time the client listener spent not accepting, at the connection cap.",
-		}, func() float64 { return time.Duration(s.connCap.waitNanos.Load()).Seconds() }),
+		}, func() float64 { return s.connCap.waited().Seconds() }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "tradergate_client_connections_refused_total",
 			Help: "Client connections closed as they were accepted: their address held server.max_connections_per_address.",
