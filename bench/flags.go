@@ -25,6 +25,7 @@ type options struct {
 	stampedeRounds     int
 	stampedeClients    int
 	stampedeDelay      time.Duration
+	idleConnections    int
 	seed               uint64
 	tradergate         string
 	nice               int
@@ -39,7 +40,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured load before each window")
 	fs.IntVar(&o.connections, "connections", 32, "keep-alive connections of the load generator")
 	fs.StringVar(&o.out, "out", "bench/results", "directory for the table (Markdown, JSON), logs and profiles; relative to the module root")
-	fs.StringVar(&o.only, "only", "", "run only scenarios whose name starts with one of these (comma-separated): hit, hit-tx, hit-activity20, hit-orderbook1000, fleet, miss, miss-full, stampede, first-gzip-hit, zipf, zipf100k, tls, tls-h2, tls-h1, tls-new-conn, tls-resumed; sweep (the page size sweep, page files against the heap: only when named)")
+	fs.StringVar(&o.only, "only", "", "run only scenarios whose name starts with one of these (comma-separated): hit, hit-tx, hit-activity20, hit-orderbook1000, fleet, miss, miss-full, stampede, first-gzip-hit, zipf, zipf100k, tls, tls-h2, tls-h1, tls-new-conn, tls-resumed, idle, idle-h1, idle-h2; sweep (the page size sweep, page files against the heap: only when named)")
 	cpus := fs.String("cpus", "1,0", "server CPU, load generator CPU")
 	servers := fs.String("servers", "", "run only the rows of these servers (comma-separated): tradergate, ceiling-fasthttp, ceiling, ceiling+headers, nginx, nginx-tuned, varnish, passthrough, legacysim")
 	fs.BoolVar(&o.pprof, "pprof", false, "after the table, profile tradergate's CPU on hit-activity20, miss and miss-full; with -only, on the first hit row and the miss rows chosen (admin pprof when served, else perf)")
@@ -50,6 +51,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.stampedeRounds, "stampede-rounds", 10, "cold keys in the stampede, one round each")
 	fs.IntVar(&o.stampedeClients, "stampede-clients", 256, "clients released at once per stampede round")
 	fs.DurationVar(&o.stampedeDelay, "stampede-delay", 100*time.Millisecond, "legacysim answer delay during the stampede, so every client arrives while the first miss is in flight")
+	fs.IntVar(&o.idleConnections, "idle-connections", 5000, "TLS connections of the idle rows, each making one request and then idling")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the Zipf mix")
 	fs.StringVar(&o.tradergate, "tradergate", "", "use this tradergate binary instead of building the working tree")
 	fs.IntVar(&o.repeat, "repeat", 1, "run the whole matrix this many times, rows interleaved, and report each row's median run")
@@ -75,6 +77,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, errors.New("-cpus: the server and the load generator need different CPUs")
 	case o.duration < time.Second || o.warmup < 0 || o.connections < 1:
 		return o, errors.New("-duration must be at least 1s, -warmup not negative, -connections at least 1")
+	case o.idleConnections < 1:
+		return o, errors.New("-idle-connections at least 1")
 	case o.zipfKeys < 100 || o.stampedeRounds < 1 || o.stampedeClients < 2 || o.repeat < 1 || o.firstGzipPages < 100 || o.l2Pages < 100:
 		return o, errors.New("-zipf-keys, -first-gzip-pages and -l2-pages at least 100, -stampede-rounds at least 1, -stampede-clients at least 2, -repeat at least 1")
 	}

@@ -5,6 +5,7 @@
 //	go run ./bench                       every scenario, 10s each
 //	go run ./bench -only hit-activity20  one page's rows
 //	go run ./bench -pprof                also profile the hit and miss paths
+//	go run ./bench -only idle            memory per idle TLS connection
 //
 // It builds tradergate and its helpers (bench/cmd/...), starts the
 // simulated legacy host, then for every scenario and server starts a fresh
@@ -76,12 +77,16 @@ type bench struct {
 	cert      certFiles
 	tlsClient *http.Client
 	redisSrv  *server
-	// tgSections are the optional tradergate config sections still tried.
+	// tgSections are the optional tradergate config sections still tried,
+	// and "conncap", the idle rows' server.max_connections.
 	tgSections map[string]bool
 	pagesPath  string
 	pageSizes  []string
 	notes      []string
 	seq        int
+	// nofile is the limit on open files the servers and the load
+	// generator inherit (raised to the hard limit); 0 when unknown.
+	nofile uint64
 }
 
 type binaries struct {
@@ -112,7 +117,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		client:     &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableCompression: true}},
 		simKey:     randomKey("sim"),
 		clientKey:  randomKey("tg_bench"),
-		tgSections: map[string]bool{"admin": true, "log": true},
+		tgSections: map[string]bool{"admin": true, "log": true, "conncap": true},
 	}
 	if err := b.prepareDirs(); err != nil {
 		return err
@@ -131,7 +136,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	scs := buildScenarios(b.fixtures, scenarioOptions{
 		zipfKeys: opt.zipfKeys, firstGzipPages: opt.firstGzipPages, l2Pages: opt.l2Pages, stampedeRounds: opt.stampedeRounds, stampedeConns: opt.stampedeClients,
-		stampedeDelay: opt.stampedeDelay, seed: opt.seed,
+		stampedeDelay: opt.stampedeDelay, seed: opt.seed, idleConns: opt.idleConnections,
 	})
 	var chosen []*scenario
 	for _, sc := range scs {
@@ -237,6 +242,11 @@ func (b *bench) setUp(ctx context.Context) error {
 	if b.hz, hzOK = cpustat.ClockTicks(); !hzOK {
 		b.hzAssumed = true
 		b.note("getconf CLK_TCK failed: assumed USER_HZ = 100")
+	}
+	// The idle rows hold thousands of connections: every child may open
+	// as many files as the hard limit allows.
+	if b.nofile, err = raiseFileLimit(); err != nil {
+		b.note(fmt.Sprintf("could not raise the open file limit: %v", err))
 	}
 	b.nginx, b.nginxVersion = nginxVersion()
 	b.varnish, b.varnishVersion = varnishVersion()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	"tradergate/bench/load"
 )
@@ -24,6 +25,43 @@ const (
 	// page went out of one (cache/files.go).
 	metricFiles = "tradergate_cache_files"
 )
+
+// Go runtime series the idle rows read before and after their
+// connections open: where an idle connection's memory goes.
+const (
+	metricHeapInuse  = "go_memstats_heap_inuse_bytes"
+	metricStackInuse = "go_memstats_stack_inuse_bytes"
+	metricGoroutines = "go_goroutines"
+)
+
+func idleMetrics() []string { return []string{metricHeapInuse, metricStackInuse, metricGoroutines} }
+
+// idleNote splits an idle row's growth per connection by the Go
+// runtime's own figures, when they were read.
+func idleNote(res *load.Result) string {
+	b, a := res.MetricsBefore, res.MetricsAfter
+	if a == nil || b == nil || res.IdleConns <= 0 {
+		return ""
+	}
+	n := float64(res.IdleConns)
+	var parts []string
+	for _, m := range []struct{ name, what string }{{metricHeapInuse, "heap in use"}, {metricStackInuse, "goroutine stacks"}} {
+		x, ok1 := b[m.name]
+		y, ok2 := a[m.name]
+		if ok1 && ok2 {
+			parts = append(parts, fmt.Sprintf("%s %s", m.what, fmtKB((y-x)/n)))
+		}
+	}
+	if x, ok := b[metricGoroutines]; ok {
+		if y, ok := a[metricGoroutines]; ok {
+			parts = append(parts, fmt.Sprintf("%.2f goroutines", (y-x)/n))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "per idle connection, by the Go runtime: " + strings.Join(parts, ", ")
+}
 
 func scrapedMetrics() []string {
 	return []string{metricGCCPU, metricGCPauses, metricMemLimit, metricCache, metricEvicted, metricFiles}

@@ -21,6 +21,9 @@ type nginxConf struct {
 	// TLS terminates TLS on Listen with CertFile and KeyFile.
 	TLS               bool
 	CertFile, KeyFile string
+	// Connections, when set, is worker_connections (else 4096), and Files
+	// worker_rlimit_nofile.
+	Connections, Files int
 }
 
 func renderNginxConf(c nginxConf) ([]byte, error) {
@@ -35,8 +38,9 @@ func nginxVersion() (path, version string) {
 // startNginx starts nginx in a new prefix directory (an empty cache each
 // time), master and one worker, both pinned to the server CPU: tuned, the
 // nginx-tuned row's configuration; withTLS, on TLS with the run's
-// certificate.
-func (b *bench) startNginx(ctx context.Context, tuned, withTLS bool) (*server, error) {
+// certificate; conns, when above nginx's 4096, the connections it must
+// hold (the idle rows).
+func (b *bench) startNginx(ctx context.Context, tuned, withTLS bool, conns int) (*server, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -57,6 +61,10 @@ func (b *bench) startNginx(ctx context.Context, tuned, withTLS bool) (*server, e
 	c := nginxConf{Prefix: prefix, Listen: addr, Upstream: b.upstream.addr, UpstreamKey: b.simKey, Tuned: tuned, TLS: withTLS}
 	if withTLS {
 		c.CertFile, c.KeyFile = b.cert.cert, b.cert.key
+	}
+	if conns > 4096-256 { // 256 for its upstream connections and files
+		c.Connections = conns + 256
+		c.Files = 2*c.Connections + 64
 	}
 	conf, err := renderNginxConf(c)
 	if err != nil {

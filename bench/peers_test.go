@@ -18,7 +18,7 @@ import (
 // add: who runs them and how their load is made.
 func TestPeerAndTLSScenarios(t *testing.T) {
 	f := testFixtures()
-	scs := buildScenarios(f, scenarioOptions{zipfKeys: 1000, firstGzipPages: 500, l2Pages: 300, stampedeRounds: 4, stampedeConns: 256, seed: 1})
+	scs := buildScenarios(f, scenarioOptions{zipfKeys: 1000, firstGzipPages: 500, l2Pages: 300, stampedeRounds: 4, stampedeConns: 256, seed: 1, idleConns: 5000})
 	for _, name := range []string{"miss", "miss-full"} {
 		sc := scenarioByName(scs, name)
 		if !slices.Contains(sc.servers, kindNginxTuned) || !slices.Contains(sc.servers, kindVarnish) {
@@ -26,6 +26,9 @@ func TestPeerAndTLSScenarios(t *testing.T) {
 		}
 	}
 	for _, sc := range scs {
+		if strings.HasPrefix(sc.name, "idle-") {
+			continue // below
+		}
 		if !strings.HasPrefix(sc.name, "tls-") {
 			if sc.proto != protoHTTP {
 				t.Errorf("%s: proto %q", sc.name, sc.proto)
@@ -81,12 +84,39 @@ func TestPeerAndTLSScenarios(t *testing.T) {
 	if s := b.spec(scenarioByName(scs, "fleet-l2-miss"), kindTradergate, srv, ""); s.RedisAddr != "127.0.0.1:6" {
 		t.Fatalf("fleet spec reads no Redis: %+v", s)
 	}
+
+	// The idle rows: 5,000 TLS connections by default, HTTP/1.1 and
+	// HTTP/2, on tradergate (with room for them above its cap) and nginx.
+	for _, name := range []string{"idle-h1", "idle-h2"} {
+		sc := scenarioByName(scs, name)
+		if sc.mode != load.ModeIdle || sc.conns != 5000 || !sc.proto.tls() || sc.proto.h2load() || !slices.Equal(sc.servers, []serverKind{kindTradergate, kindNginx}) {
+			t.Errorf("%s: %+v", name, sc)
+		}
+		if v := sc.variant(""); !v.tls || v.maxConns != 5000 {
+			t.Errorf("%s: tradergate variant %+v", name, v)
+		}
+		s := b.spec(sc, kindNginx, srv, "")
+		if s.Mode != load.ModeIdle || s.Connections != 5000 || s.TLS == nil || s.TLS.HTTP2 != (name == "idle-h2") || s.TLS.NewConnection ||
+			s.Duration != idleSettle || s.Warmup != 0 || s.ServerPGID != 42 || s.URLs[0] != "/v1/tx/"+f.TradeTxs[0] {
+			t.Errorf("%s: spec %+v %+v", name, s, s.TLS)
+		}
+	}
+	if !selected("idle-h2", "idle") || selected("tls-h2-hit-tx", "idle") {
+		t.Error("-only idle selects the idle rows alone")
+	}
 }
 
 func TestMissingTool(t *testing.T) {
 	scs := buildScenarios(testFixtures(), scenarioOptions{zipfKeys: 1000, firstGzipPages: 500, l2Pages: 300, stampedeRounds: 4, stampedeConns: 256, seed: 1})
 	none := &bench{}
 	all := &bench{nginx: "/n", varnish: "/v", h2load: "/h", redis: "/r"}
+	idle := &scenario{name: "idle-h1", mode: load.ModeIdle, conns: 5000}
+	if got := (&bench{nofile: 4096}).missingTool(idle, kindTradergate); !strings.Contains(got, "open file limit (hard, 4096)") {
+		t.Errorf("idle row under a low file limit: %q", got)
+	}
+	if got := (&bench{nofile: 20000}).missingTool(idle, kindTradergate); got != "" {
+		t.Errorf("idle row under a file limit of 20000: %q", got)
+	}
 	for _, tc := range []struct {
 		sc   string
 		kind serverKind
@@ -286,8 +316,8 @@ func TestPeerTargets(t *testing.T) {
 	vs := peerVerdicts(rows)
 	// orderbook-gzip vs ceiling; tx, activity20, orderbook1000 against
 	// nginx-tuned and Varnish; HTTP/2 tx, activity20; HTTPS/1.1 tx,
-	// activity20; new connection; resumed; Redis hit; fleet.
-	checkVerdicts(t, vs, "PASS PASS PASS PASS FAIL n/a n/a PASS FAIL FAIL n/a PASS info FAIL info", map[int]string{
+	// activity20; new connection; resumed; Redis hit; fleet; idle.
+	checkVerdicts(t, vs, "PASS PASS PASS PASS FAIL n/a n/a PASS FAIL FAIL n/a PASS info FAIL info n/a", map[int]string{
 		4:  "hit-activity20-gzip: 40.0 vs 40.0 CPU µs (×1.00)",
 		8:  "tls-h2-hit-activity20: 70.0 vs 60.0",
 		9:  "tls-h1-hit-tx: 40.0 vs 40.0 CPU µs (×1.00)",
@@ -308,6 +338,40 @@ func TestPeerTargets(t *testing.T) {
 	// Every target has its line in the full list.
 	if n := len(checkTargets(rows)); n != 14+len(vs)+1 { // the sweep's line last
 		t.Errorf("%d verdicts", n)
+	}
+}
+
+// The idle target: tradergate at most 20 KB per idle connection on both
+// rows, nginx beside it; one row over fails it, one row missing leaves
+// it unjudged unless the other fails.
+func TestIdleVerdict(t *testing.T) {
+	rows := []row{
+		{Scenario: "idle-h1", Server: kindTradergate, Requests: 5000, IdleConns: 5000, IdlePerConn: 19_000},
+		{Scenario: "idle-h1", Server: kindNginx, Requests: 5000, IdleConns: 5000, IdlePerConn: 15_200},
+		{Scenario: "idle-h2", Server: kindTradergate, Requests: 5000, IdleConns: 4990, IdlePerConn: 20_000},
+	}
+	v := idleVerdict(rows)
+	want := "idle-h1: 19.0 KB (18.6 KiB) per connection (5000 connections), nginx 15.2 KB (14.8 KiB) (×1.2); idle-h2: 20.0 KB (19.5 KiB) per connection (4990 connections)"
+	if v.Status != "PASS" || v.Detail != want {
+		t.Errorf("within the bound: %+v", v)
+	}
+	rows[2].IdlePerConn = 20_001
+	if v := idleVerdict(rows); v.Status != "FAIL" {
+		t.Errorf("idle-h2 over the bound: %+v", v)
+	}
+	if v := idleVerdict(rows[:2]); v.Status != "n/a" {
+		t.Errorf("idle-h2 not run: %+v", v)
+	}
+	rows[0].IdlePerConn = 70_000
+	if v := idleVerdict(rows[:2]); v.Status != "FAIL" {
+		t.Errorf("idle-h1 over the bound, idle-h2 not run: %+v", v)
+	}
+	// A row's figures come from the load generator's result.
+	var r row
+	r.fill(&scenario{name: "idle-h1", mode: load.ModeIdle, proto: protoIdleH1}, &load.Result{Requests: 1000, Status: map[int]int64{200: 1000},
+		IdleConns: 1000, IdleRSSBefore: 20 << 20, ServerRSS: 20<<20 + 1000*30_000, RSSMeasured: true}, 100)
+	if r.IdleConns != 1000 || r.IdlePerConn != 30_000 || !strings.Contains(strings.Join(r.Notes, "; "), "1000 idle connections: RSS 20 MiB before the first opened, 49 MiB with all of them idle: 30.0 KB (29.3 KiB) per connection") {
+		t.Errorf("row %+v", r)
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"tradergate/bench/load"
 )
 
 // plan lists the rows to run: every selected scenario on every one of its
@@ -37,6 +39,8 @@ func (b *bench) missingTool(sc *scenario, k serverKind) string {
 		return "h2load is not installed (apt-get install nghttp2-client)"
 	case sc.redis && b.redis == "":
 		return "redis-server is not installed (apt-get install redis-server)"
+	case sc.mode == load.ModeIdle && b.nofile > 0 && b.nofile < uint64(sc.conns)+1024:
+		return fmt.Sprintf("the open file limit (hard, %d) is below the %d connections and the files around them (ulimit -Hn)", b.nofile, sc.conns+1024)
 	}
 	return ""
 }
@@ -51,6 +55,12 @@ func (b *bench) estimate(scs []*scenario, rows []row) time.Duration {
 		sc := scenarioByName(scs, r.Scenario)
 		if sc.mode == "stampede" {
 			d += time.Duration(sc.rounds)*(sc.latency+200*time.Millisecond) + time.Second
+			continue
+		}
+		if sc.mode == load.ModeIdle {
+			// A handshake and a request per connection, at an assumed
+			// 2,000 a second, then the idle time.
+			d += time.Duration(sc.conns)*time.Second/2000 + idleSettle + 2*time.Second
 			continue
 		}
 		d += b.warmupOf(sc) + b.opt.duration + 1500*time.Millisecond // start, warm, stop

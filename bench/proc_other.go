@@ -2,7 +2,10 @@
 
 package main
 
-import "syscall"
+import (
+	"errors"
+	"syscall"
+)
 
 // The benchmark runs on Linux only (checkMachine refuses to start
 // elsewhere); these let its package build, and its tests run, on the
@@ -11,3 +14,5 @@ import "syscall"
 func groupAttr() *syscall.SysProcAttr { return nil }
 
 func (p *proc) signalGroup(syscall.Signal) { _ = p.cmd.Process.Kill() }
+
+func raiseFileLimit() (uint64, error) { return 0, errors.ErrUnsupported }

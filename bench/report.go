@@ -87,12 +87,17 @@ type row struct {
 	RedisCalls  map[string]int64 `json:"redis_calls,omitempty"`
 	// Handshakes and Resumed are the TLS handshakes of a new-connection
 	// row's window and how many of them resumed a session.
-	Handshakes int64        `json:"tls_handshakes,omitempty"`
-	Resumed    int64        `json:"tls_resumed,omitempty"`
-	VsCeiling  float64      `json:"vs_ceiling,omitempty"`
-	VsNginx    float64      `json:"vs_nginx,omitempty"`
-	Notes      []string     `json:"notes,omitempty"`
-	Result     *load.Result `json:"raw,omitempty"`
+	Handshakes int64 `json:"tls_handshakes,omitempty"`
+	Resumed    int64 `json:"tls_resumed,omitempty"`
+	// IdleConns are an idle row's connections, open and idle when the
+	// server's RSS was read, and IdlePerConn its RSS growth per
+	// connection, in bytes.
+	IdleConns   int64        `json:"idle_connections,omitempty"`
+	IdlePerConn float64      `json:"idle_rss_bytes_per_connection,omitempty"`
+	VsCeiling   float64      `json:"vs_ceiling,omitempty"`
+	VsNginx     float64      `json:"vs_nginx,omitempty"`
+	Notes       []string     `json:"notes,omitempty"`
+	Result      *load.Result `json:"raw,omitempty"`
 }
 
 func (r *row) name() string {
@@ -130,8 +135,19 @@ func (r *row) fill(sc *scenario, res *load.Result, hz int) {
 	if res.RSSMeasured {
 		r.RSSBytes, r.PeakRSSBytes = res.ServerRSS, res.ServerPeakRSS
 	}
-	r.gcFigures(res)
-	if sc.mode != load.ModeList && sc.mode != load.ModeStampede {
+	if res.IdleConns > 0 && res.RSSMeasured {
+		r.IdleConns = res.IdleConns
+		r.IdlePerConn = (float64(res.ServerRSS) - float64(res.IdleRSSBefore)) / float64(res.IdleConns)
+		r.Notes = append(r.Notes, fmt.Sprintf("%d idle connections: RSS %s before the first opened, %s with all of them idle: %s per connection",
+			res.IdleConns, fmtMiB(float64(res.IdleRSSBefore)), fmtMiB(float64(res.ServerRSS)), fmtKB(r.IdlePerConn)))
+		if n := idleNote(res); n != "" {
+			r.Notes = append(r.Notes, n)
+		}
+	}
+	if sc.mode != load.ModeIdle {
+		r.gcFigures(res)
+	}
+	if sc.mode != load.ModeList && sc.mode != load.ModeStampede && sc.mode != load.ModeIdle {
 		// Rows that store pages: what the heap and the collector do.
 		if n := r.memoryNote(); n != "" {
 			r.Notes = append(r.Notes, n)
@@ -155,7 +171,7 @@ func (r *row) fill(sc *scenario, res *load.Result, hz int) {
 	if r.Stampede {
 		r.RoundsWanted = sc.rounds
 	}
-	if sc.mode != load.ModeStampede && res.CPUMeasured {
+	if sc.mode != load.ModeStampede && sc.mode != load.ModeIdle && res.CPUMeasured {
 		if r.ServerBusy < 0.9 {
 			r.Notes = append(r.Notes, fmt.Sprintf("server CPU only %.0f%% busy: not saturated", 100*r.ServerBusy))
 		}
@@ -400,6 +416,9 @@ func combine(reps []row) row {
 		return reps[len(reps)-1]
 	}
 	key := func(r row) float64 { return r.RPS }
+	if ok[0].IdleConns > 0 {
+		key = func(r row) float64 { return r.IdlePerConn }
+	}
 	if ok[0].Stampede {
 		key = func(r row) float64 { return r.P50us }
 	}

@@ -58,7 +58,7 @@ func (b *bench) runRow(ctx context.Context, sc *scenario, kind serverKind) row {
 			}
 		}
 	}
-	if sc.mode == load.ModeList {
+	if sc.mode == load.ModeList || sc.mode == load.ModeIdle {
 		if err := b.warm(ctx, sc, kind, srv, prefix); err != nil {
 			r.Failed = "warm-up: " + err.Error()
 			return r
@@ -154,6 +154,14 @@ func (b *bench) spec(sc *scenario, kind serverKind, srv *server, prefix string) 
 		s.Command = h2loadCommand(b.h2load, sc.proto, "https://"+srv.addr+prefix+sc.urls[0], s.Headers, sc.gzip, s.Connections, s.Warmup, s.Duration)
 	case protoNewConn, protoResumed:
 		s.TLS = &load.TLSSpec{CAFile: b.cert.cert, ServerName: tlsServerName, NewConnection: true, Resume: sc.proto == protoResumed}
+	case protoIdleH1, protoIdleH2:
+		// The warm-up made the page a hit; the connections idle for
+		// idleSettle once open.
+		s.TLS = &load.TLSSpec{CAFile: b.cert.cert, ServerName: tlsServerName, HTTP2: sc.proto == protoIdleH2}
+		s.Warmup, s.Duration, s.CheckCache, s.SampleCache = 0, idleSettle, "", false
+		if s.MetricsURL != "" {
+			s.Metrics = idleMetrics()
+		}
 	}
 	// The legacy host as the server under test is its own upstream; the
 	// ceiling has none.
@@ -235,8 +243,11 @@ func (b *bench) startLoad(spec load.Spec, name string) (*proc, string, error) {
 // take, and reads its result.
 func (b *bench) waitLoad(ctx context.Context, p *proc, spec load.Spec, outPath string) (*load.Result, error) {
 	limit := spec.Warmup + spec.Duration + time.Minute
-	if spec.Mode == load.ModeStampede {
+	switch spec.Mode {
+	case load.ModeStampede:
 		limit = time.Duration(spec.Rounds)*(30*time.Second) + time.Minute
+	case load.ModeIdle: // a handshake and a request per connection first
+		limit += time.Duration(spec.Connections) * 10 * time.Millisecond
 	}
 	select {
 	case <-p.done:

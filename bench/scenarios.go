@@ -88,6 +88,11 @@ const (
 	// one (TLS 1.3 session tickets).
 	protoNewConn proto = "tls-new"
 	protoResumed proto = "tls-resumed"
+	// protoIdleH1 and protoIdleH2 are the idle rows' TLS connections,
+	// HTTP/1.1 and HTTP/2, each making one request and then idling
+	// (load.ModeIdle).
+	protoIdleH1 proto = "idle-https/1.1"
+	protoIdleH2 proto = "idle-h2"
 )
 
 // tls: the server terminates TLS.
@@ -117,7 +122,11 @@ func (sc *scenario) label() string {
 
 // variant is how the scenario's tradergate differs from the default.
 func (sc *scenario) variant(redisAddr string) tgVariant {
-	return tgVariant{redisAddr: redisAddr, cacheBytes: sc.cacheBytes, noPageFiles: sc.heap, allPageFiles: sc.allFiles, tls: sc.proto.tls()}
+	v := tgVariant{redisAddr: redisAddr, cacheBytes: sc.cacheBytes, noPageFiles: sc.heap, allPageFiles: sc.allFiles, tls: sc.proto.tls()}
+	if sc.mode == load.ModeIdle {
+		v.maxConns = sc.conns
+	}
+	return v
 }
 
 // bigCacheBytes is the zipf100k rows' cache: four times the default.
@@ -155,6 +164,8 @@ type scenarioOptions struct {
 	stampedeConns  int
 	stampedeDelay  time.Duration
 	seed           uint64
+	// idleConns are the idle rows' connections.
+	idleConns int
 }
 
 // buildScenarios returns every scenario, in running order.
@@ -277,6 +288,7 @@ func buildScenarios(f fixture.Fixtures, o scenarioOptions) []*scenario {
 		servers: []serverKind{kindTradergate},
 	})
 	out = append(out, tlsScenarios(f)...)
+	out = append(out, idleScenarios(f, o.idleConns)...)
 	return append(out, sweepScenarios(f)...)
 }
 
@@ -353,6 +365,32 @@ func tlsScenarios(f fixture.Fixtures) []*scenario {
 		name: "tls-resumed", about: "as tls-new-conn, every handshake after each connection's first resuming a session (TLS 1.3 session ticket, PSK with ECDHE)",
 		mode: load.ModeList, urls: []string{tx}, hit: true, proto: protoResumed, servers: servers,
 	})
+}
+
+// idleSettle is how long the idle rows' connections idle, every one
+// open, before the server's memory is read: below every server's idle
+// timeout.
+const idleSettle = 5 * time.Second
+
+// idleScenarios are the idle rows, on tradergate and nginx with the same
+// certificate: conns TLS connections to a fresh server, each making one
+// request for the transaction and then idling, over HTTP/1.1 and over
+// HTTP/2; the server's resident memory grows by what they hold
+// (idleVerdict).
+func idleScenarios(f fixture.Fixtures, conns int) []*scenario {
+	tx := hitPages(f)[0].url
+	var out []*scenario
+	for _, p := range []struct {
+		p          proto
+		name, what string
+	}{{protoIdleH1, "idle-h1", "HTTPS/1.1"}, {protoIdleH2, "idle-h2", "HTTP/2"}} {
+		out = append(out, &scenario{
+			name: p.name, about: strconv.Itoa(conns) + " TLS connections (" + p.what + ") to a fresh server, each making one request (a hit on the transaction) and then idling " + idleSettle.String() + ": the server's RSS growth per connection",
+			mode: load.ModeIdle, urls: []string{tx}, hit: true, proto: p.p, conns: conns,
+			servers: []serverKind{kindTradergate, kindNginx},
+		})
+	}
+	return out
 }
 
 // wanted reports whether sc runs with -only: selected, and an opt-in

@@ -86,7 +86,7 @@ func TestBuildScenarios(t *testing.T) {
 		names = append(names, sc.name)
 	}
 	want := "hit-tx hit-tx-gzip hit-activity20 hit-activity20-gzip hit-orderbook1000 hit-orderbook1000-heap hit-orderbook1000-gzip hit-orderbook1000-gzip-heap hit-activity20-redis fleet-l2-hit fleet-l2-miss miss miss-full stampede first-gzip-hit zipf zipf100k zipf100k-one " +
-		"tls-h2-hit-tx tls-h2-hit-tx-gzip tls-h2-hit-activity20 tls-h2-hit-activity20-gzip tls-h1-hit-tx tls-h1-hit-tx-gzip tls-h1-hit-activity20 tls-h1-hit-activity20-gzip tls-new-conn tls-resumed"
+		"tls-h2-hit-tx tls-h2-hit-tx-gzip tls-h2-hit-activity20 tls-h2-hit-activity20-gzip tls-h1-hit-tx tls-h1-hit-tx-gzip tls-h1-hit-activity20 tls-h1-hit-activity20-gzip tls-new-conn tls-resumed idle-h1 idle-h2"
 	for _, n := range sweepLimits {
 		want += fmt.Sprintf(" sweep-orderbook%d-file sweep-orderbook%d-heap", n, n)
 	}

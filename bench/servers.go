@@ -229,7 +229,7 @@ func (b *bench) startTarget(ctx context.Context, kind serverKind, sc *scenario) 
 	case kindCeilingFast, kindCeiling, kindCeilingHeaders:
 		return b.startCeiling(ctx, kind)
 	case kindNginx, kindNginxTuned:
-		return b.startNginx(ctx, kind == kindNginxTuned, sc.proto.tls())
+		return b.startNginx(ctx, kind == kindNginxTuned, sc.proto.tls(), sc.conns)
 	case kindVarnish:
 		return b.startVarnish(ctx)
 	case kindPassthrough:

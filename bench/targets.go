@@ -115,7 +115,58 @@ func peerVerdicts(rows []row) []verdict {
 			cpuVerdict(find, "cache hit "+sc+": tradergate CPU/response < Varnish's, identity and gzip", pair, kindVarnish, 1, true))
 	}
 	out = append(out, tlsVerdicts(find)...)
-	return append(out, redisHitVerdict(rows), fleetVerdict(rows))
+	return append(out, redisHitVerdict(rows), fleetVerdict(rows), idleVerdict(rows))
+}
+
+// idleBound is the most an idle TLS connection may cost the edge: RSS
+// growth per connection, in bytes (20 KB).
+const idleBound = 20_000
+
+// idleVerdict is the idle connection target: over HTTP/1.1 and HTTP/2,
+// each of the idle rows' connections costs tradergate at most idleBound
+// of RSS; nginx's figure beside it.
+func idleVerdict(rows []row) verdict {
+	v := verdict{Target: "idle TLS connection (one request, then idle): tradergate at most 20 KB RSS per connection, HTTP/1.1 and HTTP/2", Status: "n/a",
+		Detail: "needs the tradergate rows of idle-h1 and idle-h2"}
+	var parts []string
+	ok, all := true, true
+	for _, sc := range []string{"idle-h1", "idle-h2"} {
+		t := findIdle(rows, sc, kindTradergate)
+		if t == nil {
+			all = false
+			continue
+		}
+		ok = ok && t.IdlePerConn <= idleBound
+		p := fmt.Sprintf("%s: %s per connection (%d connections)", sc, fmtKB(t.IdlePerConn), t.IdleConns)
+		if n := findIdle(rows, sc, kindNginx); n != nil {
+			p += fmt.Sprintf(", nginx %s (×%.1f)", fmtKB(n.IdlePerConn), t.IdlePerConn/n.IdlePerConn)
+		}
+		parts = append(parts, p)
+	}
+	if len(parts) == 0 {
+		return v
+	}
+	v.Detail = strings.Join(parts, "; ")
+	switch {
+	case !ok:
+		v.Status = "FAIL"
+	case all:
+		v.Status = "PASS"
+	}
+	return v
+}
+
+// findIdle finds an idle row of kind with its figure.
+func findIdle(rows []row, scenario string, kind serverKind) *row {
+	if r := findRow(rows, scenario, kind, ""); r != nil && r.IdleConns > 0 {
+		return r
+	}
+	return nil
+}
+
+// fmtKB writes a size per connection in KB, and in KiB.
+func fmtKB(b float64) string {
+	return fmt.Sprintf("%.1f KB (%.1f KiB)", b/1000, b/1024)
 }
 
 func passIf(ok bool) string {

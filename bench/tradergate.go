@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"text/template"
 	"time"
 )
@@ -36,6 +37,10 @@ type tgConfig struct {
 	// CertFile and KeyFile turn TLS on (server.tls mode files).
 	CertFile, KeyFile string
 	Admin, Log        bool
+	// MaxConnections, when set, is server.max_connections, with no cap
+	// per address (every connection of the benchmark comes from
+	// loopback): the idle rows.
+	MaxConnections int
 }
 
 // tgVariant is how a row's tradergate differs from the default
@@ -57,6 +62,9 @@ type tgVariant struct {
 	// one then reads from the shared tier: it runs on the load CPU, named
 	// tradergate-other.
 	otherReplica bool
+	// maxConns, when set, is how many client connections it must take
+	// (the idle rows), beyond its default cap.
+	maxConns int
 }
 
 // defaultCacheBytes is config.yaml's cache.max_bytes. The harness writes
@@ -137,6 +145,9 @@ func (b *bench) startTradergate(ctx context.Context, v tgVariant) (*server, erro
 		if v.tls {
 			c.CertFile, c.KeyFile = b.cert.cert, b.cert.key
 		}
+		if v.maxConns > 0 && b.tgSections["conncap"] {
+			c.MaxConnections = v.maxConns + 64 // and the harness's own
+		}
 		data, err := renderTGConfig(c)
 		if err != nil {
 			return nil, err
@@ -155,6 +166,8 @@ func (b *bench) startTradergate(ctx context.Context, v tgVariant) (*server, erro
 		switch {
 		case v.otherReplica:
 			keep = name + ".yaml"
+		case v.tls && c.MaxConnections > 0:
+			keep = "tradergate-idle.yaml"
 		case v.tls:
 			keep = "tradergate-tls.yaml"
 		case redisAddr != "":
@@ -189,6 +202,11 @@ func (b *bench) startTradergate(ctx context.Context, v tgVariant) (*server, erro
 		}
 		p.stop(2 * time.Second)
 		tail := p.stderrTail(2000)
+		if strings.Contains(tail, "server.max_connections: unknown field") && b.tgSections["conncap"] {
+			b.tgSections["conncap"] = false
+			b.note("this tradergate build has no server.max_connections (no connection cap), so the idle rows ran without it")
+			continue
+		}
 		if m := unknownSection.FindStringSubmatch(tail); m != nil && b.tgSections[m[1]] {
 			b.tgSections[m[1]] = false
 			b.note(fmt.Sprintf("this tradergate build refuses the %q config section (%s), so the benchmark ran without it", m[1], m[0]))

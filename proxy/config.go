@@ -106,6 +106,17 @@ type ServerConfig struct {
 	// HTTP/2 connection's unfinished requests may hold 16 times it of
 	// header lists (proxy/serve.go).
 	MaxHeaderBytes int `yaml:"max_header_bytes"`
+	// MaxConnections caps the open client connections, HTTP/1.1 and
+	// HTTP/2 together; at the cap the listener accepts nothing more until
+	// one closes. Zero: a quarter of the Go memory limit at 64 KiB a
+	// connection, at least 1024 (1664 with the default memory limit).
+	// Fixed at start.
+	MaxConnections int `yaml:"max_connections"`
+	// MaxConnectionsPerAddress caps the open client connections of one
+	// remote address; a new connection past it is closed at once. Zero: a
+	// quarter of max_connections; -1: none (behind a load balancer, whose
+	// few addresses carry every client). Fixed at start.
+	MaxConnectionsPerAddress int `yaml:"max_connections_per_address"`
 	// MemoryLimit is the Go memory limit of the process, in bytes: the heap
 	// size past which the collector works harder rather than let the
 	// process grow. Zero: 1.5 x cache.max_bytes + 32 MiB; -1: none. The
@@ -279,6 +290,15 @@ func (s *ServerConfig) validate(upstreamTimeout time.Duration) error {
 	}
 	if s.MaxHeaderBytes < 1024 {
 		errs.add("server.max_header_bytes", "must be at least 1024, got %d", s.MaxHeaderBytes)
+	}
+	if s.MaxConnections < 0 {
+		errs.add("server.max_connections", "must be 0 (sized from the memory limit) or a count of connections, got %d", s.MaxConnections)
+	}
+	if s.MaxConnectionsPerAddress < -1 {
+		errs.add("server.max_connections_per_address", "must be -1 (none), 0 (a quarter of max_connections) or a count of connections, got %d", s.MaxConnectionsPerAddress)
+	}
+	if s.MaxConnections > 0 && s.MaxConnectionsPerAddress > s.MaxConnections {
+		errs.add("server.max_connections_per_address", "must not exceed server.max_connections (%d), got %d", s.MaxConnections, s.MaxConnectionsPerAddress)
 	}
 	return errors.Join(errs.join(), s.TLS.Validate())
 }

@@ -95,6 +95,15 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 			return strings.Replace(s, `listen: "127.0.0.1:0"`, "listen: \"127.0.0.1:0\"\n  write_timeout: 5s", 1)
 		}, okEnv, "server.write_timeout: must exceed upstream.timeout"},
 		{"bad listen", func(s string) string { return strings.Replace(s, `"127.0.0.1:0"`, `"nowhere"`, 1) }, okEnv, "server.listen: must be host:port"},
+		{"negative connection cap", func(s string) string {
+			return strings.Replace(s, `listen: "127.0.0.1:0"`, "listen: \"127.0.0.1:0\"\n  max_connections: -1", 1)
+		}, okEnv, "server.max_connections: must be 0"},
+		{"per-address cap below -1", func(s string) string {
+			return strings.Replace(s, `listen: "127.0.0.1:0"`, "listen: \"127.0.0.1:0\"\n  max_connections_per_address: -2", 1)
+		}, okEnv, "server.max_connections_per_address: must be -1"},
+		{"per-address cap over the total", func(s string) string {
+			return strings.Replace(s, `listen: "127.0.0.1:0"`, "listen: \"127.0.0.1:0\"\n  max_connections: 10\n  max_connections_per_address: 11", 1)
+		}, okEnv, "server.max_connections_per_address: must not exceed server.max_connections (10)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -59,6 +59,7 @@ func (s *lfScan) read(got []byte, err error) (int, error) {
 // *net.TCPConn, so that sendfile (sendfile.go) still reaches the socket.
 type frontConn struct {
 	*net.TCPConn
+	slot *connSlot // its hold on the connection cap (conncap.go)
 	scan lfScan
 	// more sends the next write with MSG_MORE: a header block whose page
 	// follows from a file (fileBody). Only the connection's own goroutine
@@ -69,6 +70,12 @@ type frontConn struct {
 func (c *frontConn) Read(p []byte) (int, error) {
 	n, err := c.TCPConn.Read(p)
 	return c.scan.read(p[:n], err)
+}
+
+func (c *frontConn) Close() error {
+	err := c.TCPConn.Close()
+	c.slot.release()
+	return err
 }
 
 func (c *frontConn) Write(p []byte) (int, error) {
@@ -86,6 +93,17 @@ type frontTLSConn struct {
 	scan lfScan
 }
 
+// Handshake runs the TLS handshake on a goroutine of its own, which ends
+// with it. fasthttp calls it on the goroutine that then serves the
+// connection for as long as it is open, idle or not; the handshake's
+// cryptography would grow that goroutine's stack, and a stack that has
+// grown stays so while its goroutine waits for the next request.
+func (c *frontTLSConn) Handshake() error {
+	done := make(chan error, 1)
+	go func() { done <- c.Conn.Handshake() }()
+	return <-done
+}
+
 func (c *frontTLSConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	return c.scan.read(p[:n], err)
@@ -100,6 +118,8 @@ func (l frontListener) Accept() (net.Conn, error) {
 		return nil, err
 	}
 	switch c := c.(type) {
+	case *capConn:
+		return &frontConn{TCPConn: c.TCPConn, slot: c.slot}, nil
 	case *net.TCPConn:
 		return &frontConn{TCPConn: c}, nil
 	case *tls.Conn:

@@ -13,6 +13,8 @@ import (
 	"unsafe"
 
 	"github.com/valyala/fasthttp"
+
+	"tradergate/proxy/tlsedge"
 )
 
 // The HTTP/1.1 front: fasthttp (plain, and TLS connections that did not
@@ -325,6 +327,15 @@ func (s *Server) fastServer() *fasthttp.Server {
 		// (front_conn.go). 16 KiB holds a 20-item page and its header.
 		WriteBufferSize:    frontWriteBuffer,
 		MaxRequestBodySize: maxRequestBody,
+		// On the TLS listener, where clients connect directly and may
+		// keep many connections idle, an idle connection holds neither
+		// buffer nor request context: fasthttp takes them from its pools
+		// when a request's first byte arrives, and gives them back once
+		// its answer is written. That first byte is read alone; TLS has
+		// the whole record decrypted by then, so the rest costs no system
+		// call, where on plain TCP it would cost one more read per
+		// request (docs/BENCHMARKS.md, "Idle connections").
+		ReduceMemoryUsage: c.TLS.Mode != tlsedge.ModeOff,
 		// Drain: answers sent while shutting down close their connection.
 		CloseOnShutdown:              true,
 		NoDefaultServerHeader:        true,

@@ -120,6 +120,26 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 			Help: "Retries the retry budget refused.",
 		}, func() float64 { _, r := s.upstream.RetryStats(); return float64(r) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "tradergate_client_connections",
+			Help: "Open client connections, HTTP/1.1 and HTTP/2, TLS handshakes included.",
+		}, func() float64 { return float64(s.connCap.open()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "tradergate_client_connections_max",
+			Help: "The cap on open client connections (server.max_connections, or its default from the memory limit).",
+		}, func() float64 { return float64(s.connCap.total) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "tradergate_client_connection_waits_total",
+			Help: "Times the client listener found the connection cap reached and stopped accepting until a connection closed.",
+		}, func() float64 { return float64(s.connCap.waits.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "tradergate_client_connection_wait_seconds_total",
+			Help: "Time the client listener spent not accepting, at the connection cap.",
+		}, func() float64 { return s.connCap.waited().Seconds() }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "tradergate_client_connections_refused_total",
+			Help: "Client connections closed as they were accepted: their address held server.max_connections_per_address.",
+		}, func() float64 { return float64(s.connCap.refused.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "tradergate_upstream_in_flight",
 			Help: "Legacy calls holding a slot of the upstream shield.",
 		}, func() float64 { return float64(s.upstream.InFlight()) }),

@@ -32,7 +32,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	defer hardStop(nil)
 	s.base.Store(&base)
 
-	e := &edge{s: s, ln: ln, base: base}
+	// Every connection the fronts take counts against the cap, from
+	// before a TLS handshake until it closes.
+	e := &edge{s: s, ln: s.connCap.listen(ln), base: base}
 	defer e.close()
 	if err := e.build(); err != nil {
 		return err

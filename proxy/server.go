@@ -84,6 +84,8 @@ type Server struct {
 	base  atomic.Pointer[context.Context]
 	hsts  atomic.Pointer[string]
 	conns conns
+	// connCap caps the client connections (conncap.go).
+	connCap *connCap
 
 	reloads reloads
 	// status feeds the admin status page (statuspage.go).
@@ -187,6 +189,8 @@ func (s *Server) build(cfg *Config, opt Options) error {
 	if s.limiter, err = limits.New(cfg.Limits, cfg.Plans, lopt); err != nil {
 		return err
 	}
+	total, perAddr := connLimits(cfg, processMemoryLimit())
+	s.connCap = newConnCap(total, perAddr, s.log)
 	if s.metrics, err = newMetrics(s.registry, s); err != nil {
 		return err
 	}

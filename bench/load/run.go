@@ -32,6 +32,8 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 		return runStampede(ctx, &s)
 	case ModeH2load:
 		return runH2load(ctx, &s)
+	case ModeIdle:
+		return runIdle(ctx, &s)
 	}
 	return runTimed(ctx, &s)
 }

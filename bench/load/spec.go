@@ -37,6 +37,10 @@ const (
 	// are read when h2load says its warm-up and its main duration are
 	// over (h2load.go).
 	ModeH2load Mode = "h2load"
+	// ModeIdle opens Connections TLS connections that each make one
+	// request for URLs[0] and then idle, and reads the server's resident
+	// memory before and Duration after (idle.go).
+	ModeIdle Mode = "idle"
 )
 
 // Spec is one load run. The orchestrator writes it as JSON for the load
@@ -122,6 +126,8 @@ type TLSSpec struct {
 	// Resume keeps the session tickets the servers send and offers them
 	// (TLS 1.3 PSK with ECDHE), so that handshakes after the first resume.
 	Resume bool
+	// HTTP2 offers h2 alone by ALPN (ModeIdle); else http/1.1 alone.
+	HTTP2 bool
 }
 
 func (s *Spec) applyDefaults() {
@@ -165,6 +171,10 @@ func (s *Spec) validate() error {
 		if len(s.Templates) == 0 {
 			return errors.New("sequence: no templates")
 		}
+	case ModeIdle:
+		if len(s.URLs) == 0 || s.TLS == nil || s.ServerPGID <= 0 {
+			return errors.New("idle: a URL, TLS and the server's process group are needed")
+		}
 	case ModeH2load:
 		if len(s.Command) == 0 {
 			return errors.New("h2load: no command")
@@ -180,6 +190,9 @@ func (s *Spec) validate() error {
 	}
 	if s.TLS != nil && (s.Mode == ModeStampede || s.TLS.CAFile == "") {
 		return errors.New("TLS: a CA file is needed, and the stampede runs plain HTTP only")
+	}
+	if s.TLS != nil && s.TLS.HTTP2 && s.Mode != ModeIdle {
+		return errors.New("TLS: HTTP2 is for ModeIdle; the other HTTP/2 rows are h2load's")
 	}
 	if s.TLS != nil && s.TLS.Resume && !s.TLS.NewConnection {
 		return errors.New("TLS: Resume needs NewConnection (a kept connection resumes nothing)")
@@ -223,6 +236,11 @@ type Result struct {
 	// summed over the group), in bytes.
 	ServerRSS, ServerPeakRSS uint64
 	RSSMeasured              bool
+	// IdleConns is how many connections of ModeIdle were open, each after
+	// its answer, when ServerRSS was read; IdleRSSBefore is the server's
+	// resident memory before the first one opened.
+	IdleConns     int64
+	IdleRSSBefore uint64
 	// MetricsBefore and MetricsAfter are the values of Spec.Metrics at the
 	// window's edges (a summary's or histogram's as name_sum and
 	// name_count); a series the server does not export is absent.

@@ -9,7 +9,7 @@ import (
 )
 
 // clientTLS builds the client configuration of a TLS spec: TLS 1.3 only,
-// HTTP/1.1 by ALPN, the server's own certificate as the one root, X25519
+// HTTP/1.1 (or HTTP/2, TLSSpec.HTTP2) by ALPN, the server's own certificate as the one root, X25519
 // as the one key exchange (TLSSpec), and a session cache when resuming.
 func clientTLS(s *TLSSpec) (*tls.Config, error) {
 	pem, err := os.ReadFile(s.CAFile)
@@ -29,6 +29,9 @@ func clientTLS(s *TLSSpec) (*tls.Config, error) {
 		MinVersion:       tls.VersionTLS13,
 		NextProtos:       []string{"http/1.1"},
 		CurvePreferences: []tls.CurveID{tls.X25519},
+	}
+	if s.HTTP2 {
+		c.NextProtos = []string{"h2"}
 	}
 	if s.Resume {
 		c.ClientSessionCache = tls.NewLRUClientSessionCache(64)

@@ -1,0 +1,277 @@
+package proxy
+
+import (
+	"log/slog"
+	"math"
+	"net"
+	"net/netip"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The cap on open client connections (server.max_connections and
+// server.max_connections_per_address), on the client listener, under both
+// fronts: a TLS connection holds its slot from before its handshake until
+// it closes, whichever front then serves it.
+//
+// At the total cap the listener stops accepting until a connection closes:
+// new connections wait in the kernel's backlog, and past it their SYNs go
+// unanswered, so a client sees a slow connect, never a dropped request.
+// Closing the oldest idle connection instead would need an idle list kept
+// across fasthttp's and h2edge's connections, and would race with a
+// request arriving on the one chosen; an idle connection frees its slot by
+// itself within server.idle_timeout. One address past its own cap has its
+// new connection closed at once, so that a single client cannot hold the
+// listener paused for everyone.
+
+// connBudget is what the default cap allows for each client connection: an
+// idle connection costs less (docs/BENCHMARKS.md, "Idle connections"), a
+// busy one holds its read and write buffers, its TLS records and its
+// goroutine's stack.
+const connBudget = 64 << 10
+
+// minMaxConnections is the floor of the default cap.
+const minMaxConnections = 1024
+
+// defaultMaxConnections is the cap a zero server.max_connections means:
+// a quarter of the memory limit, at connBudget per connection, and never
+// below minMaxConnections.
+func defaultMaxConnections(memoryLimit int64) int {
+	return max(minMaxConnections, int(min(memoryLimit/4/connBudget, math.MaxInt32)))
+}
+
+// connLimits is the cap in force: the configured figures with their
+// defaults filled in. memoryLimit is what the default derives from: the
+// Go memory limit of the process when one is set (main sets it before New,
+// from GOMEMLIMIT, server.memory_limit or a container's limit), else what
+// server.memory_limit would ask for.
+func connLimits(c *Config, memoryLimit int64) (total, perAddr int) {
+	total = c.Server.MaxConnections
+	if total == 0 {
+		if memoryLimit <= 0 || memoryLimit == math.MaxInt64 {
+			memoryLimit = c.MemoryLimit()
+		}
+		if memoryLimit <= 0 { // -1, none: the default limit's size all the same
+			memoryLimit = c.Cache.MaxBytes + c.Cache.MaxBytes/2 + memoryLimitSlack
+		}
+		total = defaultMaxConnections(memoryLimit)
+	}
+	switch perAddr = c.Server.MaxConnectionsPerAddress; perAddr {
+	case 0:
+		perAddr = max(1, total/4)
+	case -1:
+		perAddr = 0 // none
+	}
+	return total, perAddr
+}
+
+// processMemoryLimit is the Go memory limit in force, math.MaxInt64 when
+// none is.
+func processMemoryLimit() int64 { return debug.SetMemoryLimit(-1) }
+
+// connCap counts the open client connections. Its counters are read by
+// the metrics (metrics.go).
+type connCap struct {
+	total   int
+	perAddr int // 0: none
+	log     *slog.Logger
+
+	// slots holds an element per open connection, and one for the
+	// connection the listener waits to accept: a slot is taken before
+	// accepting, so that at the cap nothing is accepted.
+	slots chan struct{}
+	conns atomic.Int64 // open connections
+
+	mu     sync.Mutex
+	byAddr map[netip.Addr]int
+
+	waits     atomic.Uint64 // accepts that found the cap reached
+	waitNanos atomic.Int64  // time spent paused at the cap, waits ended
+	// waitingSince is when the wait under way began (unix nanos), 0 when
+	// the listener is not waiting.
+	waitingSince atomic.Int64
+	refused      atomic.Uint64 // connections closed over the per-address cap
+	// The unix nanos of the last warning of each kind.
+	lastFull, lastAddr atomic.Int64
+}
+
+func newConnCap(total, perAddr int, log *slog.Logger) *connCap {
+	return &connCap{total: total, perAddr: perAddr, log: log,
+		slots: make(chan struct{}, total), byAddr: map[netip.Addr]int{}}
+}
+
+// open is how many client connections are open.
+func (c *connCap) open() int64 { return c.conns.Load() }
+
+// warn logs a line at most once a minute: a client can make the edge
+// reach its cap as often as it likes.
+func (c *connCap) warn(lastLog *atomic.Int64, msg string, args ...any) {
+	now := time.Now().UnixNano()
+	last := lastLog.Load()
+	if now-last < int64(time.Minute) || !lastLog.CompareAndSwap(last, now) {
+		return
+	}
+	c.log.Warn(msg, args...)
+}
+
+// acquire takes a slot for a connection about to be accepted, waiting
+// while every slot is taken; false once done is closed.
+func (c *connCap) acquire(done <-chan struct{}) bool {
+	select {
+	case c.slots <- struct{}{}:
+		return true
+	default:
+	}
+	c.waits.Add(1)
+	c.warn(&c.lastFull, "client connections: the cap is reached, accepting paused until one closes",
+		"max_connections", c.total)
+	start := time.Now()
+	c.waitingSince.Store(start.UnixNano())
+	defer func() {
+		c.waitNanos.Add(int64(time.Since(start)))
+		c.waitingSince.Store(0)
+	}()
+	select {
+	case c.slots <- struct{}{}:
+		return true
+	case <-done:
+		return false
+	}
+}
+
+// waited is the time the listener has spent paused at the cap, the wait
+// under way included, so that a pause that lasts shows as it goes.
+func (c *connCap) waited() time.Duration {
+	d := c.waitNanos.Load()
+	if since := c.waitingSince.Load(); since != 0 {
+		d += max(0, time.Now().UnixNano()-since)
+	}
+	return time.Duration(d)
+}
+
+// release gives a slot back.
+func (c *connCap) release() { <-c.slots }
+
+// admit counts a connection from addr against the per-address cap;
+// false (and nothing counted) when addr already holds its cap.
+func (c *connCap) admit(addr netip.Addr) bool {
+	if c.perAddr == 0 || !addr.IsValid() {
+		return true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byAddr[addr] >= c.perAddr {
+		return false
+	}
+	c.byAddr[addr]++
+	return true
+}
+
+// leave undoes admit.
+func (c *connCap) leave(addr netip.Addr) {
+	if c.perAddr == 0 || !addr.IsValid() {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n := c.byAddr[addr]; n > 1 {
+		c.byAddr[addr] = n - 1
+	} else {
+		delete(c.byAddr, addr)
+	}
+}
+
+// capListener is the client listener under the cap: Accept waits for a
+// slot before it accepts, and closes at once a connection whose address
+// holds its cap.
+type capListener struct {
+	net.Listener
+	cap       *connCap
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+func (c *connCap) listen(ln net.Listener) *capListener {
+	return &capListener{Listener: ln, cap: c, done: make(chan struct{})}
+}
+
+func (l *capListener) Accept() (net.Conn, error) {
+	for {
+		if !l.cap.acquire(l.done) {
+			return nil, net.ErrClosed
+		}
+		c, err := l.Listener.Accept()
+		if err != nil {
+			l.cap.release()
+			return nil, err
+		}
+		addr := peerAddr(c.RemoteAddr())
+		if !l.cap.admit(addr) {
+			_ = c.Close()
+			l.cap.release()
+			l.cap.refused.Add(1)
+			l.cap.warn(&l.cap.lastAddr, "client connections: an address is past its cap; its new connections are closed",
+				"remote", addr.String(), "max_connections_per_address", l.cap.perAddr)
+			continue
+		}
+		l.cap.conns.Add(1)
+		s := &connSlot{cap: l.cap, addr: addr}
+		if tcp, ok := c.(*net.TCPConn); ok {
+			return &capConn{TCPConn: tcp, slot: s}, nil
+		}
+		return &capOtherConn{Conn: c, slot: s}, nil
+	}
+}
+
+// Close stops the listener, and an Accept waiting for a slot with it.
+func (l *capListener) Close() error {
+	l.closeOnce.Do(func() { close(l.done) })
+	return l.Listener.Close()
+}
+
+// connSlot is one connection's hold on the cap, given back once.
+type connSlot struct {
+	cap  *connCap
+	addr netip.Addr
+	done atomic.Bool
+}
+
+// release gives the slot back; a nil slot (a connection accepted without
+// the cap, as in tests that hand a front a listener of their own) holds
+// nothing.
+func (s *connSlot) release() {
+	if s == nil || !s.done.CompareAndSwap(false, true) {
+		return
+	}
+	s.cap.conns.Add(-1)
+	s.cap.leave(s.addr)
+	s.cap.release()
+}
+
+// capConn is a capped TCP connection. It embeds the *net.TCPConn, so that
+// the front (front_conn.go) can take the socket for sendfile.
+type capConn struct {
+	*net.TCPConn
+	slot *connSlot
+}
+
+func (c *capConn) Close() error {
+	err := c.TCPConn.Close()
+	c.slot.release()
+	return err
+}
+
+// capOtherConn is a capped connection of another kind (a test's
+// listener).
+type capOtherConn struct {
+	net.Conn
+	slot *connSlot
+}
+
+func (c *capOtherConn) Close() error {
+	err := c.Conn.Close()
+	c.slot.release()
+	return err
+}
