@@ -5,6 +5,9 @@
 // A Redis that is down, at start or later, never stops a replica: the
 // breaker refuses commands at once with ErrUnavailable, each part falls back
 // to working alone, and the client recovers by itself when Redis returns.
+//
+// It imports proxy/breaker, its neighbour, to log its breaker's changes
+// off gobreaker's lock as the upstream breakers do, with one logger.
 package fleet
 
 import (

@@ -12,7 +12,8 @@
 // It imports cache, a package beside the edge rather than under it, for
 // one fact only: the names of the cache's results (cache.Status), which a
 // Window counts apart; owning a copy of those names here would let the two
-// drift.
+// drift. It imports its neighbour proxy/fleet for the posts board (Board)
+// the replicas share, which fleet owns with the rest of the shared Redis.
 package status
 
 import "time"

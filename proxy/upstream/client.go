@@ -3,6 +3,11 @@
 // circuit breaker, retries within a budget and the hold after a legacy 429,
 // and rewrites the answer into variant A (normalize). It returns pages and
 // errors of its own kinds (Reason); the proxy decides what a client is told.
+//
+// Beside the lower floors (limits for the shield, normalize for the
+// rewrite) it imports two neighbours: proxy/route, whose canonical request
+// is what it fetches, and proxy/breaker, to log breaker changes off
+// gobreaker's lock as the shared Redis's breaker does.
 package upstream
 
 import (
