@@ -40,12 +40,19 @@ type AdminConfig struct {
 	// token; zero: such a configuration is refused. For a listener that
 	// something else guards (a private network, a proxy that checks).
 	InsecureOpen bool `yaml:"insecure_open"`
+	// SessionLifetime is how long a login of the form lasts, checked by
+	// the edge on every request; zero: 12h. Reloaded on SIGHUP, as the
+	// token is: a new token ends every login.
+	SessionLifetime time.Duration `yaml:"session_lifetime"`
 
 	// token is the resolved value of TokenEnv; never printed.
 	token string
 }
 
-func (c *AdminConfig) applyDefaults() { c.Listen = cmp.Or(c.Listen, "127.0.0.1:9090") }
+func (c *AdminConfig) applyDefaults() {
+	c.Listen = cmp.Or(c.Listen, "127.0.0.1:9090")
+	c.SessionLifetime = cmp.Or(c.SessionLifetime, 12*time.Hour)
+}
 
 // validate reports every problem of the admin section, each naming its
 // field path, joined, and reads the token from getenv.
@@ -65,6 +72,9 @@ func (c *AdminConfig) validate(getenv func(string) string) error {
 		// Metrics, the status page and the profiler tell an outsider a
 		// great deal: reaching them from elsewhere is opted into.
 		errs = append(errs, errors.New(`admin.listen: "`+c.Listen+`" is reachable beyond this machine: set admin.token_env, or admin.insecure_open: true to serve it without a token`))
+	}
+	if c.SessionLifetime < time.Minute {
+		errs = append(errs, errors.New("admin.session_lifetime: must be at least 1m, got "+c.SessionLifetime.String()))
 	}
 	return errors.Join(errs...)
 }
@@ -124,14 +134,12 @@ func (s *Server) adminHandler() http.Handler {
 	guarded.Handle("GET /{$}", page)
 	guarded.Handle("GET /status", page)
 	guarded.Handle("GET /status.json", page)
-	var rest http.Handler = guarded
-	if t := s.cfg.Admin.token; t != "" {
-		auth := newAdminAuth(t)
-		rest = auth.require(guarded)
-		mux.HandleFunc("GET /login", auth.showLogin)
-		mux.HandleFunc("POST /login", auth.login)
-	}
-	mux.Handle("/", rest)
+	// With no token set (a loopback listener, or admin.insecure_open) the
+	// guard lets everything through and /login is a 404; a reload may set
+	// one (adminlogin.go).
+	mux.HandleFunc("GET /login", s.adminAuth.showLogin)
+	mux.HandleFunc("POST /login", s.adminAuth.login)
+	mux.Handle("/", s.adminAuth.require(guarded))
 	return mux
 }
 

@@ -13,7 +13,8 @@ import (
 
 // Hot reload: on SIGHUP main re-reads config.yaml, validates it whole, and
 // hands it to Reload. Keys, plans, cache policy figures, breaker settings,
-// the legacy section, the native section (but native.shadow) and log.level
+// the legacy section, the native section (but native.shadow), the admin
+// token and login lifetime, and log.level
 // take effect at once, without dropping a connection. Every other setting
 // is fixed at start: one that differs from what runs is named in a warning
 // and counted as restart_needed (tradergate_config_reloads_total), so an
@@ -37,6 +38,7 @@ func (s *Server) Reload(cfg *Config) error {
 	s.limiter.SetPlans(cfg.Plans)
 	s.native.Reload(cfg.Native)
 	s.authGuard.setPlan(cfg.Limits.AuthFailures)
+	s.adminAuth.configure(cfg.Admin)
 	running := s.live.Load()
 	if !reflect.DeepEqual(running.Upstream.Breaker, cfg.Upstream.Breaker) {
 		s.upstream.SetBreaker(cfg.Upstream.Breaker)
@@ -74,6 +76,8 @@ func fixedAtStart(c *Config) Config {
 	// Of the native section only the shadow workers and queue are fixed.
 	f.Native = native.Config{Shadow: c.Native.Shadow}
 	f.Limits.AuthFailures = limits.Plan{}
+	// The admin token and the login's lifetime are reloaded (adminlogin.go).
+	f.Admin.TokenEnv, f.Admin.token, f.Admin.SessionLifetime = "", "", 0
 	// Of the cache section only max_bytes is fixed (cache.SetConfig).
 	f.Cache = cache.Config{MaxBytes: c.Cache.MaxBytes}
 	// log.level is main's to apply; log.access is fixed.
