@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"cmp"
-	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -10,6 +9,8 @@ import (
 	"net/netip"
 	"strconv"
 	"time"
+
+	"tradergate/internal/configerr"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -55,28 +56,28 @@ func (c *AdminConfig) applyDefaults() {
 }
 
 // validate reports every problem of the admin section, each naming its
-// field path, joined, and reads the token from getenv.
+// field path, and reads the token from getenv.
 func (c *AdminConfig) validate(getenv func(string) string) error {
 	if c.Listen == adminOff {
 		return nil
 	}
-	var errs []error
-	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
-		errs = append(errs, errors.New(`admin.listen: must be host:port or "off", got "`+c.Listen+`"`))
+	var errs configerr.List
+	if err := configerr.CheckListen(c.Listen); err != nil {
+		errs.AddHint("admin.listen", `or "off" for no admin listener`, "%v", err)
 	}
 	if c.TokenEnv != "" {
 		if c.token = getenv(c.TokenEnv); len(c.token) < 16 {
-			errs = append(errs, errors.New("admin.token_env: environment variable "+c.TokenEnv+" must hold a token of at least 16 characters"))
+			errs.Add("admin.token_env", "environment variable %s must hold a token of at least 16 characters", c.TokenEnv)
 		}
 	} else if len(errs) == 0 && !c.InsecureOpen && !c.loopback() {
 		// Metrics, the status page and the profiler tell an outsider a
 		// great deal: reaching them from elsewhere is opted into.
-		errs = append(errs, errors.New(`admin.listen: "`+c.Listen+`" is reachable beyond this machine: set admin.token_env, or admin.insecure_open: true to serve it without a token`))
+		errs.AddHint("admin.listen", "set admin.token_env, or admin.insecure_open: true to serve it without a token", "%q is reachable beyond this machine", c.Listen)
 	}
 	if c.SessionLifetime < time.Minute {
-		errs = append(errs, errors.New("admin.session_lifetime: must be at least 1m, got "+c.SessionLifetime.String()))
+		errs.Add("admin.session_lifetime", "must be at least 1m, got %v", c.SessionLifetime)
 	}
-	return errors.Join(errs...)
+	return errs.Err()
 }
 
 // loopback reports whether the admin listener is reachable from this

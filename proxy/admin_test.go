@@ -1,6 +1,7 @@
 package proxy_test
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"tradergate/internal/configerr"
 	"tradergate/internal/testkit"
 	"tradergate/proxy"
 )
@@ -68,7 +70,8 @@ func TestAdminTokenMustBeSet(t *testing.T) {
 		}
 		return ""
 	})
-	if err == nil || err.Error() != "admin.token_env: environment variable UNSET_ADMIN_TOKEN must hold a token of at least 16 characters" {
+	var l configerr.List
+	if !errors.As(err, &l) || len(l) != 1 || l[0].Detail() != "admin.token_env: environment variable UNSET_ADMIN_TOKEN must hold a token of at least 16 characters" {
 		t.Errorf("Validate: %v", err)
 	}
 }
@@ -102,7 +105,7 @@ func TestAdminOpenListenerNeedsToken(t *testing.T) {
 		}
 		cfg.Admin.Listen, cfg.Admin.InsecureOpen = tc.listen, tc.open
 		err = cfg.Validate(getenv)
-		if tc.ok != (err == nil) || (err != nil && !strings.Contains(err.Error(), "admin.listen: \""+tc.listen+"\" is reachable beyond this machine: set admin.token_env, or admin.insecure_open: true")) {
+		if tc.ok != (err == nil) || (err != nil && !strings.Contains(err.Error(), "admin.listen: \""+tc.listen+"\" is reachable beyond this machine; set admin.token_env, or admin.insecure_open: true")) {
 			t.Errorf("listen %s, insecure_open %v: %v", tc.listen, tc.open, err)
 		}
 	}

@@ -71,6 +71,7 @@ func restartOnly(running, next *Config) []string {
 // only on restart.
 func fixedAtStart(c *Config) Config {
 	f := *c
+	f.doc = nil // where each setting stands in the file is not a setting
 	f.Keys, f.Plans, f.Legacy = nil, nil, LegacyConfig{}
 	f.Upstream.Breaker = upstream.BreakerConfig{}
 	// Of the native section only the shadow workers and queue are fixed.

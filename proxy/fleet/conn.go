@@ -68,8 +68,8 @@ func Open(cfg Config, getenv func(string) string, opt Options) (*Conn, error) {
 	if !cfg.Enabled() {
 		return nil, errors.New("redis.addrs: empty, nothing to open")
 	}
-	if errs := cfg.Validate(getenv); len(errs) > 0 {
-		return nil, errors.New(strings.Join(errs, "; "))
+	if err := cfg.Validate(getenv); err != nil {
+		return nil, err
 	}
 	uo, err := clientOptions(cfg, getenv)
 	if err != nil {
