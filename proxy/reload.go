@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"fmt"
 	"reflect"
 	"strings"
 
@@ -29,7 +28,7 @@ func (s *Server) Reload(cfg *Config) error {
 	// The one step that can refuse goes first, so a refusal leaves all of
 	// the running configuration in place.
 	if err := s.cache.SetConfig(cfg.Cache); err != nil {
-		err = fmt.Errorf("cache: %w", err)
+		// Its problems name their fields (cache.*): passed on as they are.
 		s.reloads.record(reloadFailed, err)
 		return err
 	}
