@@ -37,6 +37,7 @@ import (
 	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/redis/go-redis/v9"
 
+	"tradergate/internal/configerr"
 	"tradergate/legacysim"
 	"tradergate/proxy"
 )
@@ -348,7 +349,7 @@ func (m *Main) load() (*proxy.Config, error) {
 	m.configHash = hex.EncodeToString(sum[:6])
 	cfg, err := proxy.ParseConfig(data)
 	if err != nil {
-		return nil, fmt.Errorf("config %s: %w", m.configName(), err)
+		return nil, configError(m.configName(), err)
 	}
 	if m.Listen != "" {
 		cfg.Server.Listen = m.Listen
@@ -361,9 +362,19 @@ func (m *Main) load() (*proxy.Config, error) {
 		getenv = m.demo.patch(cfg, getenv)
 	}
 	if err := cfg.Validate(getenv); err != nil {
-		return nil, fmt.Errorf("config %s: %w", m.configName(), err)
+		return nil, configError(m.configName(), err)
 	}
 	return cfg, nil
+}
+
+// configError is the error of a file that does not load: its one problem
+// on the line, or its count and then each problem on a line of its own.
+func configError(name string, err error) error {
+	var list configerr.List
+	if errors.As(err, &list) && len(list) > 1 {
+		return fmt.Errorf("config %s: %d problems:\n\t%s", name, len(list), strings.ReplaceAll(list.Error(), "\n", "\n\t"))
+	}
+	return fmt.Errorf("config %s: %w", name, err)
 }
 
 // reload is SIGHUP: the configuration (keys, plans, cache policy, breaker

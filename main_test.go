@@ -261,8 +261,11 @@ func TestCheckCommand(t *testing.T) {
 	good := strings.Replace(string(embeddedConfig), "keys: []\n",
 		"keys:\n  - {id: alice, sha256: \""+proxy.HashKey("k")+"\", plan: free, routes: [\"*\"]}\n", 1)
 	bad := strings.Replace(good, `listen: ":8080"`, `listen: "8080"`, 1) + "extra: 1\n"
+	three := strings.NewReplacer(`listen: ":8080"`, `listen: "127.0.0.1:99999"`, "max_events: 200000", "max_events: -5",
+		"sampling_ratio: 0.01", "sampling_ratio: 2").Replace(good)
 	files := map[string]string{"good.yaml": good, "bad.yaml": strings.Replace(good, "level: info", "level: loud", 1),
-		"unknown.yaml": bad}
+		"unknown.yaml": bad, "three.yaml": three,
+		"port.yaml": strings.Replace(good, `listen: ":8080"`, `listen: "127.0.0.1:99999"`, 1)}
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600); err != nil {
 			t.Fatal(err)
@@ -283,14 +286,24 @@ func TestCheckCommand(t *testing.T) {
 		want []string // lines of stdout
 	}{
 		{"good", []string{"check", "-config", filepath.Join(dir, "good.yaml")}, 0, []string{
-			"good.yaml: environment variable TRADERGATE_UPSTREAM_KEY (upstream.key_env) is set",
+			fmt.Sprintf("good.yaml:%d: note: upstream.key_env: environment variable TRADERGATE_UPSTREAM_KEY is set", lineOf(good, "  key_env:")),
 			"good.yaml: OK"}},
 		{"bad", []string{"check", "-config", filepath.Join(dir, "bad.yaml")}, 1, []string{
-			fmt.Sprintf(`bad.yaml:%d: log.level: must be debug, info, warn or error, got "loud"`, lineOf(files["bad.yaml"], "level: loud")),
+			fmt.Sprintf(`bad.yaml:%d:3: log.level: must be debug, info, warn or error, got "loud"`, lineOf(files["bad.yaml"], "level: loud")),
 			"bad.yaml: 1 problem"}},
-		// Decoding stops at the first unknown field, as start-up does.
+		// Three problems in three sections: all three, each on its line.
+		{"three sections", []string{"check", "-config", filepath.Join(dir, "three.yaml")}, 1, []string{
+			fmt.Sprintf(`three.yaml:%d:3: server.listen: port 99999 is out of range (0 to 65535), got "127.0.0.1:99999"`, lineOf(three, "listen: \"127.0.0.1:99999")),
+			fmt.Sprintf("three.yaml:%d:3: orderbook.max_events: must be 1 to 10000000, got -5", lineOf(three, "max_events: -5")),
+			fmt.Sprintf("three.yaml:%d:3: tracing.sampling_ratio: must be 0 to 1, got 2", lineOf(three, "sampling_ratio: 2")),
+			"three.yaml: 3 problems"}},
+		// An address no listener can bind is refused here, as at start.
+		{"port out of range", []string{"check", "-config", filepath.Join(dir, "port.yaml")}, 1, []string{"port.yaml: 1 problem"}},
+		// Decoding problems are reported before validation, as start-up
+		// does: a file that does not decode is not validated.
 		{"unknown field", []string{"check", "-config", filepath.Join(dir, "unknown.yaml")}, 1, []string{
-			fmt.Sprintf("unknown.yaml:%d: extra: unknown field", lineOf(bad, "extra: 1"))}},
+			fmt.Sprintf("unknown.yaml:%d:1: extra: unknown field; known here: admin, cache, keys, legacy, limits, log, native, orderbook, plans, redis, server, tracing, upstream", lineOf(bad, "extra: 1")),
+			"unknown.yaml: 1 problem"}},
 		{"missing file", []string{"check", "-config", filepath.Join(dir, "none.yaml")}, 1, nil},
 		{"no -config", []string{"check"}, 2, nil},
 		{"extra argument", []string{"check", "-config", filepath.Join(dir, "good.yaml"), "more"}, 2, nil},

@@ -2,12 +2,12 @@ package cache
 
 import (
 	"cmp"
-	"errors"
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
 	"time"
+
+	"tradergate/internal/configerr"
 )
 
 // Config is the `cache:` section of config.yaml. Every figure is optional:
@@ -196,10 +196,8 @@ func (p Policy) inherit(base Policy) Policy {
 // All problems are reported on one line, each naming its field path
 // ("cache.policy.fresh_ttl: ..."), sorted, like the proxy's own Validate.
 func (c Config) Validate(routes []string) error {
-	var errs []string
-	add := func(field, format string, args ...any) {
-		errs = append(errs, field+": "+fmt.Sprintf(format, args...))
-	}
+	var errs configerr.List
+	add := errs.Add
 	switch {
 	case c.MaxBytes < 0:
 		add("cache.max_bytes", "must not be negative, got %d", c.MaxBytes)
@@ -224,11 +222,8 @@ func (c Config) Validate(routes []string) error {
 		}
 		p.validate(field, add)
 	}
-	if len(errs) > 0 {
-		slices.Sort(errs)
-		return errors.New(strings.Join(errs, "; "))
-	}
-	return nil
+	errs.Sort()
+	return errs.Err()
 }
 
 func (p Policy) validate(prefix string, add func(field, format string, args ...any)) {

@@ -1,9 +1,12 @@
 package cache
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"tradergate/internal/configerr"
 )
 
 func TestApplyDefaults(t *testing.T) {
@@ -64,6 +67,8 @@ func TestValidate(t *testing.T) {
 				t.Fatalf("error %v, want it to contain %q", err, tc.want)
 			case err != nil && strings.Contains(err.Error(), "\n"):
 				t.Fatalf("error is not one line: %q", err)
+			case err != nil && !errors.As(err, new(configerr.List)):
+				t.Fatalf("error %T is not a configerr.List", err)
 			}
 		})
 	}

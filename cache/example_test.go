@@ -6,7 +6,6 @@ import (
 
 	"tradergate/cache"
 	"tradergate/normalize"
-	"tradergate/proxy/route"
 )
 
 // A wallet lookup that finds nothing is kept for negative_ttl; the second
@@ -23,7 +22,7 @@ func ExampleNew() {
 	fetch := func(context.Context, func() bool) ([]byte, cache.Facts, error) {
 		fetches++
 		body := []byte(`{"message":"OK","status_code":"1","data":{"walletAddress":null}}`)
-		return body, cache.Facts{Route: "wallet_address", Class: route.ClassLookup, Meta: normalize.Meta{DataNull: true}}, nil
+		return body, cache.Facts{Route: "wallet_address", Class: normalize.ClassLookup, Meta: normalize.Meta{DataNull: true}}, nil
 	}
 	ctx := context.Background()
 	key := "wallet_address|0x00000000000000000000000000000000000000aa"

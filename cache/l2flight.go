@@ -120,7 +120,7 @@ func (f *flight) leaseOrWait(k sharedKeys, refresh bool) (result, error) {
 			deadline = time.Now().Add(l.lease)
 			c.stats.l2LockWaits.Add(1)
 		}
-		r, err, end := f.await(k, holder, deadline)
+		r, end, err := f.await(k, holder, deadline)
 		switch end {
 		case waitAnswered:
 			return r, err
@@ -153,7 +153,7 @@ func (f *flight) fetchUnderLease(ls *leaseHeld) (result, error) {
 
 // await waits for the holder's fetch, until deadline: woken by its notice,
 // or by polling when none comes.
-func (f *flight) await(k sharedKeys, holder string, deadline time.Time) (result, error, waitEnd) {
+func (f *flight) await(k sharedKeys, holder string, deadline time.Time) (result, waitEnd, error) {
 	c, l := f.c, f.c.l2
 	wake, stop := l.watch(k.hash)
 	defer stop()
@@ -163,41 +163,41 @@ func (f *flight) await(k sharedKeys, holder string, deadline time.Time) (result,
 		value, mark, cur, err := l.peek(f.ctx, k)
 		if err != nil {
 			c.l2Failed(f.ctx, "wait", err)
-			return result{}, nil, waitFetchAlone
+			return result{}, waitFetchAlone, nil
 		}
 		if value != nil {
 			// The value present while the holder fetches is the old one, past
 			// its TTL: only a fresh one is the holder's.
 			if e, err := c.fromShared(value); err == nil && e.state(c.now()) == fresh {
 				c.store.put(f.key, e, c.lifetime(e))
-				return result{e: e, st: MissL2}, nil, waitAnswered
+				return result{e: e, st: MissL2}, waitAnswered, nil
 			}
 		}
 		if kind, payload, ok := readMarker(mark, holder); ok {
 			if kind == markFailed {
 				r, err := f.failed(l.decodeErr(payload))
-				return r, err, waitAnswered
+				return r, waitAnswered, err
 			}
-			return result{}, nil, waitFetchAlone
+			return result{}, waitFetchAlone, nil
 		}
 		switch cur {
 		case holder:
 		case "":
 			// Released with nothing for us, or expired with its holder.
-			return result{}, nil, waitLeaseFree
+			return result{}, waitLeaseFree, nil
 		default:
 			holder = cur // a new holder: wait for it instead
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
-			return result{}, nil, waitTimedOut
+			return result{}, waitTimedOut, nil
 		}
 		tick.Reset(min(pollInterval, left))
 		select {
 		case <-wake:
 		case <-tick.C:
 		case <-f.ctx.Done():
-			return result{}, f.ctx.Err(), waitAnswered
+			return result{}, waitAnswered, f.ctx.Err()
 		}
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"go.uber.org/goleak"
 
 	"tradergate/internal/testkit"
-	"tradergate/proxy/route"
+	"tradergate/normalize"
 )
 
 // TestMain fails the package if any goroutine outlives the tests: flights,
@@ -36,7 +36,7 @@ func newTestCache(t testing.TB, cfg Config, clk *testkit.Clock, opt Options) *Ca
 }
 
 // liveFacts are the facts of an always-fresh page on route "r".
-var liveFacts = Facts{Route: "r", Class: route.ClassLive}
+var liveFacts = Facts{Route: "r", Class: normalize.ClassLive}
 
 // counting returns a Fetch that answers body with facts and counts calls.
 func counting(n *atomic.Int64, body string, facts Facts) Fetch {

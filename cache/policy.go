@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"tradergate/normalize"
-	"tradergate/proxy/route"
 )
 
 // Facts are what the policy knows about one request and its page.
@@ -12,7 +11,7 @@ type Facts struct {
 	// Route is the route name; it selects the per-route Policy.
 	Route string
 	// Class is the route's caching class: which rule below judges the page.
-	Class route.Class
+	Class normalize.Class
 	// Cursor: the request names its page by cursor.
 	Cursor bool
 	// Upper is the request's inclusive upper bound (to, toTimestamp,
@@ -33,9 +32,9 @@ type Facts struct {
 // classify decides how long a page may be served and whether it is
 // immutable, by docs/ARCHITECTURE.md "Cache policy":
 //
-//   - route.ClassLive is always fresh.
-//   - route.ClassLookup: found is immutable; null gets NegativeTTL.
-//   - route.ClassList: null data gets NegativeTTL; a page is immutable when (1) the
+//   - normalize.ClassLive is always fresh.
+//   - normalize.ClassLookup: found is immutable; null gets NegativeTTL.
+//   - normalize.ClassList: null data gets NegativeTTL; a page is immutable when (1) the
 //     request pins a range (Cursor or HasUpper), (2) every item is older than
 //     the settle window, and (3) the page cannot grow. Otherwise fresh.
 //   - An unset or unknown class is fresh: never immutable by mistake.
@@ -50,16 +49,16 @@ type Facts struct {
 func (p Policy) classify(f Facts, now time.Time) (ttl time.Duration, immutable bool) {
 	p = p.withDefaults()
 	switch {
-	case f.Class == route.ClassLive:
+	case f.Class == normalize.ClassLive:
 		return keep(p.FreshTTL, false)
 	case f.Meta.DataNull:
 		// docs/CONTRACT.md#envelopes: a lookup (or list) that found
 		// nothing is a 200 with data null; it may be found seconds later.
 		return keep(p.NegativeTTL, false)
-	case f.Class == route.ClassLookup:
+	case f.Class == normalize.ClassLookup:
 		// A transaction or a wallet mapping, once indexed, does not change.
 		return keep(p.ImmutableTTL, true)
-	case f.Class != route.ClassList:
+	case f.Class != normalize.ClassList:
 		return keep(p.FreshTTL, false)
 	}
 	if !f.Cursor && !f.HasUpper {

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"tradergate/normalize"
-	"tradergate/proxy/route"
 )
 
 // TestClassify is the classification table of the policy: every class, and
@@ -30,8 +29,11 @@ func TestClassify(t *testing.T) {
 	untimed := func(n int, next bool) normalize.Meta {
 		return normalize.Meta{Items: n, NextCursor: next}
 	}
-	book := func(f Facts) Facts { f.Route, f.Class, f.TimeUnit = "orderbook_events", route.ClassList, ms; return f }
-	activity := func(f Facts) Facts { f.Route, f.Class, f.TimeUnit = "activity", route.ClassList, second; return f }
+	book := func(f Facts) Facts {
+		f.Route, f.Class, f.TimeUnit = "orderbook_events", normalize.ClassList, ms
+		return f
+	}
+	activity := func(f Facts) Facts { f.Route, f.Class, f.TimeUnit = "activity", normalize.ClassList, second; return f }
 
 	for _, tc := range []struct {
 		name      string
@@ -40,12 +42,12 @@ func TestClassify(t *testing.T) {
 		immutable bool
 	}{
 		// Open positions: always fresh.
-		{"live, pinned and old", Facts{Class: route.ClassLive, Cursor: true, Meta: items(3, oldS, true), TimeUnit: second}, fresh, false},
-		{"live, null", Facts{Class: route.ClassLive, Meta: normalize.Meta{DataNull: true}}, fresh, false},
+		{"live, pinned and old", Facts{Class: normalize.ClassLive, Cursor: true, Meta: items(3, oldS, true), TimeUnit: second}, fresh, false},
+		{"live, null", Facts{Class: normalize.ClassLive, Meta: normalize.Meta{DataNull: true}}, fresh, false},
 		// Lookups: found immutable, null negative.
-		{"tx found", Facts{Class: route.ClassLookup}, immut, true},
-		{"tx null", Facts{Class: route.ClassLookup, Meta: normalize.Meta{DataNull: true}}, negat, false},
-		{"wallet mapping null", Facts{Route: "wallet_address", Class: route.ClassLookup, Meta: normalize.Meta{DataNull: true}}, negat, false},
+		{"tx found", Facts{Class: normalize.ClassLookup}, immut, true},
+		{"tx null", Facts{Class: normalize.ClassLookup, Meta: normalize.Meta{DataNull: true}}, negat, false},
+		{"wallet mapping null", Facts{Route: "wallet_address", Class: normalize.ClassLookup, Meta: normalize.Meta{DataNull: true}}, negat, false},
 
 		// Order book (ms): upper bound "to".
 		{"book head: no cursor, no to", book(Facts{Meta: items(5, oldMs, true)}), fresh, false},
@@ -56,7 +58,7 @@ func TestClassify(t *testing.T) {
 		{"book to recent, items old, nextCursor", book(Facts{HasUpper: true, Upper: newMs, Meta: items(5, oldMs, true)}), immut, true},
 		{"book to recent, items recent, nextCursor", book(Facts{HasUpper: true, Upper: newMs, Meta: items(5, newMs, true)}), fresh, false},
 		{"book to in the future, empty", book(Facts{HasUpper: true, Upper: now.Add(time.Hour).UnixMilli(), Meta: items(0, 0, false)}), fresh, false},
-		{"book to settled in ms, read as seconds", Facts{Class: route.ClassList, HasUpper: true, Upper: oldMs, TimeUnit: second, Meta: untimed(5, false)}, fresh, false},
+		{"book to settled in ms, read as seconds", Facts{Class: normalize.ClassList, HasUpper: true, Upper: oldMs, TimeUnit: second, Meta: untimed(5, false)}, fresh, false},
 		{"book null", book(Facts{HasUpper: true, Upper: oldMs, Meta: normalize.Meta{DataNull: true}}), negat, false},
 
 		// Cursor pages.
@@ -75,7 +77,7 @@ func TestClassify(t *testing.T) {
 		{"toBlock, items old, last page: bound not judgeable", activity(Facts{HasUpper: true, UpperIsBlock: true, Upper: 80_000_000, Meta: items(2, oldS, false)}), fresh, false},
 		{"toBlock, empty: bound not judgeable", activity(Facts{HasUpper: true, UpperIsBlock: true, Upper: 1, Meta: items(0, 0, false)}), fresh, false},
 		{"toBlock, items without time, nextCursor", activity(Facts{HasUpper: true, UpperIsBlock: true, Upper: 1, Meta: untimed(20, true)}), fresh, false},
-		{"unit zero means seconds", Facts{Class: route.ClassList, HasUpper: true, Upper: oldS, Meta: items(1, oldS, false)}, immut, true},
+		{"unit zero means seconds", Facts{Class: normalize.ClassList, HasUpper: true, Upper: oldS, Meta: items(1, oldS, false)}, immut, true},
 		{"unset class is fresh", Facts{HasUpper: true, Upper: oldS, TimeUnit: second, Meta: items(1, oldS, true)}, fresh, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -97,10 +99,10 @@ func TestClassifyAcrossSettleWindow(t *testing.T) {
 		unit time.Duration
 		f    Facts
 	}{
-		{"ms, newest item", time.Millisecond, Facts{Class: route.ClassList, Cursor: true, Meta: normalize.Meta{Items: 3, HasTime: true, MaxTime: base.UnixMilli(), NextCursor: true}}},
-		{"s, newest item", time.Second, Facts{Class: route.ClassList, HasUpper: true, Upper: base.Unix() + 3600, Meta: normalize.Meta{Items: 3, HasTime: true, MaxTime: base.Unix(), NextCursor: true}}},
-		{"s, upper bound", time.Second, Facts{Class: route.ClassList, HasUpper: true, Upper: base.Unix(), Meta: normalize.Meta{Items: 3}}},
-		{"ms, upper bound", time.Millisecond, Facts{Class: route.ClassList, HasUpper: true, Upper: base.UnixMilli(), Meta: normalize.Meta{Items: 0}}},
+		{"ms, newest item", time.Millisecond, Facts{Class: normalize.ClassList, Cursor: true, Meta: normalize.Meta{Items: 3, HasTime: true, MaxTime: base.UnixMilli(), NextCursor: true}}},
+		{"s, newest item", time.Second, Facts{Class: normalize.ClassList, HasUpper: true, Upper: base.Unix() + 3600, Meta: normalize.Meta{Items: 3, HasTime: true, MaxTime: base.Unix(), NextCursor: true}}},
+		{"s, upper bound", time.Second, Facts{Class: normalize.ClassList, HasUpper: true, Upper: base.Unix(), Meta: normalize.Meta{Items: 3}}},
+		{"ms, upper bound", time.Millisecond, Facts{Class: normalize.ClassList, HasUpper: true, Upper: base.UnixMilli(), Meta: normalize.Meta{Items: 0}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.f.TimeUnit = tc.unit
@@ -129,9 +131,9 @@ func TestClassifyOff(t *testing.T) {
 	now := time.Now()
 	p := Policy{FreshTTL: -1, ImmutableTTL: -1, NegativeTTL: -1}
 	for _, f := range []Facts{
-		{Class: route.ClassLive},
-		{Class: route.ClassLookup},
-		{Class: route.ClassLookup, Meta: normalize.Meta{DataNull: true}},
+		{Class: normalize.ClassLive},
+		{Class: normalize.ClassLookup},
+		{Class: normalize.ClassLookup, Meta: normalize.Meta{DataNull: true}},
 	} {
 		if ttl, imm := p.classify(f, now); ttl != 0 || imm {
 			t.Errorf("classify(%+v) = (%v, %v), want (0, false)", f, ttl, imm)

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"tradergate/proxy/route"
+	"tradergate/normalize"
 )
 
 // versions returns a Fetch whose n-th call answers "v<n>".
@@ -301,8 +301,8 @@ func TestImmutableAndNegative(t *testing.T) {
 	clk := newClock()
 	c := newTestCache(t, Config{}, clk, Options{})
 	var n atomic.Int64
-	found := mustGet(t, c, "tx1", counting(&n, `{"data":{}}`, Facts{Route: "tx", Class: route.ClassLookup}), Miss)
-	null := Facts{Route: "tx", Class: route.ClassLookup}
+	found := mustGet(t, c, "tx1", counting(&n, `{"data":{}}`, Facts{Route: "tx", Class: normalize.ClassLookup}), Miss)
+	null := Facts{Route: "tx", Class: normalize.ClassLookup}
 	null.Meta.DataNull = true
 	missing := mustGet(t, c, "tx2", counting(&n, `{"data":null}`, null), Miss)
 	if !found.Immutable || found.TTL != defaultImmutableTTL || missing.Immutable || missing.TTL != defaultNegativeTTL {

@@ -1,11 +1,12 @@
 package limits
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
 	"time"
+
+	"tradergate/internal/configerr"
 )
 
 // Defaults of Options and Config.
@@ -96,44 +97,42 @@ func (c *Config) ApplyDefaults() {
 // e.g. "limits.on_store_error: must be allow or deny". Zero values are valid
 // (they mean the default), so it may run before or after ApplyDefaults.
 func (c Config) Validate() error {
+	var errs configerr.List
 	// Store settings here are refused rather than ignored: ignoring them
 	// would silently turn a shared quota into one per replica. The URL is
 	// not echoed, as it may hold a password.
-	switch {
-	case c.RedisURL != "":
-		return errors.New("limits.redis_url: moved: set redis.addrs (and redis.password_env) in the redis section")
-	case c.RedisPrefix != "":
-		return errors.New(`limits.redis_prefix: moved: set redis.prefix in the redis section (the limiter's keys start with it and ":rl")`)
-	case c.StoreTimeout != 0:
-		return errors.New("limits.store_timeout: moved: set redis.timeout in the redis section")
+	if c.RedisURL != "" {
+		errs.AddHint("limits.redis_url", "set redis.addrs (and redis.password_env) in the redis section", "moved")
+	}
+	if c.RedisPrefix != "" {
+		errs.AddHint("limits.redis_prefix", `set redis.prefix in the redis section (the limiter's keys start with it and ":rl")`, "moved")
+	}
+	if c.StoreTimeout != 0 {
+		errs.AddHint("limits.store_timeout", "set redis.timeout in the redis section", "moved")
 	}
 	switch c.OnStoreError {
 	case "", OnStoreErrorAllow, OnStoreErrorDeny:
 	default:
-		return errors.New("limits.on_store_error: must be allow or deny")
+		errs.Add("limits.on_store_error", "must be allow or deny, got %q", c.OnStoreError)
 	}
 	if c.Anonymous != (Plan{}) {
-		if err := c.Anonymous.Validate(); err != nil {
-			return fmt.Errorf("limits.anonymous.%w", err)
-		}
+		errs.AppendAt("limits.anonymous", c.Anonymous.Validate())
 	}
 	if c.FleetSize < 0 {
-		return fmt.Errorf("limits.fleet_size: must not be negative (0: as counted in Redis), got %d", c.FleetSize)
+		errs.Add("limits.fleet_size", "must not be negative (0: as counted in Redis), got %d", c.FleetSize)
 	}
 	if c.RedisBatch < 0 {
-		return fmt.Errorf("limits.redis_batch: must not be negative (0: %d, 1: no batches), got %d", defaultRedisBatch, c.RedisBatch)
+		errs.Add("limits.redis_batch", "must not be negative (0: %d, 1: no batches), got %d", defaultRedisBatch, c.RedisBatch)
 	}
 	if c.AuthFailures != (Plan{}) {
-		if err := c.AuthFailures.Validate(); err != nil {
-			return fmt.Errorf("limits.auth_failures.%w", err)
-		}
+		errs.AppendAt("limits.auth_failures", c.AuthFailures.Validate())
 	}
 	for i, s := range c.TrustedProxies {
 		if _, err := parseTrusted(s); err != nil {
-			return fmt.Errorf("limits.trusted_proxies[%d]: %w", i, err)
+			errs.Add(fmt.Sprintf("limits.trusted_proxies[%d]", i), "%v", err)
 		}
 	}
-	return nil
+	return errs.Err()
 }
 
 // parseTrusted reads one trusted_proxies entry: a CIDR or a single address.

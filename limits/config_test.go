@@ -32,8 +32,8 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{"zero", Config{}, ""},
 		{"on_store_error deny", Config{OnStoreError: "deny"}, ""},
-		{"on_store_error bad", Config{OnStoreError: "open"}, "limits.on_store_error: must be allow or deny"},
-		{"anonymous", Config{Anonymous: Plan{Requests: 0, Window: time.Minute}}, "limits.anonymous.requests: must be at least 1"},
+		{"on_store_error bad", Config{OnStoreError: "open"}, `limits.on_store_error: must be allow or deny, got "open"`},
+		{"anonymous", Config{Anonymous: Plan{Requests: 0, Window: time.Minute}}, "limits.anonymous.requests: must be at least 1, got 0"},
 		{"anonymous window", Config{Anonymous: Plan{Requests: 3, Window: 1500 * time.Millisecond}}, "limits.anonymous.window: must be whole seconds, got 1.5s"},
 		{"trusted ok", Config{TrustedProxies: []string{"10.0.0.0/8", "192.0.2.1", "2001:db8::/32", "::ffff:10.0.0.0/104"}}, ""},
 		{"trusted bad", Config{TrustedProxies: []string{"10.0.0.0/8", "10.0.0.0/33"}}, `limits.trusted_proxies[1]: "10.0.0.0/33" is not an IP or CIDR`},
@@ -56,13 +56,15 @@ func TestConfigMovedSettings(t *testing.T) {
 		name, yaml, want string
 	}{
 		{"redis_url", "redis_url: redis://user:s3cret@redis.internal:6379/0\non_store_error: deny\n",
-			"limits.redis_url: moved: set redis.addrs (and redis.password_env) in the redis section"},
+			"limits.redis_url: moved; set redis.addrs (and redis.password_env) in the redis section"},
 		{"redis_url and the rest", "redis_url: rediss://:s3cret@h:1/0\nredis_prefix: x\nstore_timeout: 1s\n",
-			"limits.redis_url: moved: set redis.addrs (and redis.password_env) in the redis section"},
+			"limits.redis_url: moved; set redis.addrs (and redis.password_env) in the redis section\n" +
+				`limits.redis_prefix: moved; set redis.prefix in the redis section (the limiter's keys start with it and ":rl")` + "\n" +
+				"limits.store_timeout: moved; set redis.timeout in the redis section"},
 		{"redis_prefix", "redis_prefix: tradergate:rl\n",
-			`limits.redis_prefix: moved: set redis.prefix in the redis section (the limiter's keys start with it and ":rl")`},
+			`limits.redis_prefix: moved; set redis.prefix in the redis section (the limiter's keys start with it and ":rl")`},
 		{"store_timeout", "store_timeout: 100ms\n",
-			"limits.store_timeout: moved: set redis.timeout in the redis section"},
+			"limits.store_timeout: moved; set redis.timeout in the redis section"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -99,7 +101,7 @@ func TestNewRejectsInvalid(t *testing.T) {
 		t.Error("bad config accepted")
 	}
 	_, err := New(Config{}, map[string]Plan{"free": {Requests: 0, Window: time.Minute}}, Options{})
-	if got := errString(err); got != "plans.free.requests: must be at least 1" {
+	if got := errString(err); got != "plans.free.requests: must be at least 1, got 0" {
 		t.Errorf("bad plan: %q", got)
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"tradergate/internal/configerr"
+
 	"github.com/redis/go-redis/v9"
 )
 
@@ -80,10 +82,13 @@ func New(cfg Config, plans map[string]Plan, opt Options) (*Limiter, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	var errs configerr.List
 	for name, p := range plans {
-		if err := p.Validate(); err != nil {
-			return nil, fmt.Errorf("plans.%s.%w", name, err)
-		}
+		errs.AppendAt("plans."+name, p.Validate())
+	}
+	if len(errs) > 0 {
+		errs.Sort()
+		return nil, errs
 	}
 	l := &Limiter{
 		cfg:     cfg,

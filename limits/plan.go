@@ -3,9 +3,9 @@
 package limits
 
 import (
-	"errors"
-	"fmt"
 	"time"
+
+	"tradergate/internal/configerr"
 )
 
 // Plan is a request allowance per fixed window (docs/CONTRACT.md "Limits": allowances
@@ -21,14 +21,16 @@ type Plan struct {
 
 // Validate reports the first problem of the plan, naming the field.
 func (p Plan) Validate() error {
+	var errs configerr.List
+	if p.Requests < 1 {
+		errs.Add("requests", "must be at least 1, got %d", p.Requests)
+	}
 	switch {
-	case p.Requests < 1:
-		return errors.New("requests: must be at least 1")
 	case p.Window < time.Second:
-		return fmt.Errorf("window: must be at least 1s, got %v", p.Window)
+		errs.Add("window", "must be at least 1s, got %v", p.Window)
 	case p.Window%time.Second != 0:
 		// X-RateLimit-Reset and Retry-After are whole seconds.
-		return fmt.Errorf("window: must be whole seconds, got %v", p.Window)
+		errs.Add("window", "must be whole seconds, got %v", p.Window)
 	}
-	return nil
+	return errs.Err()
 }

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"tradergate/internal/configerr"
+
 	"golang.org/x/time/rate"
 )
 
@@ -49,15 +51,17 @@ func (c *ShieldConfig) ApplyDefaults() {
 // Validate reports the first problem as one line naming the field path under
 // upstream. Zero values are valid (they mean the default).
 func (c ShieldConfig) Validate() error {
-	switch {
-	case c.MaxConcurrent < 0:
-		return fmt.Errorf("upstream.max_concurrent: must be at least 1, got %d", c.MaxConcurrent)
-	case c.PerSecond < 0 || math.IsNaN(c.PerSecond) || math.IsInf(c.PerSecond, 0):
-		return fmt.Errorf("upstream.per_second: must be a positive number, got %v", c.PerSecond)
-	case c.QueueTimeout < 0:
-		return fmt.Errorf("upstream.queue_timeout: must be positive, got %v", c.QueueTimeout)
+	var errs configerr.List
+	if c.MaxConcurrent < 0 {
+		errs.Add("upstream.max_concurrent", "must be at least 1, got %d", c.MaxConcurrent)
 	}
-	return nil
+	if c.PerSecond < 0 || math.IsNaN(c.PerSecond) || math.IsInf(c.PerSecond, 0) {
+		errs.Add("upstream.per_second", "must be a positive number, got %v", c.PerSecond)
+	}
+	if c.QueueTimeout < 0 {
+		errs.Add("upstream.queue_timeout", "must be positive, got %v", c.QueueTimeout)
+	}
+	return errs.Err()
 }
 
 // ErrShieldFull is the state "no upstream slot within QueueTimeout". Acquire

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"cmp"
-	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -10,6 +9,8 @@ import (
 	"net/netip"
 	"strconv"
 	"time"
+
+	"tradergate/internal/configerr"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -40,33 +41,43 @@ type AdminConfig struct {
 	// token; zero: such a configuration is refused. For a listener that
 	// something else guards (a private network, a proxy that checks).
 	InsecureOpen bool `yaml:"insecure_open"`
+	// SessionLifetime is how long a login of the form lasts, checked by
+	// the edge on every request; zero: 12h. Reloaded on SIGHUP, as the
+	// token is: a new token ends every login.
+	SessionLifetime time.Duration `yaml:"session_lifetime"`
 
 	// token is the resolved value of TokenEnv; never printed.
 	token string
 }
 
-func (c *AdminConfig) applyDefaults() { c.Listen = cmp.Or(c.Listen, "127.0.0.1:9090") }
+func (c *AdminConfig) applyDefaults() {
+	c.Listen = cmp.Or(c.Listen, "127.0.0.1:9090")
+	c.SessionLifetime = cmp.Or(c.SessionLifetime, 12*time.Hour)
+}
 
 // validate reports every problem of the admin section, each naming its
-// field path, joined, and reads the token from getenv.
+// field path, and reads the token from getenv.
 func (c *AdminConfig) validate(getenv func(string) string) error {
 	if c.Listen == adminOff {
 		return nil
 	}
-	var errs []error
-	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
-		errs = append(errs, errors.New(`admin.listen: must be host:port or "off", got "`+c.Listen+`"`))
+	var errs configerr.List
+	if err := configerr.CheckListen(c.Listen); err != nil {
+		errs.AddHint("admin.listen", `or "off" for no admin listener`, "%v", err)
 	}
 	if c.TokenEnv != "" {
 		if c.token = getenv(c.TokenEnv); len(c.token) < 16 {
-			errs = append(errs, errors.New("admin.token_env: environment variable "+c.TokenEnv+" must hold a token of at least 16 characters"))
+			errs.Add("admin.token_env", "environment variable %s must hold a token of at least 16 characters", c.TokenEnv)
 		}
 	} else if len(errs) == 0 && !c.InsecureOpen && !c.loopback() {
 		// Metrics, the status page and the profiler tell an outsider a
 		// great deal: reaching them from elsewhere is opted into.
-		errs = append(errs, errors.New(`admin.listen: "`+c.Listen+`" is reachable beyond this machine: set admin.token_env, or admin.insecure_open: true to serve it without a token`))
+		errs.AddHint("admin.listen", "set admin.token_env, or admin.insecure_open: true to serve it without a token", "%q is reachable beyond this machine", c.Listen)
 	}
-	return errors.Join(errs...)
+	if c.SessionLifetime < time.Minute {
+		errs.Add("admin.session_lifetime", "must be at least 1m, got %v", c.SessionLifetime)
+	}
+	return errs.Err()
 }
 
 // loopback reports whether the admin listener is reachable from this
@@ -124,14 +135,12 @@ func (s *Server) adminHandler() http.Handler {
 	guarded.Handle("GET /{$}", page)
 	guarded.Handle("GET /status", page)
 	guarded.Handle("GET /status.json", page)
-	var rest http.Handler = guarded
-	if t := s.cfg.Admin.token; t != "" {
-		auth := newAdminAuth(t)
-		rest = auth.require(guarded)
-		mux.HandleFunc("GET /login", auth.showLogin)
-		mux.HandleFunc("POST /login", auth.login)
-	}
-	mux.Handle("/", rest)
+	// With no token set (a loopback listener, or admin.insecure_open) the
+	// guard lets everything through and /login is a 404; a reload may set
+	// one (adminlogin.go).
+	mux.HandleFunc("GET /login", s.adminAuth.showLogin)
+	mux.HandleFunc("POST /login", s.adminAuth.login)
+	mux.Handle("/", s.adminAuth.require(guarded))
 	return mux
 }
 

@@ -1,13 +1,16 @@
 package proxy_test
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
+	"tradergate/internal/configerr"
 	"tradergate/internal/testkit"
 	"tradergate/proxy"
 )
@@ -67,7 +70,8 @@ func TestAdminTokenMustBeSet(t *testing.T) {
 		}
 		return ""
 	})
-	if err == nil || err.Error() != "admin.token_env: environment variable UNSET_ADMIN_TOKEN must hold a token of at least 16 characters" {
+	var l configerr.List
+	if !errors.As(err, &l) || len(l) != 1 || l[0].Detail() != "admin.token_env: environment variable UNSET_ADMIN_TOKEN must hold a token of at least 16 characters" {
 		t.Errorf("Validate: %v", err)
 	}
 }
@@ -101,7 +105,7 @@ func TestAdminOpenListenerNeedsToken(t *testing.T) {
 		}
 		cfg.Admin.Listen, cfg.Admin.InsecureOpen = tc.listen, tc.open
 		err = cfg.Validate(getenv)
-		if tc.ok != (err == nil) || (err != nil && !strings.Contains(err.Error(), "admin.listen: \""+tc.listen+"\" is reachable beyond this machine: set admin.token_env, or admin.insecure_open: true")) {
+		if tc.ok != (err == nil) || (err != nil && !strings.Contains(err.Error(), "admin.listen: \""+tc.listen+"\" is reachable beyond this machine; set admin.token_env, or admin.insecure_open: true")) {
 			t.Errorf("listen %s, insecure_open %v: %v", tc.listen, tc.open, err)
 		}
 	}
@@ -181,5 +185,101 @@ func TestAdminLogin(t *testing.T) {
 	}
 	if resp, _ := do("GET", "/status", "Bearer wrong-token-0123456789", "", nil); resp.StatusCode != 401 {
 		t.Errorf("a wrong token beside the cookie: %d, want 401", resp.StatusCode)
+	}
+}
+
+// The login cookie is refused by the edge once its lifetime has passed,
+// by the edge's clock whatever the browser keeps, and every cookie dies
+// when a reload changes the admin token.
+func TestAdminLoginExpires(t *testing.T) {
+	const tokenA, tokenB = "admin-token-A-0123456789", "admin-token-B-0123456789"
+	env := map[string]string{"TRADERGATE_UPSTREAM_KEY": legacyKey, "ADMIN_A": tokenA, "ADMIN_B": tokenB}
+	clock := testkit.NewClock(time.Date(2027, 5, 1, 9, 0, 0, 0, time.UTC))
+	admin := func(c *proxy.Config) {
+		c.Admin.Listen = "127.0.0.1:0"
+		c.Admin.TokenEnv = "ADMIN_A"
+		c.Admin.SessionLifetime = time.Hour
+	}
+	e := newEdge(t, withClock(clock.Now), withConfig(admin), withEnv("ADMIN_A", tokenA))
+	testkit.Eventually(t, "the admin listener", func() bool { return e.srv.AdminAddr() != "" })
+	base := "http://" + e.srv.AdminAddr()
+	do := func(method, path, auth string, cookie *http.Cookie, form url.Values) *http.Response {
+		t.Helper()
+		var body io.Reader
+		if form != nil {
+			body = strings.NewReader(form.Encode())
+		}
+		req, _ := http.NewRequest(method, base+path, body)
+		if form != nil {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
+		if auth != "" {
+			req.Header.Set("Authorization", "Bearer "+auth)
+		}
+		if cookie != nil {
+			req.AddCookie(cookie)
+		}
+		resp, err := (&http.Client{CheckRedirect: noRedirects}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	login := func(token string) *http.Cookie {
+		t.Helper()
+		resp := do("POST", "/login", "", nil, url.Values{"token": {token}})
+		if resp.StatusCode != http.StatusSeeOther || len(resp.Cookies()) != 1 {
+			t.Fatalf("login: %d, cookies %v", resp.StatusCode, resp.Cookies())
+		}
+		return resp.Cookies()[0]
+	}
+	status := func(c *http.Cookie) int { t.Helper(); return do("GET", "/status.json", "", c, nil).StatusCode }
+
+	c := login(tokenA)
+	if c.MaxAge != 3600 {
+		t.Errorf("cookie Max-Age %d, want 3600 (admin.session_lifetime)", c.MaxAge)
+	}
+	if got := status(c); got != 200 {
+		t.Fatalf("a fresh login: %d", got)
+	}
+	clock.Advance(time.Hour - time.Second)
+	if got := status(c); got != 200 {
+		t.Errorf("a login one second short of its lifetime: %d, want 200", got)
+	}
+	clock.Advance(time.Second)
+	if got := status(c); got != http.StatusUnauthorized {
+		t.Errorf("a login at its lifetime: %d, want 401", got)
+	}
+	// The same value sent again by a browser that ignores Max-Age, and a
+	// cookie whose signature is not the edge's, open nothing either.
+	forged := *c
+	forged.Value = strings.ToUpper(c.Value[:1]) + c.Value[1:] + "x"
+	if got := status(&forged); got != http.StatusUnauthorized {
+		t.Errorf("a forged cookie: %d, want 401", got)
+	}
+
+	// A reload that changes the token ends every login at once.
+	c = login(tokenA)
+	cfg, err := proxy.ParseConfig([]byte(testConfig(e.up.URL + "/open-api")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin(cfg)
+	cfg.Admin.TokenEnv = "ADMIN_B"
+	if err := cfg.Validate(func(k string) string { return env[k] }); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.srv.Reload(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if got := status(c); got != http.StatusUnauthorized {
+		t.Errorf("a login under the old token after the reload: %d, want 401", got)
+	}
+	if got := do("GET", "/status.json", tokenA, nil, nil).StatusCode; got != http.StatusUnauthorized {
+		t.Errorf("the old token after the reload: %d, want 401", got)
+	}
+	if got := status(login(tokenB)); got != 200 {
+		t.Errorf("a login under the new token: %d, want 200", got)
 	}
 }

@@ -5,52 +5,83 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
+
+	"github.com/gorilla/securecookie"
 )
 
 // The admin token in a browser. A browser cannot send an Authorization
 // header by itself, so the admin listener has a login form: GET /login
 // shows it, POST /login with the right token sets a cookie and sends the
-// browser to the status page. The cookie holds an HMAC of the token under
-// a key of this process, never the token: a stolen cookie does not give
-// the token away (nor work on another replica, or after a restart), and
-// is HttpOnly, SameSite=Strict and, over TLS, Secure. It is taken as the
-// token on GET and HEAD only: nothing that changes state trusts a cookie.
+// browser to the status page.
+//
+// The cookie holds when it was issued, by the edge's clock, signed
+// (gorilla/securecookie, HMAC-SHA256) under a key made of a secret of
+// this process and the admin token; never the token itself. So a stolen
+// cookie does not give the token away, and it stops working when its
+// lifetime (admin.session_lifetime) has passed, when the token changes
+// (a reload), on another replica and after a restart. The server checks
+// the lifetime: the cookie's Max-Age only tells the browser when to drop
+// it. The cookie is HttpOnly, SameSite=Strict and, over TLS, Secure. It is
+// taken as the token on GET and HEAD only: nothing that changes state
+// trusts a cookie.
 
 // adminCookie names the admin session cookie.
 const adminCookie = "tradergate_admin"
 
-// adminSessionAge is how long a login lasts.
-const adminSessionAge = 12 * time.Hour
-
 // adminAuth checks the admin token, sent as `Authorization: Bearer <token>`
 // (the scheme in any case, RFC 9110 section 11.1) or, on GET and HEAD, as
-// the login cookie.
+// the login cookie. Its token and lifetime are replaced on reload
+// (configure).
 type adminAuth struct {
-	token   []byte
-	session string // the cookie's value: hex HMAC-SHA256 of the token
+	now    func() time.Time
+	secret [32]byte // of this process: cookies die with it
+	state  atomic.Pointer[adminState]
 }
 
-func newAdminAuth(token string) *adminAuth {
-	var key [32]byte
-	_, _ = rand.Read(key[:]) // crypto/rand.Read never fails
-	mac := hmac.New(sha256.New, key[:])
-	mac.Write([]byte(token))
-	return &adminAuth{token: []byte(token), session: hex.EncodeToString(mac.Sum(nil))}
+// adminState is what one configuration says.
+type adminState struct {
+	token    []byte // "": no token, the listener is open (admin.insecure_open or loopback)
+	lifetime time.Duration
+	codec    *securecookie.SecureCookie // signs under the secret and the token
 }
+
+func newAdminAuth(c AdminConfig, now func() time.Time) *adminAuth {
+	a := &adminAuth{now: now}
+	_, _ = rand.Read(a.secret[:]) // crypto/rand.Read never fails
+	a.configure(c)
+	return a
+}
+
+// configure takes the token and lifetime of c; a cookie signed under
+// another token no longer opens anything.
+func (a *adminAuth) configure(c AdminConfig) {
+	mac := hmac.New(sha256.New, a.secret[:])
+	mac.Write([]byte(c.token))
+	// The cookie's own timestamp is of the wall clock, which tests cannot
+	// move; the lifetime is checked against the issue time it carries
+	// (allowed), so its own check is off (MaxAge 0).
+	codec := securecookie.New(mac.Sum(nil), nil).MaxAge(0).SetSerializer(securecookie.JSONEncoder{})
+	a.state.Store(&adminState{token: []byte(c.token), lifetime: c.SessionLifetime, codec: codec})
+}
+
+// open reports whether no token is set: every request is let through.
+func (a *adminAuth) open() bool { return len(a.state.Load().token) == 0 }
 
 // tokenIs compares a presented token with the admin token in constant time.
 func (a *adminAuth) tokenIs(presented string) bool {
-	return subtle.ConstantTimeCompare([]byte(presented), a.token) == 1
+	t := a.state.Load().token
+	return len(t) > 0 && subtle.ConstantTimeCompare([]byte(presented), t) == 1
 }
 
-// allowed reports whether r carries the token, or the session cookie on a
-// safe method.
+// allowed reports whether r carries the token, or on a safe method a
+// session cookie signed under the token and issued less than its
+// lifetime ago.
 func (a *adminAuth) allowed(r *http.Request) bool {
 	if h := r.Header.Get("Authorization"); h != "" {
 		key, ok := bearer(h)
@@ -60,14 +91,33 @@ func (a *adminAuth) allowed(r *http.Request) bool {
 		return false
 	}
 	c, err := r.Cookie(adminCookie)
-	return err == nil && subtle.ConstantTimeCompare([]byte(c.Value), []byte(a.session)) == 1
+	if err != nil {
+		return false
+	}
+	st := a.state.Load()
+	var issued int64
+	if len(st.token) == 0 || st.codec.Decode(adminCookie, c.Value, &issued) != nil {
+		return false
+	}
+	// A cookie from ahead of the clock is refused past a minute, the
+	// allowance for a clock stepped back, so that it cannot live longer
+	// than its lifetime.
+	age := a.now().Sub(time.Unix(issued, 0))
+	return age > -time.Minute && age < st.lifetime
+}
+
+// session is a new cookie value, issued now.
+func (a *adminAuth) session() (string, time.Duration, error) {
+	st := a.state.Load()
+	v, err := st.codec.Encode(adminCookie, a.now().Unix())
+	return v, st.lifetime, err
 }
 
 // require refuses, with 401, a request to next without the token; a
 // browser asking for a page is sent to the login form instead.
 func (a *adminAuth) require(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if a.allowed(r) {
+		if a.open() || a.allowed(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -82,12 +132,20 @@ func (a *adminAuth) require(next http.Handler) http.Handler {
 
 // showLogin is GET /login.
 func (a *adminAuth) showLogin(w http.ResponseWriter, r *http.Request) {
+	if a.open() {
+		http.NotFound(w, r) // nothing to log in to
+		return
+	}
 	writeLoginForm(w, http.StatusOK, "")
 }
 
 // login is POST /login: the form's token, checked; a session cookie and
 // the status page when it is right, the form again when not.
 func (a *adminAuth) login(w http.ResponseWriter, r *http.Request) {
+	if a.open() {
+		http.NotFound(w, r)
+		return
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
 	if err := r.ParseForm(); err != nil {
 		writeLoginForm(w, http.StatusBadRequest, "The form could not be read.")
@@ -97,11 +155,16 @@ func (a *adminAuth) login(w http.ResponseWriter, r *http.Request) {
 		writeLoginForm(w, http.StatusUnauthorized, "That is not the admin token.")
 		return
 	}
+	value, lifetime, err := a.session()
+	if err != nil { // only a value that does not serialize: never an int64
+		http.Error(w, "the session could not be made", http.StatusInternalServerError)
+		return
+	}
 	http.SetCookie(w, &http.Cookie{
 		Name:     adminCookie,
-		Value:    a.session,
+		Value:    value,
 		Path:     "/",
-		MaxAge:   int(adminSessionAge / time.Second),
+		MaxAge:   int(lifetime / time.Second),
 		HttpOnly: true,
 		Secure:   r.TLS != nil,
 		SameSite: http.SameSiteStrictMode,

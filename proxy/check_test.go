@@ -3,12 +3,15 @@ package proxy_test
 import (
 	"bytes"
 	"encoding/base64"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"tradergate/internal/configerr"
 	"tradergate/internal/testkit"
 	"tradergate/proxy"
 )
@@ -29,21 +32,51 @@ func getenvOf(vals map[string]string) func(string) string {
 }
 
 func TestCheckShippedConfig(t *testing.T) {
-	r := proxy.Check([]byte(shippedConfig(t)), getenvOf(map[string]string{"TRADERGATE_UPSTREAM_KEY": "up"}))
+	cfg := shippedConfig(t)
+	r := proxy.Check([]byte(cfg), getenvOf(map[string]string{"TRADERGATE_UPSTREAM_KEY": "up"}))
 	if len(r.Problems) > 0 || r.Config == nil {
 		t.Fatalf("problems in config.yaml: %v", r.Problems)
 	}
-	if want := []proxy.EnvVar{{Field: "upstream.key_env", Name: "TRADERGATE_UPSTREAM_KEY", Set: true}}; len(r.Env) != 1 || r.Env[0] != want[0] {
+	line := lineOf(t, cfg, "  key_env:")
+	if want := (proxy.EnvVar{Field: "upstream.key_env", Name: "TRADERGATE_UPSTREAM_KEY", Set: true, Line: line}); len(r.Env) != 1 || r.Env[0] != want {
 		t.Errorf("env = %+v, want %+v", r.Env, want)
 	}
-	if out, want := reportHas(t, r, "config.yaml"), "config.yaml: environment variable TRADERGATE_UPSTREAM_KEY (upstream.key_env) is set\nconfig.yaml: OK\n"; out != want {
+	want := fmt.Sprintf("config.yaml:%d: note: upstream.key_env: environment variable TRADERGATE_UPSTREAM_KEY is set\nconfig.yaml: OK\n", line)
+	if out := reportHas(t, r, "config.yaml"); out != want {
 		t.Errorf("report:\n%s\nwant:\n%s", out, want)
 	}
 }
 
-// TestCheckNamesFieldAndLine: every problem of a file with several is
-// reported apart, on the line of its field, in file order; a field left
-// out is placed on its section's line.
+// lineOf is the line of the first line of file starting with prefix.
+func lineOf(t *testing.T, file, prefix string) int {
+	t.Helper()
+	for i, l := range strings.Split(file, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			return i + 1
+		}
+	}
+	t.Fatalf("no line starts with %q", prefix)
+	return 0
+}
+
+// problem is a FieldError without its cause, to compare.
+type problem struct {
+	Line, Col       int
+	Path, Msg, Hint string
+}
+
+func problemsOf(l configerr.List) []problem {
+	out := make([]problem, len(l))
+	for i, e := range l {
+		out[i] = problem{e.Line, e.Col, e.Path, e.Msg, e.Hint}
+	}
+	return out
+}
+
+// TestCheckNamesFieldAndLine: every problem of a file with several, in
+// all its sections, is reported apart, on the line and column of its
+// field, in file order; a field left out is placed on its section's line.
+// A variable the file needs and that is unset is a problem, not a note.
 func TestCheckNamesFieldAndLine(t *testing.T) {
 	const bad = `server:
   listen: "nope"
@@ -63,31 +96,46 @@ log:
   level: loud
 `
 	r := proxy.Check([]byte(bad), getenvOf(nil))
-	want := []proxy.Problem{
-		{Line: 2, Field: "server.listen", Message: `must be host:port, got "nope"`},
-		{Line: 3, Field: "upstream.key_env", Message: "environment variable TRADERGATE_UPSTREAM_KEY (the edge's legacy API key) is not set"},
-		{Line: 7, Field: "keys[0].sha256", Message: "must be 64 hex digits (the SHA-256 of the key, from `tradergate hash-key`)"},
-		{Line: 8, Field: "keys[0].plan", Message: `unknown plan "gold" (plans: free)`},
-		// A message that holds "; " stays one problem.
-		{Line: 14, Field: "redis.ca_file", Message: "set but redis.tls is false; set tls: true to use it"},
-		{Line: 16, Field: "log.level", Message: `must be debug, info, warn or error, got "loud"`},
+	want := []problem{
+		{2, 3, "server.listen", `must be host:port, got "nope"`, ""},
+		{3, 1, "upstream.key_env", "environment variable TRADERGATE_UPSTREAM_KEY (the edge's legacy API key) is not set", ""},
+		{7, 5, "keys[0].sha256", "must be 64 hex digits (the SHA-256 of the key, from `tradergate hash-key`)", ""},
+		{8, 5, "keys[0].plan", `unknown plan "gold" (plans: free)`, ""},
+		{14, 3, "redis.ca_file", "set but redis.tls is false", "set tls: true to use it"},
+		{16, 3, "log.level", `must be debug, info, warn or error, got "loud"`, ""},
 	}
-	if len(r.Problems) != len(want) {
-		t.Fatalf("problems:\n%s\nwant %d", joinProblems(r.Problems), len(want))
-	}
-	for i, p := range r.Problems {
-		if p != want[i] {
-			t.Errorf("problem %d = %+v\nwant %+v", i, p, want[i])
-		}
+	if got := problemsOf(r.Problems); !slices.Equal(got, want) {
+		t.Errorf("problems:\n%v\nwant\n%v", got, want)
 	}
 	if r.Config != nil {
 		t.Error("a config with problems is returned")
 	}
+	if len(r.Env) != 0 {
+		t.Errorf("notes %+v: the unset variable is a problem, not a note", r.Env)
+	}
 	reportHas(t, r, "edge.yaml",
-		"edge.yaml: environment variable TRADERGATE_UPSTREAM_KEY (upstream.key_env) is unset\n",
-		"edge.yaml:2: server.listen: must be host:port, got \"nope\"\n",
-		"edge.yaml:7: keys[0].sha256: must be 64 hex digits",
+		"edge.yaml:2:3: server.listen: must be host:port, got \"nope\"\n",
+		"edge.yaml:7:5: keys[0].sha256: must be 64 hex digits",
+		"edge.yaml:14:3: redis.ca_file: set but redis.tls is false; set tls: true to use it\n",
 		"edge.yaml: 6 problems\n")
+}
+
+// TestCheckRefusesWhatStartRefuses: an address the listener cannot bind
+// for its form is refused by check, as by start.
+func TestCheckRefusesWhatStartRefuses(t *testing.T) {
+	env := getenvOf(map[string]string{"TRADERGATE_UPSTREAM_KEY": "up"})
+	for _, tc := range []struct{ from, to, path, msg string }{
+		{`listen: ":8080"`, `listen: "127.0.0.1:99999"`, "server.listen", `port 99999 is out of range (0 to 65535), got "127.0.0.1:99999"`},
+		{`listen: ":8080"`, `listen: "127.0.0.1:"`, "server.listen", `has no port, got "127.0.0.1:"`},
+		{`listen: ":8080"`, `listen: "bad host:80"`, "server.listen", `host "bad host" is neither an IP address nor a host name`},
+		{`listen: "127.0.0.1:9090"`, `listen: "127.0.0.1:70000"`, "admin.listen", `port 70000 is out of range (0 to 65535), got "127.0.0.1:70000"`},
+	} {
+		cfg := strings.Replace(shippedConfig(t), tc.from, tc.to, 1)
+		r := proxy.Check([]byte(cfg), env)
+		if len(r.Problems) != 1 || r.Problems[0].Path != tc.path || r.Problems[0].Msg != tc.msg || r.Problems[0].Line != lineOf(t, cfg, "  "+tc.to) {
+			t.Errorf("%s: problems %v, want %s: %s on its line", tc.to, r.Problems, tc.path, tc.msg)
+		}
+	}
 }
 
 // reportHas writes r for the file name and fails unless it holds every
@@ -106,24 +154,43 @@ func reportHas(t *testing.T, r proxy.CheckReport, name string, want ...string) s
 	return out.String()
 }
 
+// TestCheckDecodeErrors: what does not decode is placed by the YAML
+// parser's own node positions, every problem at once.
 func TestCheckDecodeErrors(t *testing.T) {
+	serverFields := "known here: drain_delay, idle_timeout, listen, max_header_bytes, memory_limit, read_header_timeout, read_timeout, shutdown_timeout, tls, write_timeout"
 	for _, tc := range []struct {
 		name, file string
-		want       proxy.Problem
+		want       []problem
 	}{
-		{"unknown field", "server:\n  listen: \":1\"\n  listn: x\n", proxy.Problem{Line: 3, Field: "server.listn", Message: "unknown field"}},
-		{"unknown section", "server:\n  listen: \":1\"\nextra: 1\n", proxy.Problem{Line: 3, Field: "extra", Message: "unknown field"}},
-		{"type", "server:\n  max_header_bytes: lots\n", proxy.Problem{Line: 2, Field: "server.max_header_bytes",
-			Message: "cannot unmarshal !!str `lots` into int"}},
-		{"syntax", "server:\n  listen: [\n", proxy.Problem{Line: 2, Message: "did not find expected node content"}},
-		{"empty", "", proxy.Problem{Message: "config is empty"}},
+		{"unknown field", "server:\n  listen: \":1\"\n  listn: x\n", []problem{{3, 3, "server.listn", "unknown field", serverFields}}},
+		{"unknown section", "server:\n  listen: \":1\"\nextra: 1\n", []problem{{3, 1, "extra", "unknown field", ""}}},
+		{"type", "server:\n  max_header_bytes: lots\n", []problem{{2, 21, "server.max_header_bytes", `must be a whole number, got "lots"`, ""}}},
+		{"duration without a unit", "server:\n  read_timeout: 10\n", []problem{{2, 17, "server.read_timeout", "10 has no unit", "add a unit, such as 1m"}}},
+		{"duration", "upstream:\n  timeout: soon\n", []problem{{2, 12, "upstream.timeout", `must be a duration such as 500ms, 30s or 1m, got "soon"`, ""}}},
+		{"several, in flow style too", "plans:\n  free: {requests: x, window: 60}\nlog: {access: maybe}\nkeys: {}\n", []problem{
+			{2, 20, "plans.free.requests", `must be a whole number, got "x"`, ""},
+			{2, 31, "plans.free.window", "60 has no unit", "add a unit, such as 1m"},
+			{3, 15, "log.access", `must be true or false, got "maybe"`, ""},
+			{4, 7, "keys", "must be a list, got a mapping", ""},
+		}},
+		{"empty", "", []problem{{Msg: "config is empty"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := proxy.Check([]byte(tc.file), getenvOf(nil))
-			if len(r.Problems) != 1 || r.Problems[0] != tc.want {
-				t.Errorf("problems = %+v, want %+v", r.Problems, tc.want)
+			got := problemsOf(r.Problems)
+			if tc.name == "unknown section" && len(got) == 1 {
+				got[0].Hint = "" // the list of every section is long
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("problems = %+v, want %+v", got, tc.want)
 			}
 		})
+	}
+	// yaml.v3 gives a syntax error's line only in its text: the error
+	// is passed on whole, as the file's.
+	r := proxy.Check([]byte("server:\n  listen: [\n"), getenvOf(nil))
+	if len(r.Problems) != 1 || r.Problems[0].Path != "" || !strings.Contains(r.Problems[0].Msg, "line 2: did not find expected node content") {
+		t.Errorf("syntax error: %+v", r.Problems)
 	}
 }
 
@@ -189,7 +256,7 @@ func TestCheckLoadsFiles(t *testing.T) {
 				t.Fatalf("problems:\n%s", joinProblems(r.Problems))
 			}
 			p := r.Problems[0]
-			if p.Field != tc.field || p.Line != line(cfg, tc.field[strings.LastIndexByte(tc.field, '.')+1:]) || !strings.Contains(p.Message, tc.message) {
+			if p.Path != tc.field || p.Line != line(cfg, tc.field[strings.LastIndexByte(tc.field, '.')+1:]) || !strings.Contains(p.Msg, tc.message) {
 				t.Errorf("problem = %+v, want %s on its line, saying %q", p, tc.field, tc.message)
 			}
 		})
@@ -211,9 +278,8 @@ func TestCheckNeverPrintsEnvValues(t *testing.T) {
 	}
 	r := proxy.Check([]byte(cfg), getenvOf(secrets))
 	out := reportHas(t, r, "config.yaml",
-		"TRADERGATE_UPSTREAM_KEY (upstream.key_env) is set",
-		"REDIS_PASSWORD (redis.password_env) is unset",
-		"ADMIN_TOKEN (admin.token_env) is set",
+		"note: upstream.key_env: environment variable TRADERGATE_UPSTREAM_KEY is set",
+		"note: admin.token_env: environment variable ADMIN_TOKEN is set",
 		"admin.token_env: environment variable ADMIN_TOKEN must hold a token of at least 16 characters",
 		"redis.password_env: environment variable REDIS_PASSWORD (the Redis password) is not set")
 	for _, v := range secrets {
@@ -223,10 +289,4 @@ func TestCheckNeverPrintsEnvValues(t *testing.T) {
 	}
 }
 
-func joinProblems(ps []proxy.Problem) string {
-	var b strings.Builder
-	for _, p := range ps {
-		b.WriteString(p.String() + "\n")
-	}
-	return b.String()
-}
+func joinProblems(ps configerr.List) string { return ps.Error() }

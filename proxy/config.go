@@ -2,15 +2,16 @@ package proxy
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"slices"
 	"strings"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+
 	"tradergate/cache"
+	"tradergate/internal/configerr"
 	"tradergate/limits"
 	"tradergate/proxy/fleet"
 	"tradergate/proxy/native"
@@ -38,6 +39,10 @@ type Config struct {
 	Legacy    LegacyConfig           `yaml:"legacy"`
 	Native    native.Config          `yaml:"native"`
 	Log       LogConfig              `yaml:"log"`
+
+	// doc is the file's document node, by which Validate places each
+	// problem on its line; nil for a Config not read from a file.
+	doc *yaml.Node
 }
 
 // LogConfig is the log section. Logs are JSON lines (log/slog) on stderr.
@@ -152,9 +157,11 @@ type KeyConfig struct {
 // errors) and fills defaults. It does not validate; call Validate.
 func ParseConfig(data []byte) (*Config, error) {
 	var c Config
-	if err := decodeStrict(data, &c); err != nil {
+	doc, err := decodeStrict(data, &c)
+	if err != nil {
 		return nil, err
 	}
+	c.doc = doc
 	c.applyDefaults()
 	return &c, nil
 }
@@ -182,16 +189,18 @@ func (c *Config) applyDefaults() {
 
 // Validate checks every section and reads the secrets they name (the
 // upstream key, the Redis password, the admin token, the native
-// service's credential) from getenv. All
-// problems are reported on one line, sorted, each naming its field path.
+// service's credential) from getenv. It returns every problem of every
+// section at once, as a configerr.List in file order, each placed on its
+// field's line when the Config was read by ParseConfig.
 func (c *Config) Validate(getenv func(string) string) error {
-	return problems(
+	var errs configerr.List
+	for _, err := range []error{
 		c.Server.validate(c.Upstream.Timeout),
 		c.Admin.validate(getenv),
 		c.Log.validate(),
-		joinLines(c.Upstream.Validate(getenv)),
-		joinLines(c.Redis.Validate(getenv)),
-		joinLines(c.Native.Validate(getenv)),
+		c.Upstream.Validate(getenv),
+		c.Redis.Validate(getenv),
+		c.Native.Validate(getenv),
 		c.validateNativeTimeout(),
 		c.OrderBook.Validate(),
 		c.Tracing.Validate(),
@@ -200,7 +209,12 @@ func (c *Config) Validate(getenv func(string) string) error {
 		c.Cache.Validate(route.Names()),
 		validatePlans(c.Plans),
 		c.validateKeys(),
-	)
+	} {
+		errs.Append(err)
+	}
+	place(c.doc, errs)
+	errs.Sort()
+	return errs.Err()
 }
 
 // validateNativeTimeout checks what spans the native and server sections:
@@ -216,62 +230,17 @@ func (c *Config) validateNativeTimeout() error {
 		return nil
 	}
 	if both := c.Native.Timeout + c.Upstream.Timeout; c.Server.WriteTimeout <= both {
-		return fmt.Errorf("server.write_timeout: must exceed native.timeout + upstream.timeout (%v) while a route is in canary or native mode: a miss native fails is fetched from the legacy host after it", both)
+		return &configerr.FieldError{Path: "server.write_timeout", Msg: fmt.Sprintf("must exceed native.timeout + upstream.timeout (%v) while a route is in canary or native mode: a miss native fails is fetched from the legacy host after it", both)}
 	}
 	return nil
 }
 
-// problems is the problems of errs, each section's joined errors taken
-// apart, sorted and put on one line; nil when there are none.
-func problems(errs ...error) error {
-	var lines []string
-	var walk func(error)
-	walk = func(err error) {
-		if j, ok := err.(interface{ Unwrap() []error }); ok {
-			for _, e := range j.Unwrap() {
-				walk(e)
-			}
-			return
-		}
-		if err != nil {
-			lines = append(lines, err.Error())
-		}
-	}
-	for _, err := range errs {
-		walk(err)
-	}
-	if len(lines) == 0 {
-		return nil
-	}
-	slices.Sort(lines)
-	return errors.New(strings.Join(lines, "; "))
-}
-
-// joinLines is the problems of a section that reports them as strings
-// (upstream, redis), as one joined error.
-func joinLines(lines []string) error {
-	errs := make([]error, len(lines))
-	for i, l := range lines {
-		errs[i] = errors.New(l)
-	}
-	return errors.Join(errs...)
-}
-
-// fieldErrors collects problems, each naming its field path.
-type fieldErrors []error
-
-func (e *fieldErrors) add(field, format string, args ...any) {
-	*e = append(*e, errors.New(field+": "+fmt.Sprintf(format, args...)))
-}
-
-func (e fieldErrors) join() error { return errors.Join(e...) }
-
 // validate checks the server section and its TLS. upstreamTimeout is
 // upstream.timeout, which server.write_timeout must exceed.
 func (s *ServerConfig) validate(upstreamTimeout time.Duration) error {
-	var errs fieldErrors
-	if _, _, err := net.SplitHostPort(s.Listen); err != nil {
-		errs.add("server.listen", "must be host:port, got %q", s.Listen)
+	var errs configerr.List
+	if err := configerr.CheckListen(s.Listen); err != nil {
+		errs.Add("server.listen", "%v", err)
 	}
 	for name, d := range map[string]time.Duration{
 		"server.read_header_timeout": s.ReadHeaderTimeout, "server.read_timeout": s.ReadTimeout,
@@ -279,55 +248,54 @@ func (s *ServerConfig) validate(upstreamTimeout time.Duration) error {
 		"server.shutdown_timeout": s.ShutdownTimeout, "server.drain_delay": s.DrainDelay,
 	} {
 		if d < 0 {
-			errs.add(name, "must not be negative, got %v", d)
+			errs.Add(name, "must not be negative, got %v", d)
 		}
 	}
 	if upstreamTimeout > 0 && s.WriteTimeout > 0 && s.WriteTimeout <= upstreamTimeout {
-		errs.add("server.write_timeout", "must exceed upstream.timeout (%v), or slow upstream answers are cut off mid-write", upstreamTimeout)
+		errs.Add("server.write_timeout", "must exceed upstream.timeout (%v), or slow upstream answers are cut off mid-write", upstreamTimeout)
 	}
 	if s.MemoryLimit < -1 || (s.MemoryLimit > 0 && s.MemoryLimit < 64<<20) {
-		errs.add("server.memory_limit", "must be -1 (none), 0 (the default) or at least 64 MiB in bytes, got %d", s.MemoryLimit)
+		errs.Add("server.memory_limit", "must be -1 (none), 0 (the default) or at least 64 MiB in bytes, got %d", s.MemoryLimit)
 	}
 	if s.MaxHeaderBytes < 1024 {
-		errs.add("server.max_header_bytes", "must be at least 1024, got %d", s.MaxHeaderBytes)
+		errs.Add("server.max_header_bytes", "must be at least 1024, got %d", s.MaxHeaderBytes)
 	}
 	if s.MaxConnections < 0 {
-		errs.add("server.max_connections", "must be 0 (sized from the memory limit) or a count of connections, got %d", s.MaxConnections)
+		errs.Add("server.max_connections", "must be 0 (sized from the memory limit) or a count of connections, got %d", s.MaxConnections)
 	}
 	if s.MaxConnectionsPerAddress < -1 {
-		errs.add("server.max_connections_per_address", "must be -1 (none), 0 (a quarter of max_connections) or a count of connections, got %d", s.MaxConnectionsPerAddress)
+		errs.Add("server.max_connections_per_address", "must be -1 (none), 0 (a quarter of max_connections) or a count of connections, got %d", s.MaxConnectionsPerAddress)
 	}
 	if s.MaxConnections > 0 && s.MaxConnectionsPerAddress > s.MaxConnections {
-		errs.add("server.max_connections_per_address", "must not exceed server.max_connections (%d), got %d", s.MaxConnections, s.MaxConnectionsPerAddress)
+		errs.Add("server.max_connections_per_address", "must not exceed server.max_connections (%d), got %d", s.MaxConnections, s.MaxConnectionsPerAddress)
 	}
-	return errors.Join(errs.join(), s.TLS.Validate())
+	errs.Append(s.TLS.Validate())
+	return errs.Err()
 }
 
 // validate checks the log section.
 func (c LogConfig) validate() error {
 	if err := new(slog.Level).UnmarshalText([]byte(c.Level)); err != nil {
-		return fmt.Errorf("log.level: must be debug, info, warn or error, got %q", c.Level)
+		return &configerr.FieldError{Path: "log.level", Msg: fmt.Sprintf("must be debug, info, warn or error, got %q", c.Level)}
 	}
 	return nil
 }
 
 // validatePlans checks each named plan.
 func validatePlans(plans map[string]limits.Plan) error {
-	var errs fieldErrors
+	var errs configerr.List
 	for name, p := range plans {
-		if err := p.Validate(); err != nil {
-			errs.add("plans."+name, "%v", err)
-		}
+		errs.AppendAt("plans."+name, p.Validate())
 	}
-	return errs.join()
+	return errs.Err()
 }
 
 // validateKeys checks the keys against the plans and the routes, and
 // lower-cases their hashes.
 func (c *Config) validateKeys() error {
-	var errs fieldErrors
+	var errs configerr.List
 	if len(c.Keys) == 0 {
-		errs.add("keys", "at least one key is required (hash one with `tradergate hash-key`)")
+		errs.Add("keys", "at least one key is required (hash one with `tradergate hash-key`)")
 	}
 	routes := route.Names()
 	ids, hashes := map[string]bool{}, map[string]bool{}
@@ -336,37 +304,35 @@ func (c *Config) validateKeys() error {
 		f := fmt.Sprintf("keys[%d]", i)
 		switch {
 		case k.ID == "":
-			errs.add(f+".id", "is required")
+			errs.Add(f+".id", "is required")
 		case ids[k.ID]:
-			errs.add(f+".id", "duplicate id %q", k.ID)
+			errs.Add(f+".id", "duplicate id %q", k.ID)
 		}
 		ids[k.ID] = true
 		k.SHA256 = strings.ToLower(k.SHA256)
 		switch {
 		case len(k.SHA256) != 64 || strings.Trim(k.SHA256, "0123456789abcdef") != "":
-			errs.add(f+".sha256", "must be 64 hex digits (the SHA-256 of the key, from `tradergate hash-key`)")
+			errs.Add(f+".sha256", "must be 64 hex digits (the SHA-256 of the key, from `tradergate hash-key`)")
 		case hashes[k.SHA256]:
-			errs.add(f+".sha256", "duplicate of another key")
+			errs.Add(f+".sha256", "duplicate of another key")
 		}
 		hashes[k.SHA256] = true
 		if _, ok := c.Plans[k.Plan]; !ok {
-			errs.add(f+".plan", "unknown plan %q (plans: %s)", k.Plan, strings.Join(sortedKeys(c.Plans), ", "))
+			errs.Add(f+".plan", "unknown plan %q (plans: %s)", k.Plan, strings.Join(sortedKeys(c.Plans), ", "))
 		}
 		if k.Limit != nil {
-			if err := k.Limit.Validate(); err != nil {
-				errs.add(f+".limit", "%v", err)
-			}
+			errs.AppendAt(f+".limit", k.Limit.Validate())
 		}
 		if len(k.Routes) == 0 {
-			errs.add(f+".routes", "is required: route names or \"*\" (routes: %s)", strings.Join(routes, ", "))
+			errs.Add(f+".routes", "is required: route names or \"*\" (routes: %s)", strings.Join(routes, ", "))
 		}
 		for _, r := range k.Routes {
 			if r != "*" && !slices.Contains(routes, r) {
-				errs.add(f+".routes", "unknown route %q (routes: %s)", r, strings.Join(routes, ", "))
+				errs.Add(f+".routes", "unknown route %q (routes: %s)", r, strings.Join(routes, ", "))
 			}
 		}
 	}
-	return errs.join()
+	return errs.Err()
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -57,7 +57,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{"unknown top-level", func(s string) string { return s + "extra: 1\n" }, okEnv, "extra: unknown field"},
 		{"unknown nested", func(s string) string {
 			return strings.Replace(s, `listen: "127.0.0.1:0"`, "listen: \"127.0.0.1:0\"\n  listn: x", 1)
-		}, okEnv, "line 4: server.listn: unknown field"},
+		}, okEnv, "line 4:3: server.listn: unknown field"},
 		{"unknown in list", func(s string) string {
 			return strings.Replace(s, "plan: free", "plan: free\n    plna: x", 1)
 		}, okEnv, "keys[0].plna: unknown field"},
@@ -66,10 +66,10 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		}, okEnv, "plans.free.burst: unknown field"},
 		{"duration without unit", func(s string) string {
 			return strings.Replace(s, `listen: "127.0.0.1:0"`, "listen: \"127.0.0.1:0\"\n  read_timeout: 30", 1)
-		}, okEnv, "server.read_timeout: cannot unmarshal"},
+		}, okEnv, "server.read_timeout: 30 has no unit; add a unit, such as 1m"},
 		{"bad int", func(s string) string {
 			return strings.Replace(s, "requests: 10", "requests: ten", 1)
-		}, okEnv, "plans.free.requests: cannot unmarshal"},
+		}, okEnv, `plans.free.requests: must be a whole number, got "ten"`},
 		{"missing base_url", func(s string) string {
 			return strings.Replace(s, `base_url: "http://127.0.0.1:1/open-api/"`, "", 1)
 		}, okEnv, "upstream.base_url: is required"},
@@ -90,7 +90,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{"unknown plan", func(s string) string { return strings.Replace(s, "plan: free", "plan: gold", 1) }, okEnv, `keys[0].plan: unknown plan "gold"`},
 		{"unknown route", func(s string) string { return strings.Replace(s, `["*"]`, `["trades"]`, 1) }, okEnv, `keys[0].routes: unknown route "trades"`},
 		{"no routes", func(s string) string { return strings.Replace(s, `routes: ["*"]`, "", 1) }, okEnv, "keys[0].routes: is required"},
-		{"plan window", func(s string) string { return strings.Replace(s, "window: 1m", "window: 1500ms", 1) }, okEnv, "plans.free: window: must be whole seconds"},
+		{"plan window", func(s string) string { return strings.Replace(s, "window: 1m", "window: 1500ms", 1) }, okEnv, "plans.free.window: must be whole seconds"},
 		{"write timeout below upstream", func(s string) string {
 			return strings.Replace(s, `listen: "127.0.0.1:0"`, "listen: \"127.0.0.1:0\"\n  write_timeout: 5s", 1)
 		}, okEnv, "server.write_timeout: must exceed upstream.timeout"},

@@ -242,19 +242,6 @@ func (x *exchange) setHeader(name, value string) {
 	}
 }
 
-// header returns the value set for name, or "".
-func (x *exchange) header(name string) string {
-	if x.named&nameBit(name) == 0 {
-		return ""
-	}
-	for _, f := range x.headers[:x.nh] {
-		if f.name == name {
-			return f.value
-		}
-	}
-	return ""
-}
-
 // nameBit is name's bit in exchange.named: one of 64, from its length and
 // last byte, which tell apart the names of a hit's answer (the three of 12
 // bytes end in s, e and d).

@@ -129,3 +129,16 @@ func TestHeaderFieldsByName(t *testing.T) {
 		t.Errorf("deleted then set: %+v", x.headers[:x.nh])
 	}
 }
+
+// header returns the value set for name, or "".
+func (x *exchange) header(name string) string {
+	if x.named&nameBit(name) == 0 {
+		return ""
+	}
+	for _, f := range x.headers[:x.nh] {
+		if f.name == name {
+			return f.value
+		}
+	}
+	return ""
+}

@@ -21,29 +21,118 @@ import (
 // arrives; fasthttp hands it to errorFast within its error.
 var errBareLF = errors.New("line ending in a bare LF")
 
-// lfScan finds a LF not preceded by a CR across reads.
-type lfScan struct{ lastCR bool }
+// lfScan reads a connection's bytes as they arrive: it finds a LF not
+// preceded by a CR across reads, and keeps the start of the request line
+// being read, for errorFast. Since every byte is a request line or a
+// header line, the request line is the first line that is not empty
+// after a header block's empty line (or the connection's start).
+//
+// fasthttp hands its ErrorHandler the error and a RequestCtx whose request
+// it could not parse, so the request line of a refused request is known
+// only here. With pipelined requests that fasthttp has read ahead of the
+// one it refuses, the line kept is the last one read, not the refused
+// one's; a refused request's own header block never ends, so what is read
+// after it is its own.
+type lfScan struct {
+	lastCR bool
+	// inHeaders: the request line has ended and the bytes read next are
+	// header lines, until an empty line.
+	inHeaders bool
+	lineLen   int // bytes of the current line so far, its CR included
+	// line holds the first bytes of the request line (its CR included);
+	// lineEnded: its LF came.
+	line      [requestLineMax]byte
+	n         int
+	lineEnded bool
+}
+
+// requestLineMax is how much of a request line a connection keeps: enough
+// for the method and the start of a target, which is all errorFast reads
+// (a legacy path, and whether the line ended).
+const requestLineMax = 256
 
 // check reports whether b, read after what check saw before, holds a
 // bare LF.
 func (s *lfScan) check(b []byte) bool {
-	if len(b) == 0 {
-		return false
-	}
-	prevCR := s.lastCR
-	for off := 0; ; {
-		i := bytes.IndexByte(b[off:], '\n')
-		if i < 0 {
-			break
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		seg := b
+		if i >= 0 {
+			seg = b[:i]
 		}
-		i += off
-		if (i == 0 && !prevCR) || (i > 0 && b[i-1] != '\r') {
+		if len(seg) > 0 {
+			s.lineLen += len(seg)
+			if !s.inHeaders {
+				s.n += copy(s.line[s.n:], seg)
+			}
+			s.lastCR = seg[len(seg)-1] == '\r'
+		}
+		if i < 0 {
+			return false
+		}
+		if !s.lastCR {
+			// A bare LF ends the request line as well: the answer may
+			// still be a legacy one (errorFast).
+			s.lineEnded = s.lineEnded || !s.inHeaders
 			return true
 		}
-		off = i + 1
+		s.endLine()
+		b = b[i+1:]
 	}
-	s.lastCR = b[len(b)-1] == '\r'
 	return false
+}
+
+// endLine is a CRLF: the end of the request line, of a header line, or
+// of a header block.
+func (s *lfScan) endLine() {
+	empty := s.lineLen == 1 // its CR only
+	switch {
+	case !s.inHeaders && empty:
+		s.n = 0 // an empty line before a request line (RFC 9112 section 2.2)
+	case !s.inHeaders:
+		s.inHeaders, s.lineEnded = true, true
+	case empty:
+		s.inHeaders, s.lineEnded, s.n = false, false, 0
+	}
+	s.lineLen, s.lastCR = 0, false
+}
+
+// requestLine is the request line read last: its method and target, or
+// only the target's start when whole is false (the line had not ended,
+// or was longer than requestLineMax). ok is false when there is none, or
+// its target is not a path; the answer is then variant A, as for any path
+// that is not a legacy one. The strings are copies.
+func (s *lfScan) requestLine() (method, target string, whole, ok bool) {
+	line := s.line[:s.n]
+	whole = s.lineEnded && s.n < len(s.line)
+	if whole {
+		line = bytes.TrimSuffix(line, []byte{'\r'})
+	}
+	m, rest, found := bytes.Cut(line, []byte{' '})
+	if !found || len(m) == 0 {
+		return "", "", false, false
+	}
+	if whole {
+		if j := bytes.LastIndexByte(rest, ' '); j >= 0 {
+			rest = rest[:j]
+		}
+	}
+	if len(rest) == 0 || rest[0] != '/' {
+		return "", "", false, false
+	}
+	return string(m), string(rest), whole, true
+}
+
+// requestLineOf is the request line last read on c, when c is a front
+// connection (see lfScan.requestLine).
+func requestLineOf(c net.Conn) (method, target string, whole, ok bool) {
+	switch c := c.(type) {
+	case *frontConn:
+		return c.scan.requestLine()
+	case *frontTLSConn:
+		return c.scan.requestLine()
+	}
+	return "", "", false, false
 }
 
 // read is a connection's Read of got, with err: errBareLF once got holds

@@ -1,6 +1,9 @@
 package proxy
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // A bare LF is found wherever the reads split the bytes, and a CRLF split
 // between two reads is not one.
@@ -31,25 +34,33 @@ func TestLFScanAcrossReads(t *testing.T) {
 	}
 }
 
-// requestLineOf reads the request line fasthttp quotes in its errors.
-func TestRequestLineOf(t *testing.T) {
+// A connection keeps the request line last read, across reads and
+// requests, for errorFast.
+func TestLFScanRequestLine(t *testing.T) {
+	long := "/v1/tx/0xab?q=" + strings.Repeat("a", requestLineMax)
 	for _, tc := range []struct {
-		msg, method, target string
-		whole, ok           bool
+		name           string
+		reads          []string
+		method, target string
+		whole, ok      bool
 	}{
-		{`error when reading request headers: small read buffer: buffer size=16384, contents: "GET /open-api/v1/tx/0xab HTTP/1.1\r\nHost: x\r\nX-Pad: aaa"..."aaa"`, "GET", "/open-api/v1/tx/0xab", true, true},
-		{`error when reading request headers: small read buffer: buffer size=16384, contents: "GET /v1/tx/0xab?q=aaaa"..."aaaa"`, "GET", "/v1/tx/0xab?q=aaaa", false, true},
-		{`error when reading request headers: small read buffer: buffer size=16384`, "", "", false, false},
-		{`contents: "not a request"`, "", "", false, false},
-		{`contents: "GET * HTTP/1.1\r\n"`, "", "", false, false},
+		{"headers too large", []string{"GET /open-api/v1/tx/0xab HTTP/1.1\r\nHost: x\r\nX-Pad: aaa"}, "GET", "/open-api/v1/tx/0xab", true, true},
+		{"split across reads", []string{"GET /open-api/v1/", "tx/0xab HTTP/1.1\r", "\nHost: x\r\n"}, "GET", "/open-api/v1/tx/0xab", true, true},
+		{"line not ended", []string{"GET /v1/tx/0xab?q=aaaa"}, "GET", "/v1/tx/0xab?q=aaaa", false, true},
+		{"line longer than kept", []string{"GET " + long + " HTTP/1.1\r\n"}, "GET", long[:requestLineMax-4], false, true},
+		{"the second request", []string{"GET /v1/a HTTP/1.1\r\nHost: x\r\n\r\n", "\r\nGET /open-api/v1/b HTTP/1.1\r\nX: y"}, "GET", "/open-api/v1/b", true, true},
+		{"between requests", []string{"GET /v1/a HTTP/1.1\r\nHost: x\r\n\r\n"}, "", "", false, false},
+		{"nothing read", nil, "", "", false, false},
+		{"not a request", []string{"not-a-request\r\n"}, "", "", false, false},
+		{"asterisk", []string{"OPTIONS * HTTP/1.1\r\n"}, "", "", false, false},
 	} {
-		method, target, whole, ok := requestLineOf(errString(tc.msg))
+		var s lfScan
+		for _, r := range tc.reads {
+			s.read([]byte(r), nil)
+		}
+		method, target, whole, ok := s.requestLine()
 		if method != tc.method || target != tc.target || whole != tc.whole || ok != tc.ok {
-			t.Errorf("requestLineOf(%q) = %q, %q, %v, %v", tc.msg, method, target, whole, ok)
+			t.Errorf("%s: requestLine() = %q, %q, %v, %v; want %q, %q, %v, %v", tc.name, method, target, whole, ok, tc.method, tc.target, tc.whole, tc.ok)
 		}
 	}
 }
-
-type errString string
-
-func (e errString) Error() string { return string(e) }

@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
-	"strconv"
-	"strings"
 	"sync"
 	"unsafe"
 
@@ -237,9 +235,9 @@ func (s *Server) errorFast(ctx *fasthttp.RequestCtx, err error) {
 	defer x.release()
 	x.method = "-"
 	x.peer = peerAddr(ctx.RemoteAddr())
-	if method, target, whole, ok := requestLineOf(err); ok {
+	if method, target, whole, ok := requestLineOf(ctx.Conn()); ok {
 		x.method = method
-		x.setTarget(target) // a copy of its own (requestLineOf unquotes)
+		x.setTarget(target) // a copy of its own (lfScan.requestLine)
 		x.targetCut = !whole
 	}
 	var small *fasthttp.ErrSmallBuffer
@@ -262,50 +260,6 @@ func (s *Server) errorFast(ctx *fasthttp.RequestCtx, err error) {
 	s.writeFast(x, ctx)
 }
 
-// requestLineOf finds the request line of what fasthttp refused in its
-// error: fasthttp quotes the start of the bytes it read (up to 200 bytes)
-// after "contents: " (its headerErrorMsg; Server.SecureErrorLogMessage
-// off). whole is false when the line did not end there, and target is
-// then only its start. ok is false when no request line is found; the
-// answer is then variant A, as for any path that is not a legacy one.
-func requestLineOf(err error) (method, target string, whole, ok bool) {
-	if err == nil {
-		return "", "", false, false
-	}
-	msg := err.Error()
-	i := strings.Index(msg, contentsMark)
-	if i < 0 {
-		return "", "", false, false
-	}
-	quoted, qerr := strconv.QuotedPrefix(msg[i+len(contentsMark):])
-	if qerr != nil {
-		return "", "", false, false
-	}
-	head, uerr := strconv.Unquote(quoted)
-	if uerr != nil {
-		return "", "", false, false
-	}
-	line, _, whole := strings.Cut(head, "\n")
-	line = strings.TrimSuffix(line, "\r")
-	method, rest, found := strings.Cut(line, " ")
-	if !found || method == "" {
-		return "", "", false, false
-	}
-	target = rest
-	if whole {
-		if j := strings.LastIndexByte(rest, ' '); j >= 0 {
-			target = rest[:j]
-		}
-	}
-	if !strings.HasPrefix(target, "/") {
-		return "", "", false, false
-	}
-	return method, target, whole, true
-}
-
-// contentsMark precedes the quoted request bytes in fasthttp's errors.
-const contentsMark = ", contents: "
-
 // fastServer is the fasthttp server of the client listener, with the
 // limits of the server section.
 func (s *Server) fastServer() *fasthttp.Server {
@@ -313,6 +267,10 @@ func (s *Server) fastServer() *fasthttp.Server {
 	return &fasthttp.Server{
 		Handler:      s.serveFast,
 		ErrorHandler: s.errorFast,
+		// A refused request's bytes may hold a key: fasthttp leaves them
+		// out of its errors (errorFast reads the request line from the
+		// connection, front_conn.go).
+		SecureErrorLogMessage: true,
 		// fasthttp has one read timeout for the whole request; every
 		// request here is headers only (a body is refused), so the header
 		// timeout is the one that matters against slow clients.
@@ -377,13 +335,9 @@ func peerAddr(a net.Addr) netip.Addr {
 type fastLogger struct{ log *slog.Logger }
 
 func (l fastLogger) Printf(format string, args ...any) {
-	line := fmt.Sprintf(format, args...)
-	// fasthttp quotes the start of a request it refused, which may hold a
-	// key: it never reaches a log.
-	if i := strings.Index(line, contentsMark); i >= 0 {
-		line = line[:i] + ", contents: (not logged)"
-	}
-	l.log.Debug("fasthttp", "line", line)
+	// Its errors hold none of a request's bytes (SecureErrorLogMessage),
+	// so none of a key.
+	l.log.Debug("fasthttp", "line", fmt.Sprintf(format, args...))
 }
 
 // conns tracks the connections of the fasthttp server, so that what is

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"errors"
 	"net/http"
 	"net/url"
 	"slices"
@@ -9,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"tradergate/internal/configerr"
 	"tradergate/proxy/route"
 )
 
@@ -62,10 +62,10 @@ const (
 )
 
 // validate reports every problem of the legacy section and of the keys'
-// legacy fields, each naming its field path, joined. It parses the times.
+// legacy fields, each naming its field path. It parses the times.
 func (c *LegacyConfig) validate(keys []KeyConfig) error {
-	var errs []error
-	add := func(field, msg string) { errs = append(errs, errors.New("legacy."+field+": "+msg)) }
+	var errs configerr.List
+	add := func(field, msg string) { errs.Add("legacy."+field, "%s", msg) }
 	parse := func(field, v string, into *time.Time) bool {
 		t, err := time.Parse(time.RFC3339, v)
 		if err != nil {
@@ -106,10 +106,10 @@ func (c *LegacyConfig) validate(keys []KeyConfig) error {
 	}
 	for i, k := range keys {
 		if k.Legacy != "" && k.Legacy != legacyAllow && k.Legacy != legacyRetired {
-			errs = append(errs, errors.New("keys["+strconv.Itoa(i)+"].legacy: must be allow or retired, got \""+k.Legacy+"\""))
+			errs.Add("keys["+strconv.Itoa(i)+"].legacy", "must be allow or retired, got %q", k.Legacy)
 		}
 	}
-	return errors.Join(errs...)
+	return errs.Err()
 }
 
 // legacyPolicy is the legacy section as the steps read it: made once per

@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -13,6 +14,7 @@ import (
 
 	"tradergate/docs"
 	"tradergate/docs/openapitest"
+	"tradergate/internal/configerr"
 	"tradergate/internal/testkit"
 	"tradergate/internal/testkit/redistest"
 	"tradergate/legacysim"
@@ -380,7 +382,8 @@ func TestLegacyConfigValidation(t *testing.T) {
 		}
 		tc.edit(cfg)
 		err = cfg.Validate(func(k string) string { return map[string]string{"TRADERGATE_UPSTREAM_KEY": "k"}[k] })
-		if err == nil || err.Error() != tc.want {
+		var l configerr.List
+		if !errors.As(err, &l) || len(l) != 1 || l[0].Detail() != tc.want {
 			t.Errorf("%s: %v, want %s", tc.name, err, tc.want)
 		}
 	}

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"fmt"
 	"reflect"
 	"strings"
 
@@ -13,7 +12,8 @@ import (
 
 // Hot reload: on SIGHUP main re-reads config.yaml, validates it whole, and
 // hands it to Reload. Keys, plans, cache policy figures, breaker settings,
-// the legacy section, the native section (but native.shadow) and log.level
+// the legacy section, the native section (but native.shadow), the admin
+// token and login lifetime, and log.level
 // take effect at once, without dropping a connection. Every other setting
 // is fixed at start: one that differs from what runs is named in a warning
 // and counted as restart_needed (tradergate_config_reloads_total), so an
@@ -28,7 +28,7 @@ func (s *Server) Reload(cfg *Config) error {
 	// The one step that can refuse goes first, so a refusal leaves all of
 	// the running configuration in place.
 	if err := s.cache.SetConfig(cfg.Cache); err != nil {
-		err = fmt.Errorf("cache: %w", err)
+		// Its problems name their fields (cache.*): passed on as they are.
 		s.reloads.record(reloadFailed, err)
 		return err
 	}
@@ -37,6 +37,7 @@ func (s *Server) Reload(cfg *Config) error {
 	s.limiter.SetPlans(cfg.Plans)
 	s.native.Reload(cfg.Native)
 	s.authGuard.setPlan(cfg.Limits.AuthFailures)
+	s.adminAuth.configure(cfg.Admin)
 	running := s.live.Load()
 	if !reflect.DeepEqual(running.Upstream.Breaker, cfg.Upstream.Breaker) {
 		s.upstream.SetBreaker(cfg.Upstream.Breaker)
@@ -69,11 +70,14 @@ func restartOnly(running, next *Config) []string {
 // only on restart.
 func fixedAtStart(c *Config) Config {
 	f := *c
+	f.doc = nil // where each setting stands in the file is not a setting
 	f.Keys, f.Plans, f.Legacy = nil, nil, LegacyConfig{}
 	f.Upstream.Breaker = upstream.BreakerConfig{}
 	// Of the native section only the shadow workers and queue are fixed.
 	f.Native = native.Config{Shadow: c.Native.Shadow}
 	f.Limits.AuthFailures = limits.Plan{}
+	// The admin token and the login's lifetime are reloaded (adminlogin.go).
+	f.Admin.TokenEnv, f.Admin.token, f.Admin.SessionLifetime = "", "", 0
 	// Of the cache section only max_bytes is fixed (cache.SetConfig).
 	f.Cache = cache.Config{MaxBytes: c.Cache.MaxBytes}
 	// log.level is main's to apply; log.access is fixed.

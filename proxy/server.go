@@ -99,6 +99,8 @@ type Server struct {
 	openAPI   []byte
 	// authGuard locks out addresses that guess keys (authguard.go).
 	authGuard *authGuard
+	// adminAuth checks the admin token and the login cookie (adminlogin.go).
+	adminAuth *adminAuth
 
 	closeOnce sync.Once
 }
@@ -124,6 +126,7 @@ func New(cfg *Config, opt Options) (*Server, error) {
 	}
 	s.live.Store(cfg)
 	s.keys.Store(newKeySet(cfg.Keys, cfg.Plans, s.routes.Routes()))
+	s.adminAuth = newAdminAuth(cfg.Admin, s.now)
 	s.tls = tlsedge.New(cfg.Server.TLS, tlsedge.Options{Logger: s.log, Now: s.now})
 	s.registry = opt.Registry
 	if s.registry == nil {

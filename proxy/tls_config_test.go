@@ -1,9 +1,11 @@
 package proxy
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
+	"tradergate/internal/configerr"
 	"tradergate/proxy/tlsedge"
 )
 
@@ -60,7 +62,7 @@ func TestTLSConfigErrorsNameTheField(t *testing.T) {
 		{"bad email", "mode: acme\ndomains: [a.example]\nemail: ops", []string{`server.tls.email: a contact address (name@example.com) is required when mode is acme, got "ops"`}},
 		{"plain http directory", acme + "ca: http://ca.internal/directory", []string{`server.tls.ca: must be "production", "staging" or the https URL`}},
 		{"private directory", acme + "ca: https://ca.internal:9000/acme/directory\nca_roots_file: /etc/ca.pem\nstorage: /var/lib/tradergate", nil},
-		{"bad http_listen", acme + "http_listen: '80'", []string{`server.tls.http_listen: must be host:port or "" (no plain-HTTP listener), got "80"`}},
+		{"bad http_listen", acme + "http_listen: '80'", []string{`server.tls.http_listen: must be host:port, got "80"; or "" for no plain-HTTP listener`}},
 		{"bad https_port", acme + "https_port: 70000", []string{"server.tls.https_port: must be a port number"}},
 		{"negative hsts", acme + "hsts_max_age: -1s", []string{"server.tls.hsts_max_age: must be 0 (no header) or at least 1s"}},
 		{"sub-second hsts", acme + "hsts_max_age: 10ms", []string{"server.tls.hsts_max_age: must be 0"}},
@@ -86,8 +88,9 @@ func TestTLSConfigErrorsNameTheField(t *testing.T) {
 					t.Errorf("error %q\nlacks %q", err, w)
 				}
 			}
-			if strings.Contains(err.Error(), "\n") {
-				t.Errorf("error spans lines: %q", err)
+			var l configerr.List
+			if !errors.As(err, &l) || len(l) != len(tc.want) {
+				t.Errorf("%d problems, want %d: %v", len(l), len(tc.want), err)
 			}
 		})
 	}

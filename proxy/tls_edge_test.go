@@ -326,7 +326,7 @@ func TestTLSFilesReloadKeepsConnections(t *testing.T) {
 			t.Fatal(err)
 		}
 		err := te.srv.ReloadCertificates()
-		if err == nil || !strings.Contains(err.Error(), "server.tls.cert_file "+certFile+", key_file "+keyFile) {
+		if err == nil || !strings.Contains(err.Error(), "server.tls.cert_file: "+certFile+", key_file "+keyFile) {
 			t.Errorf("ReloadCertificates = %v", err)
 		}
 		resp, _ := te.getTLS(t, httpsClient(t, second.Pool(), edgeName), path, nil)

@@ -61,9 +61,6 @@ func (h *Histogram) Record(d time.Duration) {
 	h.sum += float64(v)
 }
 
-// Count is the number of values recorded.
-func (h *Histogram) Count() uint64 { return h.n }
-
 // Merge adds o's values to h.
 func (h *Histogram) Merge(o *Histogram) {
 	if o.n == 0 {

@@ -19,8 +19,8 @@ func TestHistogramExactBelow256(t *testing.T) {
 			t.Errorf("p%v = %v, want %v", tc.p, got, tc.want)
 		}
 	}
-	if h.Count() != 200 || h.Max() != 200 || h.Mean() != 100 {
-		t.Errorf("count %d max %v mean %v", h.Count(), h.Max(), h.Mean())
+	if h.n != 200 || h.Max() != 200 || h.Mean() != 100 {
+		t.Errorf("count %d max %v mean %v", h.n, h.Max(), h.Mean())
 	}
 }
 
@@ -67,8 +67,8 @@ func TestHistogramMergeAndClamp(t *testing.T) {
 	b.Record(100 * time.Hour) // clamped
 	a.Merge(&b)
 	a.Merge(&Histogram{})
-	if a.Count() != 3 || a.Percentile(0) != 0 || a.Max() != maxValue {
-		t.Errorf("count %d min %v max %v", a.Count(), a.Percentile(0), a.Max())
+	if a.n != 3 || a.Percentile(0) != 0 || a.Max() != maxValue {
+		t.Errorf("count %d min %v max %v", a.n, a.Percentile(0), a.Max())
 	}
 	var empty Histogram
 	if empty.Percentile(99) != 0 || empty.Mean() != 0 {

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"tradergate/internal/configerr"
 )
 
 // Defaults of Config, filled by ApplyDefaults. The section is the one home
@@ -75,11 +77,9 @@ func (c *Config) cluster() bool { return c.MasterName == "" && len(c.Addrs) > 1 
 // (e.g. "redis.addrs[1]: ..."); none when the section is usable. getenv
 // looks up PasswordEnv. It works before or after ApplyDefaults. No line
 // ever holds the password.
-func (c *Config) Validate(getenv func(string) string) []string {
-	var errs []string
-	add := func(field, format string, args ...any) {
-		errs = append(errs, "redis."+field+": "+fmt.Sprintf(format, args...))
-	}
+func (c *Config) Validate(getenv func(string) string) error {
+	var errs configerr.List
+	add := func(field, format string, args ...any) { errs.Add("redis."+field, format, args...) }
 	seen := map[string]bool{}
 	for i, a := range c.Addrs {
 		f := fmt.Sprintf("addrs[%d]", i)
@@ -111,7 +111,7 @@ func (c *Config) Validate(getenv func(string) string) []string {
 	}
 	if c.CAFile != "" {
 		if !c.TLS {
-			add("ca_file", "set but redis.tls is false; set tls: true to use it")
+			errs.AddHint("redis.ca_file", "set tls: true to use it", "set but redis.tls is false")
 		} else if _, err := loadCA(c.CAFile); err != nil {
 			add("ca_file", "%v", err)
 		}
@@ -127,7 +127,7 @@ func (c *Config) Validate(getenv func(string) string) []string {
 	if c.Timeout < 0 {
 		add("timeout", "must not be negative, got %v", c.Timeout)
 	}
-	return errs
+	return errs.Err()
 }
 
 func checkHostPort(a string) error {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"tradergate/internal/configerr"
 )
 
 func TestConfigDefaults(t *testing.T) {
@@ -14,7 +16,7 @@ func TestConfigDefaults(t *testing.T) {
 	if c.Prefix != "tradergate" || c.Timeout != 50*time.Millisecond || c.Enabled() {
 		t.Fatalf("defaults %+v", c)
 	}
-	if errs := c.Validate(env()); len(errs) != 0 {
+	if errs := c.Validate(env()); errs != nil {
 		t.Fatalf("defaults invalid: %v", errs)
 	}
 	c.Prefix, c.Timeout = "edge-eu", time.Second
@@ -77,7 +79,7 @@ func TestConfigValidate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := tt.c.Validate(getenv)
+			got := problemLines(tt.c.Validate(getenv))
 			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
 				t.Fatalf("Validate() =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
 			}
@@ -113,4 +115,15 @@ func TestKey(t *testing.T) {
 	if c.Timeout() != defaultTimeout {
 		t.Errorf("Timeout() = %v", c.Timeout())
 	}
+}
+
+// problemLines is each problem of a Validate error, one a line.
+func problemLines(err error) []string {
+	var l configerr.List
+	l.Append(err)
+	lines := make([]string, len(l))
+	for i, e := range l {
+		lines[i] = e.Error()
+	}
+	return lines
 }

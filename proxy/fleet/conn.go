@@ -5,6 +5,9 @@
 // A Redis that is down, at start or later, never stops a replica: the
 // breaker refuses commands at once with ErrUnavailable, each part falls back
 // to working alone, and the client recovers by itself when Redis returns.
+//
+// It imports proxy/breaker, its neighbour, to log its breaker's changes
+// off gobreaker's lock as the upstream breakers do, with one logger.
 package fleet
 
 import (
@@ -65,8 +68,8 @@ func Open(cfg Config, getenv func(string) string, opt Options) (*Conn, error) {
 	if !cfg.Enabled() {
 		return nil, errors.New("redis.addrs: empty, nothing to open")
 	}
-	if errs := cfg.Validate(getenv); len(errs) > 0 {
-		return nil, errors.New(strings.Join(errs, "; "))
+	if err := cfg.Validate(getenv); err != nil {
+		return nil, err
 	}
 	uo, err := clientOptions(cfg, getenv)
 	if err != nil {

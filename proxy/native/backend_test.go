@@ -42,7 +42,7 @@ func newHarness(t *testing.T, baseURL string, edit func(*native.Config)) *harnes
 		edit(&cfg)
 	}
 	cfg.ApplyDefaults()
-	if errs := cfg.Validate(env(map[string]string{"NATIVE_KEY": credential})); len(errs) > 0 {
+	if errs := cfg.Validate(env(map[string]string{"NATIVE_KEY": credential})); errs != nil {
 		t.Fatalf("config: %v", errs)
 	}
 	h := &harness{reg: prometheus.NewRegistry(), log: &testkit.LogBuffer{}, clock: testkit.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)), cfg: cfg}

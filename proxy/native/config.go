@@ -2,12 +2,12 @@ package native
 
 import (
 	"cmp"
-	"fmt"
 	"net/url"
 	"slices"
 	"strings"
 	"time"
 
+	"tradergate/internal/configerr"
 	"tradergate/proxy/route"
 )
 
@@ -150,11 +150,9 @@ func (c *Config) Enabled() bool {
 
 // Validate checks the section (defaults applied) and resolves Key from
 // getenv. Each problem is one line naming its field by its path.
-func (c *Config) Validate(getenv func(string) string) []string {
-	var errs []string
-	add := func(field, format string, args ...any) {
-		errs = append(errs, "native."+field+": "+fmt.Sprintf(format, args...))
-	}
+func (c *Config) Validate(getenv func(string) string) error {
+	var errs configerr.List
+	add := func(field, format string, args ...any) { errs.Add("native."+field, format, args...) }
 	table := route.NewTable()
 	names := make([]string, 0, len(c.Routes))
 	for name := range c.Routes {
@@ -234,5 +232,5 @@ func (c *Config) Validate(getenv func(string) string) []string {
 	if c.Shadow.Queue < 1 {
 		add("shadow.queue", "must be at least 1, got %d", c.Shadow.Queue)
 	}
-	return errs
+	return errs.Err()
 }

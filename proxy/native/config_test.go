@@ -7,6 +7,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"tradergate/internal/configerr"
 	"tradergate/proxy/native"
 )
 
@@ -38,7 +39,7 @@ routes:
   positions_open: {mode: native}
 rollback: {error_ratio: 0.05, diff_ratio: 0.01, window: 1m, min_requests: 20}
 `)
-	if errs := c.Validate(env(map[string]string{"NATIVE_KEY": "s3cret"})); len(errs) > 0 {
+	if errs := c.Validate(env(map[string]string{"NATIVE_KEY": "s3cret"})); errs != nil {
 		t.Fatalf("valid section refused: %v", errs)
 	}
 	if c.BaseURL != "https://native.internal" || c.Key != "s3cret" || !c.Enabled() {
@@ -51,7 +52,7 @@ rollback: {error_ratio: 0.05, diff_ratio: 0.01, window: 1m, min_requests: 20}
 
 func TestConfigDefaults(t *testing.T) {
 	c := parse(t, `{}`)
-	if errs := c.Validate(env(nil)); len(errs) > 0 {
+	if errs := c.Validate(env(nil)); errs != nil {
 		t.Fatalf("empty section refused: %v", errs)
 	}
 	if c.Enabled() || c.Timeout != 5*time.Second || c.Rollback.Window != time.Minute || c.Rollback.MinRequests != 20 ||
@@ -91,7 +92,7 @@ func TestConfigValidateNamesEveryField(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			c := parse(t, tc.text)
-			errs := c.Validate(tc.getenv)
+			errs := problemLines(c.Validate(tc.getenv))
 			joined := strings.Join(errs, "\n")
 			if !strings.Contains(joined, tc.want) {
 				t.Errorf("errors:\n%s\nwant one containing %q", joined, tc.want)
@@ -105,9 +106,20 @@ func TestConfigValidateNamesEveryField(t *testing.T) {
 
 func TestConfigCredentialNeverInErrors(t *testing.T) {
 	c := parse(t, "base_url: http://n\nkey_env: K\ntimeout: -1s\nroutes: {tx: {mode: warp}}")
-	for _, e := range c.Validate(env(map[string]string{"K": "hunter2-credential"})) {
+	for _, e := range problemLines(c.Validate(env(map[string]string{"K": "hunter2-credential"}))) {
 		if strings.Contains(e, "hunter2") {
 			t.Errorf("credential in %q", e)
 		}
 	}
+}
+
+// problemLines is each problem of a Validate error, one a line.
+func problemLines(err error) []string {
+	var l configerr.List
+	l.Append(err)
+	lines := make([]string, len(l))
+	for i, e := range l {
+		lines[i] = e.Error()
+	}
+	return lines
 }

@@ -22,7 +22,7 @@ func ExampleNew() {
 	}
 	cfg.ApplyDefaults()
 	getenv := func(string) string { return "the edge's credential" }
-	if errs := cfg.Validate(getenv); len(errs) > 0 {
+	if errs := cfg.Validate(getenv); errs != nil {
 		fmt.Println(errs)
 		return
 	}

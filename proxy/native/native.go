@@ -18,6 +18,9 @@
 //		// the legacy fetch, as always; once the answer is written:
 //		b.Shadow(route, immutable, legacyBody, pathAndQuery)
 //	}
+//
+// It imports proxy/route, its neighbour, because the routes it serves and
+// validates are the contract's routes: a second table here would drift.
 package native
 
 import (

@@ -1,9 +1,9 @@
 package orderbook
 
 import (
-	"errors"
-	"fmt"
 	"time"
+
+	"tradergate/internal/configerr"
 )
 
 // Config is the `orderbook:` section: the bounds of the edge's order book
@@ -39,12 +39,12 @@ func (c *Config) ApplyDefaults() {
 
 // Validate reports every problem, each naming its field path, joined.
 func (c *Config) Validate() error {
-	var errs []error
+	var errs configerr.List
 	if c.MaxEvents < 1 || c.MaxEvents > 10_000_000 {
-		errs = append(errs, fmt.Errorf("orderbook.max_events: must be 1 to 10000000, got %d", c.MaxEvents))
+		errs.Add("orderbook.max_events", "must be 1 to 10000000, got %d", c.MaxEvents)
 	}
 	if c.Align > maxAlign || c.Align > 0 && c.Align%time.Millisecond != 0 {
-		errs = append(errs, fmt.Errorf("orderbook.align: must be whole milliseconds, at most %v (negative: off), got %v", maxAlign, c.Align))
+		errs.Add("orderbook.align", "must be whole milliseconds, at most %v (negative: off), got %v", maxAlign, c.Align)
 	}
-	return errors.Join(errs...)
+	return errs.Err()
 }

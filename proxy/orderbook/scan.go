@@ -104,24 +104,22 @@ func (s *scan) name() ([]byte, error) {
 // value reads one value and returns its bytes; a container is skipped
 // whole.
 func (s *scan) value() ([]byte, error) {
+	c := s.peek() // skips whitespace: the value starts after it
 	start := s.i
-	switch c := s.peek(); {
+	switch {
 	case c == '"':
-		start = s.i
 		end, esc, err := stringEnd(s.b, start)
 		if err != nil {
 			return nil, err
 		}
 		s.i, s.esc = end, esc
 	case c == '{' || c == '[':
-		start = s.i
 		end, err := containerEnd(s.b, start)
 		if err != nil {
 			return nil, err
 		}
 		s.i = end
 	case c == '-' || c >= '0' && c <= '9' || c == 't' || c == 'f' || c == 'n':
-		start = s.i
 		for s.i < len(s.b) && !isDelim(s.b[s.i]) {
 			s.i++
 		}

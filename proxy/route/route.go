@@ -55,7 +55,7 @@ type Route struct {
 	// the legacy host serves the same paths under that prefix.
 	Legacy string
 	// Class, Shape and TimeField drive the rewrite and the cache policy.
-	Class     Class
+	Class     normalize.Class
 	Shape     normalize.Shape
 	TimeField string
 	// TimeUnitMs is true when TimeField (and the from/to bounds) are Unix
@@ -133,7 +133,7 @@ func NewTable() *Table {
 				cursor,
 			},
 			check:      checkOrderBook,
-			Class:      ClassList,
+			Class:      normalize.ClassList,
 			Shape:      normalize.OrderBook,
 			TimeField:  "timestamp",
 			TimeUnitMs: true,
@@ -156,7 +156,7 @@ func NewTable() *Table {
 				{name: "limit", kind: kindPageSize, min: 1, max: pageMax, defInt: pageDefault, cap: true, legacyDef: legacyActivityDefault},
 			},
 			check:     checkRanges("fromBlock", "toBlock", "fromTimestamp", "toTimestamp"),
-			Class:     ClassList,
+			Class:     normalize.ClassList,
 			Shape:     normalize.Activity,
 			TimeField: "blockTimestamp",
 		},
@@ -174,7 +174,7 @@ func NewTable() *Table {
 				{name: assumedPageSize, kind: kindPageSize, min: 1, max: pageMax, defInt: pageDefault},
 			},
 			check:     checkRanges(assumedFromTime, assumedToTime),
-			Class:     ClassList,
+			Class:     normalize.ClassList,
 			Shape:     normalize.Transfers,
 			TimeField: "blockTimestamp",
 		},
@@ -187,7 +187,7 @@ func NewTable() *Table {
 				cursor, marketIDs,
 				{name: assumedPageSize, kind: kindPageSize, min: 1, max: pageMax, defInt: pageDefault},
 			},
-			Class:     ClassList,
+			Class:     normalize.ClassList,
 			Shape:     normalize.ComboPositions,
 			TimeField: "recentTradeTime",
 		},
@@ -200,7 +200,7 @@ func NewTable() *Table {
 				cursor, marketIDs,
 				{name: assumedPageSize, kind: kindPageSize, min: 1, max: pageMax, defInt: pageDefault},
 			},
-			Class:     ClassList,
+			Class:     normalize.ClassList,
 			Shape:     normalize.Positions,
 			TimeField: "recentTradeTime",
 		},
@@ -215,7 +215,7 @@ func NewTable() *Table {
 			},
 			// Open positions change with every trade: always fresh
 			// (docs/ARCHITECTURE.md "Cache policy").
-			Class:     ClassLive,
+			Class:     normalize.ClassLive,
 			Shape:     normalize.Positions,
 			TimeField: "recentTradeTime",
 		},
@@ -224,7 +224,7 @@ func NewTable() *Table {
 			Pattern: "/v1/tx/{txHash}",
 			Legacy:  "/v1/tx/{txHash}",
 			path:    pathTxHash,
-			Class:   ClassLookup,
+			Class:   normalize.ClassLookup,
 			Shape:   normalize.Transaction,
 		},
 		{
@@ -232,7 +232,7 @@ func NewTable() *Table {
 			Pattern: "/v1/trader/wallet-address/{address}",
 			Legacy:  "/v1/trader/wallet-address/{address}",
 			path:    pathAddress,
-			Class:   ClassLookup,
+			Class:   normalize.ClassLookup,
 			Shape:   normalize.WalletAddress,
 		},
 		{
@@ -246,7 +246,7 @@ func NewTable() *Table {
 				{name: "depth", kind: kindPageSize, min: 1, max: bookDepthMax},
 			},
 			check: checkBook,
-			Class: ClassLive,
+			Class: normalize.ClassLive,
 			Shape: normalize.OrderBook,
 		},
 	}

@@ -9,6 +9,12 @@
 // by their id only, and has no field for a client address. Free text that
 // could carry one (error messages) is scrubbed of the secrets the edge lists
 // in Options.Secrets before it is shown.
+//
+// It imports cache, a package beside the edge rather than under it, for
+// one fact only: the names of the cache's results (cache.Status), which a
+// Window counts apart; owning a copy of those names here would let the two
+// drift. It imports its neighbour proxy/fleet for the posts board (Board)
+// the replicas share, which fleet owns with the rest of the shared Redis.
 package status
 
 import "time"

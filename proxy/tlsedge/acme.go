@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"time"
 
+	"tradergate/internal/configerr"
+
 	"github.com/caddyserver/certmagic"
 )
 
@@ -168,11 +170,11 @@ func (c *Config) CARoots() (*x509.CertPool, error) {
 	}
 	pem, err := os.ReadFile(c.CARootsFile)
 	if err != nil {
-		return nil, fmt.Errorf("server.tls.ca_roots_file: %w", err)
+		return nil, configerr.Wrap("server.tls.ca_roots_file", "", err)
 	}
 	roots := x509.NewCertPool()
 	if !roots.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("server.tls.ca_roots_file %s: no PEM certificate in it", c.CARootsFile)
+		return nil, &configerr.FieldError{Path: "server.tls.ca_roots_file", Msg: c.CARootsFile + ": no PEM certificate in it"}
 	}
 	return roots, nil
 }

@@ -10,7 +10,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -21,6 +20,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"tradergate/internal/configerr"
 )
 
 // This file holds server.tls and the set-up the server runs with TLS on;
@@ -118,10 +119,8 @@ func (c *Config) ApplyDefaults() {
 // Validate reports every problem, each naming its field path
 // ("server.tls.mode: ..."), joined. It lower-cases the domains.
 func (c *Config) Validate() error {
-	var errs []error
-	add := func(field, format string, args ...any) {
-		errs = append(errs, errors.New("server.tls."+field+": "+fmt.Sprintf(format, args...)))
-	}
+	var errs configerr.List
+	add := func(field, format string, args ...any) { errs.Add("server.tls."+field, format, args...) }
 	switch c.Mode {
 	case ModeOff:
 		return nil
@@ -161,11 +160,11 @@ func (c *Config) Validate() error {
 		}
 	default:
 		add("mode", "must be %q, %q or %q, got %q", ModeOff, ModeFiles, ModeACME, c.Mode)
-		return errors.Join(errs...)
+		return errs.Err()
 	}
 	if l := *c.HTTPListen; l != "" {
-		if _, port, err := net.SplitHostPort(l); err != nil || port == "" {
-			add("http_listen", "must be host:port or \"\" (no plain-HTTP listener), got %q", l)
+		if err := configerr.CheckListen(l); err != nil {
+			errs.AddHint("server.tls.http_listen", `or "" for no plain-HTTP listener`, "%v", err)
 		}
 	}
 	if c.HTTPSPort < 0 || c.HTTPSPort > 65535 {
@@ -174,7 +173,7 @@ func (c *Config) Validate() error {
 	if c.HSTSMaxAge < 0 || (c.HSTSMaxAge > 0 && c.HSTSMaxAge < time.Second) {
 		add("hsts_max_age", "must be 0 (no header) or at least 1s, got %v", c.HSTSMaxAge)
 	}
-	return errors.Join(errs...)
+	return errs.Err()
 }
 
 // directory resolves server.tls.ca to a directory URL. ACME runs over HTTPS

@@ -8,6 +8,8 @@ import (
 	"os"
 	"slices"
 	"sync/atomic"
+
+	"tradergate/internal/configerr"
 )
 
 // Mode files: a certificate and key from disk (and a second pair, with a
@@ -79,7 +81,8 @@ func (e *Edge) reloadPairs() error {
 		}
 		leaf := cert.Leaf
 		if now := e.now(); now.After(leaf.NotAfter) {
-			return fmt.Errorf("server.tls.%scert_file %s: the certificate for %v expired at %s", f[0], f[1], names(leaf), leaf.NotAfter.UTC().Format("2006-01-02 15:04:05Z"))
+			return &configerr.FieldError{Path: "server.tls." + f[0] + "cert_file",
+				Msg: fmt.Sprintf("%s: the certificate for %v expired at %s", f[1], names(leaf), leaf.NotAfter.UTC().Format("2006-01-02 15:04:05Z"))}
 		}
 		set.pairs = append(set.pairs, cert)
 		logs = append(logs, []any{f[0] + "cert_file", f[1], "names", names(leaf), "key", leaf.PublicKeyAlgorithm.String(),
@@ -109,19 +112,19 @@ func keyRank(c *tls.Certificate) int {
 func loadKeyPair(prefix, certFile, keyFile string) (*tls.Certificate, error) {
 	certPEM, err := os.ReadFile(certFile)
 	if err != nil {
-		return nil, fmt.Errorf("server.tls.%scert_file: %w", prefix, err)
+		return nil, configerr.Wrap("server.tls."+prefix+"cert_file", "", err)
 	}
 	keyPEM, err := os.ReadFile(keyFile)
 	if err != nil {
-		return nil, fmt.Errorf("server.tls.%skey_file: %w", prefix, err)
+		return nil, configerr.Wrap("server.tls."+prefix+"key_file", "", err)
 	}
 	cert, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
-		return nil, fmt.Errorf("server.tls.%scert_file %s, %skey_file %s: %w", prefix, certFile, prefix, keyFile, err)
+		return nil, configerr.Wrap("server.tls."+prefix+"cert_file", certFile+", "+prefix+"key_file "+keyFile, err)
 	}
 	if cert.Leaf == nil { // filled by X509KeyPair unless GODEBUG x509keypairleaf=0
 		if cert.Leaf, err = x509.ParseCertificate(cert.Certificate[0]); err != nil {
-			return nil, fmt.Errorf("server.tls.%scert_file %s: %w", prefix, certFile, err)
+			return nil, configerr.Wrap("server.tls."+prefix+"cert_file", certFile, err)
 		}
 	}
 	return &cert, nil

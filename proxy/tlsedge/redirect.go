@@ -1,12 +1,11 @@
 package tlsedge
 
 import (
+	"encoding/json"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
-
-	"tradergate/normalize"
 )
 
 // The plain-HTTP listener of a TLS edge (server.tls.http_listen).
@@ -31,10 +30,10 @@ func redirectToHTTPS(port string, serves func(host string) bool) http.Handler {
 		host, ok := redirectHost(r.Host)
 		switch {
 		case !ok:
-			writeFailure(w, http.StatusBadRequest, "This address answers over https only, and the request names no usable host")
+			writeFailure(w, http.StatusBadRequest, msgNoHost)
 			return
 		case !serves(host):
-			writeFailure(w, http.StatusMisdirectedRequest, "Misdirected request: this edge does not serve that host")
+			writeFailure(w, http.StatusMisdirectedRequest, msgMisdirected)
 			return
 		}
 		if port != "443" {
@@ -54,9 +53,18 @@ func redirectToHTTPS(port string, serves func(host string) bool) http.Handler {
 	})
 }
 
-// writeFailure answers in the edge's JSON failure envelope.
+// The messages of the listener's two failures.
+const (
+	msgNoHost      = "This address answers over https only, and the request names no usable host"
+	msgMisdirected = "Misdirected request: this edge does not serve that host"
+)
+
+// writeFailure answers in the edge's JSON failure envelope
+// (docs/CONTRACT.md, variant A). The envelope is written here rather than
+// by normalize.AppendError, so that this package needs nothing of the
+// rewrite for its two fixed messages; a test keeps the two bodies equal.
 func writeFailure(w http.ResponseWriter, status int, msg string) {
-	body := normalize.AppendError(nil, msg)
+	body := failureBody(msg)
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
@@ -83,4 +91,14 @@ func redirectHost(h string) (string, bool) {
 		return "", false
 	}
 	return h, true
+}
+
+// failureBody is the failure envelope holding msg.
+func failureBody(msg string) []byte {
+	body, _ := json.Marshal(struct {
+		Message    string    `json:"message"`
+		StatusCode string    `json:"status_code"`
+		Data       *struct{} `json:"data"`
+	}{msg, "0", nil}) // a struct of strings always marshals
+	return body
 }

@@ -5,6 +5,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"tradergate/normalize"
 )
 
 // The redirect's Location for hosts and ports the end-to-end test cannot
@@ -59,6 +61,16 @@ func TestDirectoryShorthands(t *testing.T) {
 		got, err := (&Config{CA: ca}).directory()
 		if got != want || (want == "") != (err != nil) {
 			t.Errorf("directory(%q) = %q, %v; want %q", ca, got, err, want)
+		}
+	}
+}
+
+// TestFailureBodyIsTheEdgeEnvelope: the listener's failures carry the
+// same envelope, byte for byte, as every other failure of the edge.
+func TestFailureBodyIsTheEdgeEnvelope(t *testing.T) {
+	for _, msg := range []string{msgNoHost, msgMisdirected} {
+		if got, want := string(failureBody(msg)), string(normalize.AppendError(nil, msg)); got != want {
+			t.Errorf("failureBody(%q) = %s, want %s", msg, got, want)
 		}
 	}
 }

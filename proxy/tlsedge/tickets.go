@@ -10,6 +10,8 @@ import (
 	"os"
 	"strings"
 	"sync/atomic"
+
+	"tradergate/internal/configerr"
 )
 
 // TLS session resumption. A client that was here before resumes its
@@ -89,7 +91,7 @@ func loadTicketKeys(file string) ([][32]byte, error) {
 	const field = "server.tls.session_ticket_key_file"
 	data, err := os.ReadFile(file)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", field, err)
+		return nil, configerr.Wrap(field, "", err)
 	}
 	var keys [][32]byte
 	sc := bufio.NewScanner(bytes.NewReader(data))
@@ -101,23 +103,23 @@ func loadTicketKeys(file string) ([][32]byte, error) {
 		// Only the line's number: its text is a key, or part of one.
 		raw, err := base64.StdEncoding.DecodeString(text)
 		if err != nil || len(raw) != 32 {
-			return nil, fmt.Errorf("%s %s: line %d: a key must be the base64 of 32 bytes (openssl rand -base64 32)", field, file, line)
+			return nil, &configerr.FieldError{Path: field, Msg: fmt.Sprintf("%s: line %d: a key must be the base64 of 32 bytes", file, line), Hint: "make one with openssl rand -base64 32"}
 		}
 		var k [32]byte
 		copy(k[:], raw)
 		if k == ([32]byte{}) {
-			return nil, fmt.Errorf("%s %s: line %d: a key of zeros", field, file, line)
+			return nil, &configerr.FieldError{Path: field, Msg: fmt.Sprintf("%s: line %d: a key of zeros", file, line)}
 		}
 		keys = append(keys, k)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s %s: %w", field, file, err)
+		return nil, configerr.Wrap(field, file, err)
 	}
 	switch {
 	case len(keys) == 0:
-		return nil, fmt.Errorf("%s %s: %w", field, file, errNoTicketKey)
+		return nil, configerr.Wrap(field, file, errNoTicketKey)
 	case len(keys) > maxTicketKeys:
-		return nil, fmt.Errorf("%s %s: %d keys, at most %d", field, file, len(keys), maxTicketKeys)
+		return nil, &configerr.FieldError{Path: field, Msg: fmt.Sprintf("%s: %d keys, at most %d", file, len(keys), maxTicketKeys)}
 	}
 	return keys, nil
 }

@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"time"
 
+	"tradergate/internal/configerr"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
@@ -46,16 +48,16 @@ func (c *Config) ApplyDefaults() {
 
 // Validate reports every problem, each naming its field path, joined.
 func (c *Config) Validate() error {
-	var errs []error
+	var errs configerr.List
 	if c.Endpoint != "" {
 		if u, err := url.Parse(c.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-			errs = append(errs, fmt.Errorf("tracing.endpoint: must be the http(s) URL of an OTLP/HTTP collector, got %q", c.Endpoint))
+			errs.Add("tracing.endpoint", "must be the http(s) URL of an OTLP/HTTP collector, got %q", c.Endpoint)
 		}
 	}
 	if c.SamplingRatio < 0 || c.SamplingRatio > 1 {
-		errs = append(errs, fmt.Errorf("tracing.sampling_ratio: must be 0 to 1, got %v", c.SamplingRatio))
+		errs.Add("tracing.sampling_ratio", "must be 0 to 1, got %v", c.SamplingRatio)
 	}
-	return errors.Join(errs...)
+	return errs.Err()
 }
 
 // Tracing is the edge's tracer and how it ends.

@@ -4,13 +4,13 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/sony/gobreaker/v2"
 
+	"tradergate/internal/configerr"
 	"tradergate/proxy/route"
 )
 
@@ -69,21 +69,21 @@ func (c *BreakerConfig) applyDefaults() {
 	c.SlowCall = cmp.Or(c.SlowCall, 2*time.Second)
 }
 
-func (c *BreakerConfig) validate() []string {
-	var errs []string
+func (c *BreakerConfig) validate() error {
+	var errs configerr.List
 	if c.FailureRatio <= 0 || c.FailureRatio > 1 {
-		errs = append(errs, fmt.Sprintf("upstream.breaker.failure_ratio: must be in (0, 1], got %v", c.FailureRatio))
+		errs.Add("upstream.breaker.failure_ratio", "must be in (0, 1], got %v", c.FailureRatio)
 	}
 	if c.Interval < time.Second {
-		errs = append(errs, fmt.Sprintf("upstream.breaker.interval: must be at least 1s, got %v", c.Interval))
+		errs.Add("upstream.breaker.interval", "must be at least 1s, got %v", c.Interval)
 	}
 	if c.OpenTimeout < 10*time.Millisecond {
-		errs = append(errs, fmt.Sprintf("upstream.breaker.open_timeout: must be at least 10ms, got %v", c.OpenTimeout))
+		errs.Add("upstream.breaker.open_timeout", "must be at least 10ms, got %v", c.OpenTimeout)
 	}
 	if c.SlowCall != 0 && (c.SlowCall < 10*time.Millisecond || c.SlowCall >= c.Interval) {
-		errs = append(errs, fmt.Sprintf("upstream.breaker.slow_call: must be at least 10ms and shorter than interval (%v), got %v", c.Interval, c.SlowCall))
+		errs.Add("upstream.breaker.slow_call", "must be at least 10ms and shorter than interval (%v), got %v", c.Interval, c.SlowCall)
 	}
-	return errs
+	return errs.Err()
 }
 
 // routeBreaker is the breaker of one route.

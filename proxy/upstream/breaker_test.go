@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"tradergate/internal/configerr"
 	"tradergate/internal/testkit"
 	"tradergate/proxy/route"
 )
@@ -13,8 +14,8 @@ import (
 func testBreaker(t *testing.T, c BreakerConfig) *routeBreaker {
 	t.Helper()
 	c.applyDefaults()
-	if errs := c.validate(); len(errs) > 0 {
-		t.Fatal(errs)
+	if err := c.validate(); err != nil {
+		t.Fatal(err)
 	}
 	routes := route.NewTable().Routes()
 	return newBreakers(c, routes, nil)[routes[0].Index()]
@@ -100,7 +101,9 @@ func TestBreakerCountsCredentialRefusals(t *testing.T) {
 func TestBreakerSlowCallValidated(t *testing.T) {
 	c := BreakerConfig{SlowCall: 10 * time.Second}
 	c.applyDefaults()
-	if errs := c.validate(); len(errs) != 1 {
+	var errs configerr.List
+	errs.Append(c.validate())
+	if len(errs) != 1 || errs[0].Path != "upstream.breaker.slow_call" {
 		t.Errorf("slow_call = interval: %v", errs)
 	}
 }

@@ -3,6 +3,11 @@
 // circuit breaker, retries within a budget and the hold after a legacy 429,
 // and rewrites the answer into variant A (normalize). It returns pages and
 // errors of its own kinds (Reason); the proxy decides what a client is told.
+//
+// Beside the lower floors (limits for the shield, normalize for the
+// rewrite) it imports two neighbours: proxy/route, whose canonical request
+// is what it fetches, and proxy/breaker, to log breaker changes off
+// gobreaker's lock as the shared Redis's breaker does.
 package upstream
 
 import (
@@ -132,7 +137,7 @@ func (u *legacyHost) call(ctx context.Context, req *route.Request, requestID str
 	}
 	resp, err := u.client.Do(hr)
 	if err != nil {
-		err, out := transportError(ctx, err, Unreachable)
+		out, err := transportError(ctx, err, Unreachable)
 		return nil, out, err
 	}
 	defer resp.Body.Close()
@@ -143,7 +148,7 @@ func (u *legacyHost) call(ctx context.Context, req *route.Request, requestID str
 	}
 	body := buf.Bytes()
 	if resp.StatusCode != http.StatusOK {
-		err, out := statusError(resp, body)
+		out, err := statusError(resp, body)
 		return nil, out, err
 	}
 	return u.rewrite(req, resp.StatusCode, body)
@@ -181,7 +186,7 @@ func (u *legacyHost) read(ctx context.Context, resp *http.Response, buf *bytes.B
 		// a host may send gzip regardless, and the page is still good.
 		zr, err := u.gunzip(resp.Body)
 		if err != nil {
-			err, out := transportError(ctx, err, Invalid)
+			out, err := transportError(ctx, err, Invalid)
 			out.status = resp.StatusCode
 			return out, err
 		}
@@ -193,7 +198,7 @@ func (u *legacyHost) read(ctx context.Context, resp *http.Response, buf *bytes.B
 	// The cap applies to the inflated body: a small gzip bomb stays small.
 	if _, err := buf.ReadFrom(io.LimitReader(src, u.maxBody+1)); err != nil {
 		// The answer broke off midway (a reset, a truncated body).
-		err, out := transportError(ctx, err, Failed)
+		out, err := transportError(ctx, err, Failed)
 		out.status = resp.StatusCode
 		return out, err
 	}

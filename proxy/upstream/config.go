@@ -2,11 +2,11 @@ package upstream
 
 import (
 	"cmp"
-	"fmt"
 	"net/url"
 	"strings"
 	"time"
 
+	"tradergate/internal/configerr"
 	"tradergate/limits"
 )
 
@@ -87,11 +87,9 @@ func (c *Config) ApplyDefaults() {
 
 // Validate checks the section and resolves Key from getenv. Each problem is
 // one line naming its field.
-func (c *Config) Validate(getenv func(string) string) []string {
-	var errs []string
-	add := func(field, format string, args ...any) {
-		errs = append(errs, "upstream."+field+": "+fmt.Sprintf(format, args...))
-	}
+func (c *Config) Validate(getenv func(string) string) error {
+	var errs configerr.List
+	add := func(field, format string, args ...any) { errs.Add("upstream."+field, format, args...) }
 	if bu, err := url.Parse(c.BaseURL); c.BaseURL == "" {
 		add("base_url", "is required (the legacy host, including /open-api)")
 	} else if err != nil || (bu.Scheme != "http" && bu.Scheme != "https") || bu.Host == "" || bu.RawQuery != "" || bu.User != nil {
@@ -121,10 +119,8 @@ func (c *Config) Validate(getenv func(string) string) []string {
 	if c.MaxBodyBytes < 1024 {
 		add("max_body_bytes", "must be at least 1024, got %d", c.MaxBodyBytes)
 	}
-	errs = append(errs, c.Retry.validate()...)
-	errs = append(errs, c.Breaker.validate()...)
-	if err := c.ShieldConfig.Validate(); err != nil {
-		errs = append(errs, err.Error())
-	}
-	return errs
+	errs.Append(c.Retry.validate())
+	errs.Append(c.Breaker.validate())
+	errs.Append(c.ShieldConfig.Validate())
+	return errs.Err()
 }

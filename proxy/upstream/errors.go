@@ -120,14 +120,14 @@ func fail(r Reason, err error) *Error { return &Error{Reason: r, Err: err} }
 // transportError classifies a failed call: our deadline is a Timeout, the
 // caller's cancellation stays a context error (499 in logs), anything else
 // is reason r.
-func transportError(ctx context.Context, err error, r Reason) (error, outcome) {
+func transportError(ctx context.Context, err error, r Reason) (outcome, error) {
 	if ctx.Err() == context.DeadlineExceeded || isTimeout(err) {
-		return fail(Timeout, err), outcome{}
+		return outcome{}, fail(Timeout, err)
 	}
 	if ctx.Err() != nil {
-		return ctx.Err(), outcome{}
+		return outcome{}, ctx.Err()
 	}
-	return fail(r, err), outcome{connFailed: true}
+	return outcome{connFailed: true}, fail(r, err)
 }
 
 func isTimeout(err error) bool {
@@ -136,18 +136,18 @@ func isTimeout(err error) bool {
 }
 
 // statusError maps a non-200 legacy answer.
-func statusError(resp *http.Response, body []byte) (error, outcome) {
+func statusError(resp *http.Response, body []byte) (outcome, error) {
 	out := outcome{status: resp.StatusCode, retryAfter: parseRetryAfter(resp.Header.Get("Retry-After"))}
 	_, msg, ok := normalize.Failure(body)
 	if !ok && resp.StatusCode < 500 && resp.StatusCode != http.StatusTooManyRequests {
 		// A 4xx without a variant B body is not the legacy API talking
 		// (a wrong base_url, a proxy in between): the client's request is
 		// not at fault.
-		return fail(Invalid, errors.New("upstream "+resp.Status+" without an envelope")), out
+		return out, fail(Invalid, errors.New("upstream "+resp.Status+" without an envelope"))
 	}
 	err := mapStatus(resp.StatusCode, msg, out.retryAfter)
 	out.asked429 = resp.StatusCode == http.StatusTooManyRequests
-	return err, out
+	return out, err
 }
 
 // mapStatus is the table of the legacy host's failure statuses.

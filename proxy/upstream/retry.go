@@ -2,11 +2,12 @@ package upstream
 
 import (
 	"cmp"
-	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"sync"
 	"time"
+
+	"tradergate/internal/configerr"
 )
 
 // Retries: an idempotent GET that failed on a connection error or a 502/503/504 is tried again, with exponential backoff and full
@@ -38,21 +39,21 @@ func (c *RetryConfig) applyDefaults() {
 	c.BudgetReserve = cmp.Or(c.BudgetReserve, 10)
 }
 
-func (c *RetryConfig) validate() []string {
-	var errs []string
+func (c *RetryConfig) validate() error {
+	var errs configerr.List
 	if c.MaxAttempts < 1 || c.MaxAttempts > 10 {
-		errs = append(errs, fmt.Sprintf("upstream.retry.max_attempts: must be 1 to 10, got %d", c.MaxAttempts))
+		errs.Add("upstream.retry.max_attempts", "must be 1 to 10, got %d", c.MaxAttempts)
 	}
 	if c.BaseBackoff <= 0 || c.MaxBackoff < c.BaseBackoff {
-		errs = append(errs, fmt.Sprintf("upstream.retry.max_backoff: must be at least base_backoff (%v), got %v", c.BaseBackoff, c.MaxBackoff))
+		errs.Add("upstream.retry.max_backoff", "must be at least base_backoff (%v), got %v", c.BaseBackoff, c.MaxBackoff)
 	}
 	if c.BudgetRatio < 0 || c.BudgetRatio > 1 {
-		errs = append(errs, fmt.Sprintf("upstream.retry.budget_ratio: must be in [0, 1], got %v", c.BudgetRatio))
+		errs.Add("upstream.retry.budget_ratio", "must be in [0, 1], got %v", c.BudgetRatio)
 	}
 	if c.BudgetReserve < 0 {
-		errs = append(errs, fmt.Sprintf("upstream.retry.budget_reserve: must not be negative, got %v", c.BudgetReserve))
+		errs.Add("upstream.retry.budget_reserve", "must not be negative, got %v", c.BudgetReserve)
 	}
-	return errs
+	return errs.Err()
 }
 
 // retryBudget is a token bucket fed by calls (Finagle's RetryBudget, gRPC's

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 )
@@ -28,7 +29,7 @@ func MetricNames(expr string) ([]string, error) {
 			return nil
 		}
 		for _, m := range vs.LabelMatchers {
-			if m.Name == labels.MetricName && m.Type == labels.MatchEqual {
+			if m.Name == model.MetricNameLabel && m.Type == labels.MatchEqual {
 				names[m.Value] = true
 			}
 		}

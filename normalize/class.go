@@ -1,7 +1,10 @@
-package route
+package normalize
 
 // Class is the caching class of a route: which rule of the cache policy
 // judges its pages (cache/policy.go, docs/ARCHITECTURE.md "Cache policy").
+// proxy/route gives each route its class and cache judges by it; the type
+// lives here, beside Shape, because both stand on this package and cache
+// may not import proxy/.
 type Class uint8
 
 const (
