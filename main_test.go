@@ -153,6 +153,17 @@ func TestConfigFileErrors(t *testing.T) {
 	if err == nil {
 		t.Error("missing config file accepted")
 	}
+	// Start refuses with every problem of the file, one a line.
+	two := strings.NewReplacer("level: info", "level: loud", "max_events: 200000", "max_events: -5").Replace(string(embeddedConfig))
+	if err := os.WriteFile(path, []byte(two), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err = run(context.Background(), []string{"-config", path, "-demo"}, nil, io.Discard, io.Discard, os.Getenv)
+	if err == nil || !strings.Contains(err.Error(), "config "+path+": 2 problems:\n\tline ") ||
+		!strings.Contains(err.Error(), ": orderbook.max_events: must be 1 to 10000000, got -5\n\tline ") ||
+		!strings.Contains(err.Error(), `: log.level: must be debug, info, warn or error, got "loud"`) {
+		t.Errorf("run with two problems = %v", err)
+	}
 }
 
 func slogTo(w io.Writer) *slog.Logger { return slog.New(slog.NewJSONHandler(w, nil)) }

@@ -36,7 +36,9 @@ type EnvVar struct {
 	Field string // the field naming it: "upstream.key_env"
 	Name  string
 	Set   bool
-	Line  int // of the field in the file; 0: not in the file (a default)
+	// Line is the field's line, or its section's when the field is left
+	// out (a default); 0: neither is in the file.
+	Line int
 }
 
 // Check loads data as the edge does at start and on every reload, then the
