@@ -37,7 +37,7 @@ import (
 	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/redis/go-redis/v9"
 
-	"tradergate/internal/configerr"
+	"tradergate/cache/configerr"
 	"tradergate/legacysim"
 	"tradergate/proxy"
 )

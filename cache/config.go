@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"tradergate/internal/configerr"
+	"tradergate/cache/configerr"
 )
 
 // Config is the `cache:` section of config.yaml. Every figure is optional:

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"tradergate/internal/configerr"
+	"tradergate/cache/configerr"
 )
 
 func TestApplyDefaults(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"tradergate/internal/configerr"
+	"tradergate/cache/configerr"
 
 	"github.com/redis/go-redis/v9"
 )

@@ -5,7 +5,7 @@ package limits
 import (
 	"time"
 
-	"tradergate/internal/configerr"
+	"tradergate/cache/configerr"
 )
 
 // Plan is a request allowance per fixed window (docs/CONTRACT.md "Limits": allowances

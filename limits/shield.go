@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"tradergate/internal/configerr"
+	"tradergate/cache/configerr"
 
 	"golang.org/x/time/rate"
 )

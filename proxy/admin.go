@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"tradergate/internal/configerr"
+	"tradergate/cache/configerr"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )

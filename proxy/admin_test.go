@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"tradergate/internal/configerr"
+	"tradergate/cache/configerr"
 	"tradergate/internal/testkit"
 	"tradergate/proxy"
 )

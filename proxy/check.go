@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"tradergate/internal/configerr"
+	"tradergate/cache/configerr"
 	"tradergate/proxy/tlsedge"
 )
 

@@ -11,7 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"tradergate/cache"
-	"tradergate/internal/configerr"
+	"tradergate/cache/configerr"
 	"tradergate/limits"
 	"tradergate/proxy/fleet"
 	"tradergate/proxy/native"

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"tradergate/internal/configerr"
+	"tradergate/cache/configerr"
 	"tradergate/proxy/route"
 )
 

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"tradergate/cache/configerr"
 	"tradergate/docs"
 	"tradergate/docs/openapitest"
-	"tradergate/internal/configerr"
 	"tradergate/internal/testkit"
 	"tradergate/internal/testkit/redistest"
 	"tradergate/legacysim"

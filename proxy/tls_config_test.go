@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"tradergate/internal/configerr"
+	"tradergate/cache/configerr"
 	"tradergate/proxy/tlsedge"
 )
 

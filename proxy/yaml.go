@@ -10,7 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"tradergate/internal/configerr"
+	"tradergate/cache/configerr"
 )
 
 // decodeStrict decodes YAML into out, a pointer to a struct, and returns

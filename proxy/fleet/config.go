@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"tradergate/internal/configerr"
+	"tradergate/cache/configerr"
 )
 
 // Defaults of Config, filled by ApplyDefaults. The section is the one home

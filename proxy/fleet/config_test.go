@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"tradergate/internal/configerr"
+	"tradergate/cache/configerr"
 )
 
 func TestConfigDefaults(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"tradergate/internal/configerr"
+	"tradergate/cache/configerr"
 	"tradergate/proxy/route"
 )
 

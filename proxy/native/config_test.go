@@ -7,7 +7,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"tradergate/internal/configerr"
+	"tradergate/cache/configerr"
 	"tradergate/proxy/native"
 )
 

@@ -3,7 +3,7 @@ package orderbook
 import (
 	"time"
 
-	"tradergate/internal/configerr"
+	"tradergate/cache/configerr"
 )
 
 // Config is the `orderbook:` section: the bounds of the edge's order book

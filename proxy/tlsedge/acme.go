@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"time"
 
-	"tradergate/internal/configerr"
+	"tradergate/cache/configerr"
 
 	"github.com/caddyserver/certmagic"
 )

@@ -21,7 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"tradergate/internal/configerr"
+	"tradergate/cache/configerr"
 )
 
 // This file holds server.tls and the set-up the server runs with TLS on;

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"sync/atomic"
 
-	"tradergate/internal/configerr"
+	"tradergate/cache/configerr"
 )
 
 // Mode files: a certificate and key from disk (and a second pair, with a

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"tradergate/internal/configerr"
+	"tradergate/cache/configerr"
 )
 
 // TLS session resumption. A client that was here before resumes its

@@ -11,7 +11,7 @@ import (
 	"net/url"
 	"time"
 
-	"tradergate/internal/configerr"
+	"tradergate/cache/configerr"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"

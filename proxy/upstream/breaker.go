@@ -10,7 +10,7 @@ import (
 
 	"github.com/sony/gobreaker/v2"
 
-	"tradergate/internal/configerr"
+	"tradergate/cache/configerr"
 	"tradergate/proxy/route"
 )
 

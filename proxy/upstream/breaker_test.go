@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"tradergate/internal/configerr"
+	"tradergate/cache/configerr"
 	"tradergate/internal/testkit"
 	"tradergate/proxy/route"
 )

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"tradergate/internal/configerr"
+	"tradergate/cache/configerr"
 	"tradergate/limits"
 )
 

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"tradergate/internal/configerr"
+	"tradergate/cache/configerr"
 )
 
 // Retries: an idempotent GET that failed on a connection error or a 502/503/504 is tried again, with exponential backoff and full

@@ -5,9 +5,10 @@
 // gathers every section's into one List, places each on its line, and
 // `tradergate check`, start and reload report them all at once.
 //
-// It sits below every package that owns a configuration section (cache
-// and limits among them, which may not import proxy/), and imports nothing
-// of the edge.
+// It sits below every package that owns a configuration section and
+// imports nothing of the edge. Its home is under cache, the lowest floor
+// with a configuration section: cache and limits may not import proxy/,
+// and internal/ holds test support only.
 package configerr
 
 import (
