@@ -157,7 +157,7 @@ func reportHas(t *testing.T, r proxy.CheckReport, name string, want ...string) s
 // TestCheckDecodeErrors: what does not decode is placed by the YAML
 // parser's own node positions, every problem at once.
 func TestCheckDecodeErrors(t *testing.T) {
-	serverFields := "known here: drain_delay, idle_timeout, listen, max_header_bytes, memory_limit, read_header_timeout, read_timeout, shutdown_timeout, tls, write_timeout"
+	serverFields := "known here: drain_delay, idle_timeout, listen, max_connections, max_connections_per_address, max_header_bytes, memory_limit, read_header_timeout, read_timeout, shutdown_timeout, tls, write_timeout"
 	for _, tc := range []struct {
 		name, file string
 		want       []problem
