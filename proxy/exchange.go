@@ -11,9 +11,10 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"tradergate/cache"
+	"tradergate/internal/poison"
 	"tradergate/normalize"
 	"tradergate/proxy/route"
-	"tradergate/proxy/upstream"
 )
 
 // exchange is one request and its answer, as the steps of the chain see
@@ -22,19 +23,22 @@ import (
 // writes the answer part back; nothing between those two knows which
 // library it is.
 //
-// Ownership. What may outlive the request (the canonical request and the
-// request id, which a coalesced flight or a background refresh keeps) is
-// the exchange's own memory, never the front's: fasthttp reuses its
-// buffers once the handler returns, so the front copies what the steps
-// keep (the target) and the rest (header values) is read only while serve
-// runs.
+// Ownership. The exchange's memory, and the front's that its header
+// values view, is read only while serve runs: the exchange goes back to
+// its pool once the front has written the answer, whatever the steps did.
+// Work that may outlive serve (a flight or a background refresh, which
+// run a Fetch; the request's span, which is exported later) reads copies,
+// made in one place for each kind of memory: handOn for the exchange's
+// fields (the request id, the trace context), route.Request.Own for the
+// canonical request, and the cache copies the key it keeps. A Fetch is
+// built only from those (Server.fetch). Built with the poison tag,
+// release overwrites the exchange's buffers (poison.go), so that a copy
+// left out reads garbage in the tests rather than another request's
+// bytes in production.
 //
 // Reuse. The HTTP/1.1 and HTTP/2 fronts take their exchanges from a pool
 // and give each back once the answer is in their library's buffers, so
-// that a cache hit allocates little. An exchange whose memory something else may still
-// hold is never given back: a step that hands any of it on (a Fetch that a
-// flight or a refresh keeps, a span that keeps the id) calls keep first,
-// and the garbage collector frees that exchange as it would any other.
+// that a cache hit allocates nothing.
 type exchange struct {
 	// ctx is the request's context: the server's base context (HTTP/1.1;
 	// fasthttp does not tell a handler that its client left), or the
@@ -73,8 +77,8 @@ type exchange struct {
 	legacy    bool // a legacy path: answered in variant B (legacy.go)
 	route     *route.Route
 	req       *route.Request // &reqBuf once the route step validated it
-	cache     string         // X-Cache value, when the page step ran
-	upstream  upstream.Info  // the legacy call this request started, if any
+	cache     cache.Status   // the page step's result; 0 when it did not run
+	upstream  cache.Report   // what the Fetch this request started did, if any
 	span      trace.Span     // the request's span; nil when tracing is off
 
 	// The answer.
@@ -96,9 +100,8 @@ type exchange struct {
 	sendfile bool
 	file     *os.File
 
-	// kept: something may hold the exchange's memory after the request
-	// (see Reuse above); it is never given back to the pool.
-	kept bool
+	// handed is what the request handed on (handOn), once it did.
+	handed *handed
 
 	// Memory of the exchange's own, so that a cache hit allocates little
 	// beyond the exchange itself: the made request id, the canonical
@@ -180,20 +183,37 @@ func pooledExchange(ctx context.Context) *exchange {
 	return x
 }
 
-// keep marks the exchange as held beyond its request: release leaves it
-// to the garbage collector. Call it before handing any of the exchange's
-// memory (the canonical request, the id, upstream.Info) to something that
-// may outlive serve.
-func (x *exchange) keep() { x.kept = true }
-
-// release gives x back to the pool, cleared, unless it was kept. The
-// caller must not touch x, nor any string made from its memory, again.
+// release gives x back to the pool, cleared. The caller must not touch x,
+// nor any string made from its memory, again; what outlives serve holds
+// copies (handOn).
 func (x *exchange) release() {
-	if x.kept {
-		return
-	}
+	grown := x.vals
 	*x = exchange{}
+	if poison.On {
+		x.poison(grown)
+	}
 	exchanges.Put(x)
+}
+
+// handed is what a request hands on to work that may outlive serve: its
+// id and trace context, copied into memory of their own.
+type handed struct {
+	id                      string
+	traceparent, tracestate string
+}
+
+// handOn returns the copies of x's fields that work outliving serve may
+// keep, made on the first call: the one place the exchange's own memory
+// (idBuf) and the front's (header values) are copied for others.
+func (x *exchange) handOn() *handed {
+	if x.handed == nil {
+		x.handed = &handed{
+			id:          poison.Copy(x.id),
+			traceparent: poison.Copy(x.traceparent),
+			tracestate:  poison.Copy(x.tracestate),
+		}
+	}
+	return x.handed
 }
 
 // setTarget keeps the request target (the exchange's own copy) and cuts
@@ -279,9 +299,9 @@ func (x *exchange) delHeader(name string) {
 // own copies b into the exchange's value buffer and returns it as a string
 // without a further allocation. The buffer is only appended to while the
 // exchange serves its request, and a pooled exchange is cleared and given
-// back (release) only once nothing reads its answer, or never if it was
-// kept: the bytes under the string do not change while it is read, which
-// is what makes the unsafe.String sound. A buffer that grows leaves the
+// back (release) only once nothing reads its answer: the bytes under the
+// string do not change while it is read, which is what makes the
+// unsafe.String sound. A buffer that grows leaves the
 // earlier strings on the old array, which they keep alive.
 func (x *exchange) own(b []byte) string {
 	if len(b) == 0 {
@@ -292,21 +312,30 @@ func (x *exchange) own(b []byte) string {
 	return unsafe.String(&x.vals[start], len(b))
 }
 
-// Get, Set and Keys make the exchange a propagation.TextMapCarrier of the
-// request's trace context (only these two fields are read).
-func (x *exchange) Get(key string) string {
+// keyID is the id of the request's key, "" without one.
+func (x *exchange) keyID() string {
+	if x.principal == nil {
+		return ""
+	}
+	return x.principal.KeyID
+}
+
+// Get, Set and Keys make the handed-on copies a
+// propagation.TextMapCarrier of the request's trace context (only these
+// two fields are read): the parent the span keeps is parsed from copies.
+func (h *handed) Get(key string) string {
 	switch strings.ToLower(key) {
 	case "traceparent":
-		return x.traceparent
+		return h.traceparent
 	case "tracestate":
-		return x.tracestate
+		return h.tracestate
 	}
 	return ""
 }
 
-func (x *exchange) Set(string, string) {}
+func (h *handed) Set(string, string) {}
 
-func (x *exchange) Keys() []string { return []string{"traceparent", "tracestate"} }
+func (h *handed) Keys() []string { return []string{"traceparent", "tracestate"} }
 
 // reply sets the answer: a JSON body with its status. nosniff: a client
 // must never read the body as anything but JSON, whatever text a legacy

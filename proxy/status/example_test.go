@@ -14,8 +14,8 @@ func ExampleWindow() {
 	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	w := status.NewWindow(status.WindowOptions{Now: func() time.Time { return now }})
 	// The edge, once per answered request and once per upstream call:
-	w.ObserveRequest(status.Request{Route: "tx", Status: 200, Duration: 2 * time.Millisecond, Cache: cache.Hit.String(), KeyID: "acme"})
-	w.ObserveRequest(status.Request{Route: "tx", Status: 200, Duration: 40 * time.Millisecond, Cache: cache.Miss.String(), KeyID: "acme"})
+	w.ObserveRequest(status.Request{Route: "tx", Status: 200, Duration: 2 * time.Millisecond, Cache: cache.Hit, KeyID: "acme"})
+	w.ObserveRequest(status.Request{Route: "tx", Status: 200, Duration: 40 * time.Millisecond, Cache: cache.Miss, KeyID: "acme"})
 	w.ObserveUpstream(status.Call{Route: "tx", Status: 200})
 
 	// The page, a second later:

@@ -115,10 +115,9 @@ type Request struct {
 	Status int
 	// Duration is from the request's arrival to the answer's last byte.
 	Duration time.Duration
-	// Cache is the cache's result as the edge labels it: a cache.Status's
-	// name (HIT, MISS, STALE, BYPASS), or another label for an answer the
-	// cache did not give.
-	Cache string
+	// Cache is the cache's result; 0 for an answer the cache did not
+	// give.
+	Cache cache.Status
 	// KeyID is the API key's id; "" for anonymous requests, which are not
 	// listed among the busiest keys (their bucket is a client address).
 	KeyID string
@@ -200,11 +199,11 @@ func (w *Window) route(name string) int {
 	return len(w.names)
 }
 
-// cacheKind is the index of a result among countedResults, or cacheKinds
-// for one not counted apart.
-func cacheKind(result string) int {
+// cacheKind is the index of a result among countedResults, whichever
+// tier gave it, or cacheKinds for one not counted apart.
+func cacheKind(result cache.Status) int {
 	for k, st := range countedResults {
-		if st.String() == result {
+		if st == result.Kind() {
 			return k
 		}
 	}

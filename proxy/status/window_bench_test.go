@@ -12,7 +12,7 @@ import (
 
 func BenchmarkObserveRequest(b *testing.B) {
 	w := NewWindow(WindowOptions{})
-	r := Request{Route: "positions_open", Status: 200, Duration: 3 * time.Millisecond, Cache: cache.Hit.String(), KeyID: "key-7"}
+	r := Request{Route: "positions_open", Status: 200, Duration: 3 * time.Millisecond, Cache: cache.Hit, KeyID: "key-7"}
 	b.ReportAllocs()
 	for b.Loop() {
 		w.ObserveRequest(r)
@@ -23,7 +23,7 @@ func BenchmarkObserveRequestParallel(b *testing.B) {
 	w := NewWindow(WindowOptions{})
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
-		r := Request{Route: "activity", Status: 200, Duration: 3 * time.Millisecond, Cache: cache.Miss.String(), KeyID: "key-1"}
+		r := Request{Route: "activity", Status: 200, Duration: 3 * time.Millisecond, Cache: cache.Miss, KeyID: "key-1"}
 		for pb.Next() {
 			w.ObserveRequest(r)
 		}
@@ -61,7 +61,7 @@ func BenchmarkFill(b *testing.B) {
 
 func TestObserveDoesNotAllocate(t *testing.T) {
 	w := NewWindow(WindowOptions{})
-	r := Request{Route: "tx", Status: 503, Duration: time.Second, Cache: cache.Stale.String(), KeyID: "k"}
+	r := Request{Route: "tx", Status: 503, Duration: time.Second, Cache: cache.Stale, KeyID: "k"}
 	w.ObserveRequest(r) // adds the key id: once
 	w.ObserveRefused("free")
 	if n := testing.AllocsPerRun(100, func() {

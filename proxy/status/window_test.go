@@ -36,13 +36,13 @@ func TestWindowRatesRatiosPercentiles(t *testing.T) {
 	// One minute of two requests a second on activity: a fast hit and a
 	// slow 503 miss.
 	for range 60 {
-		w.ObserveRequest(Request{Route: "activity", Status: 200, Duration: 3 * time.Millisecond, Cache: cache.Hit.String(), KeyID: "k1"})
-		w.ObserveRequest(Request{Route: "activity", Status: 503, Duration: 30 * time.Millisecond, Cache: cache.Miss.String(), KeyID: "k1"})
+		w.ObserveRequest(Request{Route: "activity", Status: 200, Duration: 3 * time.Millisecond, Cache: cache.Hit, KeyID: "k1"})
+		w.ObserveRequest(Request{Route: "activity", Status: 503, Duration: 30 * time.Millisecond, Cache: cache.Miss, KeyID: "k1"})
 		w.ObserveUpstream(Call{Route: "activity", Status: 503})
 		c.Advance(time.Second)
 	}
 	// And a route the page does not list: totals only.
-	w.ObserveRequest(Request{Route: "none", Status: 404, Cache: "NONE"})
+	w.ObserveRequest(Request{Route: "none", Status: 404})
 	s := fill(w)
 
 	r := mustRoute(t, &s, "activity")
@@ -100,7 +100,7 @@ func TestWindowYoungerThanAMinute(t *testing.T) {
 	c := testkit.NewClock(t0)
 	w := NewWindow(WindowOptions{Now: c.Now})
 	for range 10 {
-		w.ObserveRequest(Request{Route: "tx", Status: 200, Cache: cache.Bypass.String()})
+		w.ObserveRequest(Request{Route: "tx", Status: 200, Cache: cache.Bypass})
 	}
 	c.Advance(5 * time.Second)
 	s := fill(w)
