@@ -45,7 +45,14 @@ type exchange struct {
 	// request's own (HTTP/2, cancelled when the stream ends).
 	ctx context.Context
 
-	// The request.
+	request // what the front filled: read, never written, by the steps
+	learnt  // what the steps learn on the way and hand to the later ones
+	answer  // what the steps build and the front writes back
+}
+
+// request is the request as the front read it. The front fills it before
+// serve; from then on the steps only read it.
+type request struct {
 	method         string // as sent; GET and HEAD are the constants
 	target         string // path and query as sent: the exchange's own copy
 	path, rawQuery string // slices of target
@@ -68,9 +75,21 @@ type exchange struct {
 	tracestate     string
 	peer           netip.Addr
 	forwardedFor   []string // only read for requests without a valid key
+	// arrived is the front's reading of the clock as the request came in;
+	// zero: the front read none, and begin reads it.
+	arrived time.Time
+	// sendfile: the front can send a file straight to the client's socket
+	// (plain HTTP/1.1), so the page step may hand it one (answer.file).
+	sendfile bool
 
-	// What the steps learn and hand on.
-	id        string    // the request id: idBuf's, or a copy of the client's
+	// targetBuf holds a short target's copy (copyTarget).
+	targetBuf [160]byte
+}
+
+// learnt is what the steps learn of the request on the way and hand on to
+// the later steps, the metrics and the access log.
+type learnt struct {
+	id        string    // the request id: idBuf's, or the client's (requestID)
 	start     time.Time // wall clock, for durations
 	now       time.Time // the injected clock's time at arrival
 	principal *principal
@@ -81,7 +100,17 @@ type exchange struct {
 	upstream  cache.Report   // what the Fetch this request started did, if any
 	span      trace.Span     // the request's span; nil when tracing is off
 
-	// The answer.
+	// handed is what the request handed on (handOn), once it did.
+	handed *handed
+
+	// The made request id and the canonical request, so that a hit
+	// allocates neither.
+	idBuf  [32]byte
+	reqBuf route.Request
+}
+
+// answer is the answer the steps build: its status, fields and body.
+type answer struct {
 	status  int
 	headers [maxHeaders]field
 	nh      int
@@ -94,22 +123,13 @@ type exchange struct {
 	vals      []byte // backing of the header values made for this answer
 	body      []byte
 	closeConn bool
-	// sendfile: the front can send a file straight to the client's socket
-	// (plain HTTP/1.1); file: the cache's file holding body, to send so
-	// (cache/files.go), or nil.
-	sendfile bool
-	file     *os.File
+	// file: the cache's file holding body, to send straight to the socket
+	// (request.sendfile; cache/files.go), or nil.
+	file *os.File
 
-	// handed is what the request handed on (handOn), once it did.
-	handed *handed
-
-	// Memory of the exchange's own, so that a cache hit allocates little
-	// beyond the exchange itself: the made request id, the canonical
-	// request, the start of the value buffer and a short target's copy.
-	idBuf     [32]byte
-	reqBuf    route.Request
-	valsBuf   [192]byte
-	targetBuf [160]byte
+	// valsBuf is the start of vals, so that a hit's values allocate
+	// nothing.
+	valsBuf [192]byte
 }
 
 // newExchange returns an exchange for one request under ctx, of its own:
@@ -142,7 +162,7 @@ const (
 // field sent twice keeps its first value; Authorization fields are
 // counted, since two are refused (auth.go); every X-Forwarded-For line is
 // kept, in order; trace context only when tracing is on.
-func (x *exchange) readField(f requestField, value string, traced bool) {
+func (x *request) readField(f requestField, value string, traced bool) {
 	switch f {
 	case fieldAuthorization:
 		if x.authorizations == 0 {
@@ -219,7 +239,7 @@ func (x *exchange) handOn() *handed {
 // setTarget keeps the request target (the exchange's own copy) and cuts
 // the path and query from it. The path is the raw path as sent: routes
 // match on it, so what a firewall in front sees is what the edge routes.
-func (x *exchange) setTarget(t string) {
+func (x *request) setTarget(t string) {
 	x.target = t
 	x.path, x.rawQuery, _ = strings.Cut(t, "?")
 }
@@ -227,7 +247,7 @@ func (x *exchange) setTarget(t string) {
 // copyTarget is setTarget for a target the front will reuse: the bytes
 // are copied into the exchange (a short one into targetBuf, which is
 // never written again).
-func (x *exchange) copyTarget(b []byte) {
+func (x *request) copyTarget(b []byte) {
 	if len(b) <= len(x.targetBuf) && len(b) > 0 {
 		n := copy(x.targetBuf[:], b)
 		x.setTarget(unsafe.String(&x.targetBuf[0], n))
@@ -245,7 +265,7 @@ const maxHeaders = 20
 type field struct{ name, value string }
 
 // setHeader sets name to value, replacing an earlier value of name.
-func (x *exchange) setHeader(name, value string) {
+func (x *answer) setHeader(name, value string) {
 	bit := nameBit(name)
 	if x.named&bit != 0 {
 		for i := range x.headers[:x.nh] {
@@ -263,7 +283,7 @@ func (x *exchange) setHeader(name, value string) {
 }
 
 // header returns the value set for name, or "".
-func (x *exchange) header(name string) string {
+func (x *answer) header(name string) string {
 	if x.named&nameBit(name) == 0 {
 		return ""
 	}
@@ -286,7 +306,7 @@ func nameBit(name string) uint64 {
 }
 
 // delHeader removes name from the answer.
-func (x *exchange) delHeader(name string) {
+func (x *answer) delHeader(name string) {
 	for i := range x.headers[:x.nh] {
 		if x.headers[i].name == name {
 			copy(x.headers[i:x.nh], x.headers[i+1:x.nh])
@@ -303,7 +323,7 @@ func (x *exchange) delHeader(name string) {
 // string do not change while it is read, which is what makes the
 // unsafe.String sound. A buffer that grows leaves the
 // earlier strings on the old array, which they keep alive.
-func (x *exchange) own(b []byte) string {
+func (x *answer) own(b []byte) string {
 	if len(b) == 0 {
 		return ""
 	}
@@ -340,7 +360,7 @@ func (h *handed) Keys() []string { return []string{"traceparent", "tracestate"} 
 // reply sets the answer: a JSON body with its status. nosniff: a client
 // must never read the body as anything but JSON, whatever text a legacy
 // message put into it.
-func (x *exchange) reply(status int, body []byte) {
+func (x *answer) reply(status int, body []byte) {
 	// A page file goes with the body it holds: a new body drops it
 	// (writeEntry sets it after its reply).
 	x.status, x.body, x.file = status, body, nil

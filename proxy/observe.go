@@ -24,6 +24,7 @@ import (
 // begin gives the request its id and its time (the time the front read,
 // when it read one).
 func (s *Server) begin(x *exchange) {
+	x.start = x.arrived
 	if x.start.IsZero() {
 		x.start = time.Now()
 	}

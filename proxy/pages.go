@@ -148,15 +148,15 @@ func factsOf(req *route.Request, meta normalize.Meta) cache.Facts {
 // "Cache headers"), gzip-compressed to clients that accept it, and answers
 // If-None-Match.
 func (s *Server) writeEntry(x *exchange, e *cache.Entry, status cache.Status) {
-	s.setCacheFields(x, e, status)
+	s.setCacheFields(&x.answer, x.now, e, status)
 	writeForm(x, e)
 }
 
 // setCacheFields sets X-Cache, Cache-Status, Age, Cache-Control and Vary
-// of an answer from the cache.
-func (s *Server) setCacheFields(x *exchange, e *cache.Entry, status cache.Status) {
+// of an answer from the cache, for a request that arrived at now.
+func (s *Server) setCacheFields(x *answer, now time.Time, e *cache.Entry, status cache.Status) {
 	x.setHeader("X-Cache", status.String())
-	n := ageNumbersOf(e, x.now)
+	n := ageNumbersOf(e, now)
 	var values string
 	var cc, cs int
 	if status == cache.Hit || status == cache.Stale {
