@@ -38,7 +38,9 @@ import (
 //
 // Reuse. The HTTP/1.1 and HTTP/2 fronts take their exchanges from a pool
 // and give each back once the answer is in their library's buffers, so
-// that a cache hit allocates nothing.
+// that a cache hit allocates nothing. front_std.go allocates one per
+// request: the parts' fields are ordered so that an exchange, with the
+// header the runtime adds to it, stays within a 2 KiB size class.
 type exchange struct {
 	// ctx is the request's context: the server's base context (HTTP/1.1;
 	// fasthttp does not tell a handler that its client left), or the
@@ -57,6 +59,9 @@ type request struct {
 	target         string // path and query as sent: the exchange's own copy
 	path, rawQuery string // slices of target
 	hasBody        bool   // a Content-Length above 0, or a chunked body
+	// sendfile: the front can send a file straight to the client's socket
+	// (plain HTTP/1.1), so the page step may hand it one (answer.file).
+	sendfile bool
 	// refused is what the front refused before the request could be
 	// read as the edge reads one (framing a proxy in front could read
 	// otherwise, an HTTP version other than 1.x, a header block over
@@ -78,10 +83,6 @@ type request struct {
 	// arrived is the front's reading of the clock as the request came in;
 	// zero: the front read none, and begin reads it.
 	arrived time.Time
-	// sendfile: the front can send a file straight to the client's socket
-	// (plain HTTP/1.1), so the page step may hand it one (answer.file).
-	sendfile bool
-
 	// targetBuf holds a short target's copy (copyTarget).
 	targetBuf [160]byte
 }
@@ -93,9 +94,9 @@ type learnt struct {
 	start     time.Time // wall clock, for durations
 	now       time.Time // the injected clock's time at arrival
 	principal *principal
-	legacy    bool // a legacy path: answered in variant B (legacy.go)
 	route     *route.Route
 	req       *route.Request // &reqBuf once the route step validated it
+	legacy    bool           // a legacy path: answered in variant B (legacy.go)
 	cache     cache.Status   // the page step's result; 0 when it did not run
 	upstream  cache.Report   // what the Fetch this request started did, if any
 	span      trace.Span     // the request's span; nil when tracing is off
