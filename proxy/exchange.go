@@ -246,8 +246,8 @@ func (x *request) setTarget(t string) {
 }
 
 // copyTarget is setTarget for a target the front will reuse: the bytes
-// are copied into the exchange (a short one into targetBuf, which is
-// never written again).
+// are copied into the exchange (a short one into targetBuf, which is not
+// written again until the exchange goes back to its pool).
 func (x *request) copyTarget(b []byte) {
 	if len(b) <= len(x.targetBuf) && len(b) > 0 {
 		n := copy(x.targetBuf[:], b)
