@@ -47,7 +47,7 @@ func BenchmarkGetHit(b *testing.B) {
 					ctx := context.Background()
 					for pb.Next() {
 						i++
-						e, st, err := c.Get(ctx, names[i%uint64(keys)], nil)
+						e, st, err := c.get(ctx, names[i%uint64(keys)], nil)
 						if err != nil || st != Hit || len(e.Body()) == 0 {
 							b.Fatalf("%v %v", st, err)
 						}
@@ -60,7 +60,7 @@ func BenchmarkGetHit(b *testing.B) {
 
 func mustGetB(b *testing.B, c *Cache, key string, body []byte) {
 	b.Helper()
-	if _, _, err := c.Get(context.Background(), key, func(context.Context, func() bool) ([]byte, Facts, error) {
+	if _, _, err := c.get(context.Background(), key, func(context.Context, func() bool) ([]byte, Facts, error) {
 		return body, liveFacts, nil
 	}); err != nil {
 		b.Fatal(err)
@@ -88,7 +88,7 @@ func BenchmarkGetMiss(b *testing.B) {
 			i := 0
 			for b.Loop() {
 				i++
-				if _, st, err := c.Get(ctx, "k"+strconv.Itoa(i), fetch); err != nil || st != Miss {
+				if _, st, err := c.get(ctx, "k"+strconv.Itoa(i), fetch); err != nil || st != Miss {
 					b.Fatalf("%v %v", st, err)
 				}
 			}
@@ -109,7 +109,7 @@ func BenchmarkFirstGzipHit(b *testing.B) {
 				i++
 				key := "k" + strconv.Itoa(i)
 				b.StopTimer()
-				e, st, err := c.Get(ctx, key, fetch)
+				e, st, err := c.get(ctx, key, fetch)
 				if err != nil || st != Miss {
 					b.Fatalf("%v %v", st, err)
 				}

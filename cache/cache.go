@@ -20,6 +20,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/singleflight"
+
+	"tradergate/internal/poison"
 )
 
 // errClosed is returned by Get once Close has begun.
@@ -32,8 +34,34 @@ var errClosed = errors.New("cache: closed")
 // caller has stopped waiting (never for a background refresh), so that a
 // fetch nobody wants makes no retry. Fetch may outlive the Get that passed
 // it, so it must not use per-request state; the cache owns body once
-// returned and never modifies it.
+// returned and never modifies it. facts.Report goes back to the caller
+// whose Get started the flight, whether the Fetch failed or not.
 type Fetch func(ctx context.Context, abandoned func() bool) (body []byte, facts Facts, err error)
+
+// Report is what a Fetch tells the caller that started its flight of how
+// it got the page, for that caller alone (its access log, what it does
+// with a page it fetched): the cache carries it back (Result.Report) and
+// reads none of it.
+type Report struct {
+	// Origin names, in the caller's terms, who was asked for the page
+	// last; "" when nobody was.
+	Origin string
+	// Status is that origin's status for the page, 0 when none came, and
+	// Took how long its call took.
+	Status int
+	Took   time.Duration
+}
+
+// Result is how Get answered.
+type Result struct {
+	Entry  *Entry
+	Status Status
+	// Fetched: this call started the flight whose Fetch ran for it, and
+	// Report is what that Fetch reported. Zero for a hit, a joined
+	// flight, a stale page served while the fetch goes on.
+	Fetched bool
+	Report  Report
+}
 
 // Options are the injected dependencies of a Cache.
 type Options struct {
@@ -232,20 +260,29 @@ func (c *Cache) Fresh(key string, now time.Time) *Entry {
 //
 // When ctx ends before the flight, Get returns ctx.Err() at once; the flight
 // goes on for the other callers and for the store.
-func (c *Cache) Get(ctx context.Context, key string, fetch Fetch) (*Entry, Status, error) {
+//
+// key is the caller's memory, read during the call: what outlives it (a
+// flight, a refresh, the stored entry) keeps the copy ownKey makes.
+func (c *Cache) Get(ctx context.Context, key string, fetch Fetch) (Result, error) {
 	e := c.store.get(key)
 	if e != nil {
 		switch e.state(c.now()) {
 		case fresh:
 			c.stats.hits.Add(1)
-			return e, Hit, nil
+			return Result{Entry: e, Status: Hit}, nil
 		case revalidate:
-			c.refresh(ctx, key, e, fetch)
+			c.refresh(ctx, ownKey(key), e, fetch)
 			c.stats.stale.Add(1)
-			return e, Stale, nil
+			return Result{Entry: e, Status: Stale}, nil
 		case unusable:
 			e = nil
 		}
 	}
-	return c.miss(ctx, key, fetch, e)
+	return c.miss(ctx, ownKey(key), fetch, e)
 }
+
+// ownKey copies a caller's key where the cache starts work that may
+// outlive the call (miss, refresh): the flight, its waiters, a refresh
+// and the store keep the copy, never the caller's memory, which may be a
+// buffer it reuses.
+func ownKey(key string) string { return poison.Copy(key) }

@@ -28,7 +28,7 @@ func TestCoalesce(t *testing.T) {
 	entries := make([]*Entry, n)
 	for i := range n {
 		wg.Go(func() {
-			e, st, err := c.Get(context.Background(), "k", fetch)
+			e, st, err := c.get(context.Background(), "k", fetch)
 			if err != nil || st != Miss {
 				t.Errorf("Get: %v, %v", st, err)
 			}
@@ -77,14 +77,14 @@ func TestCoalesceCancelledWaiter(t *testing.T) {
 	leaderCtx, cancel := context.WithCancel(context.WithValue(context.Background(), ctxKey{}, "req-1"))
 	leaderErr := make(chan error, 1)
 	go func() {
-		_, _, err := c.Get(leaderCtx, "k", fetch)
+		_, _, err := c.get(leaderCtx, "k", fetch)
 		leaderErr <- err
 	}()
 	<-first // the leader's flight runs
 	var wg sync.WaitGroup
 	for range 2 {
 		wg.Go(func() {
-			e, st, err := c.Get(context.Background(), "k", fetch)
+			e, st, err := c.get(context.Background(), "k", fetch)
 			if err != nil || st != Miss || string(e.Body()) != "page" {
 				t.Errorf("other waiter: %v %v", st, err)
 			}
@@ -116,7 +116,7 @@ func TestCancelledBeforeGet(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	var fetches atomic.Int64
-	if _, _, err := c.Get(ctx, "k", counting(&fetches, "x", liveFacts)); !errors.Is(err, context.Canceled) {
+	if _, _, err := c.get(ctx, "k", counting(&fetches, "x", liveFacts)); !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v", err)
 	}
 	if fetches.Load() != 0 {
@@ -139,7 +139,7 @@ func TestCoalescedWaitSpans(t *testing.T) {
 	var wg sync.WaitGroup
 	for range n {
 		wg.Go(func() {
-			if _, _, err := c.Get(context.Background(), "k", fetch); err != nil {
+			if _, _, err := c.get(context.Background(), "k", fetch); err != nil {
 				t.Error(err)
 			}
 		})

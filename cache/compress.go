@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"github.com/klauspost/compress/gzip"
+
+	"tradergate/internal/poison"
 )
 
 // gzipLevel is klauspost's fastest for every page: a fresh page is
@@ -36,6 +38,10 @@ func (z *compressor) gzip(body []byte) []byte {
 	}
 	defer func() {
 		buf.Reset()
+		if poison.On {
+			p := buf.Bytes()
+			poison.Fill(p[:cap(p)])
+		}
 		z.buffers.Put(buf)
 	}()
 	w, _ := z.writers.Get().(*gzip.Writer)

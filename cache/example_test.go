@@ -26,10 +26,10 @@ func ExampleNew() {
 	}
 	ctx := context.Background()
 	key := "wallet_address|0x00000000000000000000000000000000000000aa"
-	e, st, _ := c.Get(ctx, key, fetch)
-	fmt.Println(st, e.TTL, e.Immutable)
-	_, st, _ = c.Get(ctx, key, fetch)
-	fmt.Println(st, fetches)
+	r, _ := c.Get(ctx, key, fetch)
+	fmt.Println(r.Status, r.Entry.TTL, r.Entry.Immutable)
+	r, _ = c.Get(ctx, key, fetch)
+	fmt.Println(r.Status, fetches)
 	// Output:
 	// MISS 2s false
 	// HIT 1

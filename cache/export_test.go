@@ -1,6 +1,9 @@
 package cache
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // waiting returns a channel closed once n calls wait on the flights of cs
 // at the same time, by the caches' own count of waiting calls
@@ -24,4 +27,11 @@ func waiting(n int64, cs ...*Cache) <-chan struct{} {
 		}
 	}()
 	return ch
+}
+
+// get is Get with the result's entry and status apart, as most tests read
+// them.
+func (c *Cache) get(ctx context.Context, key string, fetch Fetch) (*Entry, Status, error) {
+	r, err := c.Get(ctx, key, fetch)
+	return r.Entry, r.Status, err
 }

@@ -295,7 +295,7 @@ func TestFileRace(t *testing.T) {
 					return
 				default:
 				}
-				e, _, err := c.Get(context.Background(), "k", func(context.Context, func() bool) ([]byte, Facts, error) { return bodies[0], liveFacts, nil })
+				e, _, err := c.get(context.Background(), "k", func(context.Context, func() bool) ([]byte, Facts, error) { return bodies[0], liveFacts, nil })
 				if err != nil {
 					t.Error(err)
 					return
@@ -326,7 +326,7 @@ func TestFileRace(t *testing.T) {
 		clk.Advance(time.Hour)
 		body := bodies[i%2]
 		// A reader may fetch first: whichever does, the page is replaced.
-		if _, _, err := c.Get(context.Background(), "k", func(context.Context, func() bool) ([]byte, Facts, error) { return body, liveFacts, nil }); err != nil {
+		if _, _, err := c.get(context.Background(), "k", func(context.Context, func() bool) ([]byte, Facts, error) { return body, liveFacts, nil }); err != nil {
 			t.Error(err)
 		}
 	}

@@ -133,7 +133,7 @@ func TestL2FleetCoalesce(t *testing.T) {
 	var local, collapsed atomic.Int64
 	for i := range n {
 		wg.Go(func() {
-			e, st, err := f.cs[i%3].Get(context.Background(), "k", fetch)
+			e, st, err := f.cs[i%3].get(context.Background(), "k", fetch)
 			switch {
 			case err != nil:
 				t.Errorf("Get: %v", err)
@@ -240,7 +240,7 @@ func (f *fleet) getAllFailing(t *testing.T, n int, check func(i int, e *Entry, s
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			e, st, err := f.cs[i%len(f.cs)].Get(context.Background(), "k", fetch)
+			e, st, err := f.cs[i%len(f.cs)].get(context.Background(), "k", fetch)
 			check(i, e, st, err)
 		})
 	}
@@ -264,7 +264,7 @@ func TestL2HolderDies(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 9 {
 		wg.Go(func() {
-			e, _, err := f.cs[i%3].Get(context.Background(), "k", counting(&fetches, "page", liveFacts))
+			e, _, err := f.cs[i%3].get(context.Background(), "k", counting(&fetches, "page", liveFacts))
 			if err != nil || body(e) != "page" {
 				t.Errorf("%q %v", body(e), err)
 			}
@@ -356,7 +356,7 @@ func TestL2RedisDown(t *testing.T) {
 		wg.Go(func() {
 			for i := 0; !stop.Load(); i++ {
 				key := fmt.Sprint("k", (i*7+w)%40)
-				if _, _, err := f.cs[(i+w)%3].Get(context.Background(), key, counting(&fetches, "page", liveFacts)); err != nil {
+				if _, _, err := f.cs[(i+w)%3].get(context.Background(), key, counting(&fetches, "page", liveFacts)); err != nil {
 					t.Errorf("Get: %v", err)
 					return
 				}
@@ -388,7 +388,7 @@ func TestL2RedisDown(t *testing.T) {
 		i++
 		key := fmt.Sprint("after", i)
 		mustGet(t, f.cs[0], key, counting(&fetches, "page", liveFacts), Miss)
-		_, st, err := f.cs[1].Get(context.Background(), key, counting(&fetches, "page", liveFacts))
+		_, st, err := f.cs[1].get(context.Background(), key, counting(&fetches, "page", liveFacts))
 		return err == nil && st == HitL2
 	})
 	t.Logf("fetches %d, %+v", fetches.Load(), f.stats())
@@ -442,7 +442,7 @@ func TestL2StaleFleet(t *testing.T) {
 	for i, c := range f.cs {
 		var e *Entry
 		for range 3 {
-			e, _, _ = c.Get(context.Background(), "k", slow)
+			e, _, _ = c.get(context.Background(), "k", slow)
 			c.wg.Wait()
 		}
 		if body(e) != "v2" {
@@ -471,7 +471,7 @@ func TestL2Zipf(t *testing.T) {
 				z := rand.NewZipf(rand.New(rand.NewPCG(uint64(w), 1)), 1.1, 1, 299)
 				for i := range each {
 					key := fmt.Sprint("k", z.Uint64())
-					if _, _, err := f.cs[(w+i)%replicas].Get(context.Background(), key, fetch); err != nil {
+					if _, _, err := f.cs[(w+i)%replicas].get(context.Background(), key, fetch); err != nil {
 						t.Error(err)
 						return
 					}

@@ -44,7 +44,7 @@ func BenchmarkL2Hit(b *testing.B) {
 			b.ResetTimer()
 			defer cpuPerOp(b)()
 			for i := range b.N {
-				if _, st, err := f.cs[0].Get(ctx, "k"+strconv.Itoa(i), fetch); err != nil || st != HitL2 {
+				if _, st, err := f.cs[0].get(ctx, "k"+strconv.Itoa(i), fetch); err != nil || st != HitL2 {
 					b.Fatalf("%v %v", st, err)
 				}
 			}
@@ -57,7 +57,7 @@ func BenchmarkL2Hit(b *testing.B) {
 			b.ResetTimer()
 			defer cpuPerOp(b)()
 			for i := range b.N {
-				if _, st, err := f.cs[0].Get(ctx, "k"+strconv.Itoa(i), fetch); err != nil || st != Miss {
+				if _, st, err := f.cs[0].get(ctx, "k"+strconv.Itoa(i), fetch); err != nil || st != Miss {
 					b.Fatalf("%v %v", st, err)
 				}
 			}
@@ -92,7 +92,7 @@ func BenchmarkL2Wake(b *testing.B) {
 				done := make(chan struct{})
 				go func() {
 					defer close(done)
-					_, _, _ = f.cs[0].Get(context.Background(), key, func(context.Context, func() bool) ([]byte, Facts, error) {
+					_, _, _ = f.cs[0].get(context.Background(), key, func(context.Context, func() bool) ([]byte, Facts, error) {
 						for f.cs[1].Stats().L2LockWaits == waits {
 							time.Sleep(time.Millisecond)
 						}
@@ -106,7 +106,7 @@ func BenchmarkL2Wake(b *testing.B) {
 				for f.cs[0].Stats().Fetches == uint64(i) {
 					time.Sleep(100 * time.Microsecond)
 				}
-				_, st, err := f.cs[1].Get(context.Background(), key, nil)
+				_, st, err := f.cs[1].get(context.Background(), key, nil)
 				end := time.Now()
 				if err != nil || st != MissL2 {
 					b.Fatalf("%v %v", st, err)

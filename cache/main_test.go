@@ -48,7 +48,7 @@ func counting(n *atomic.Int64, body string, facts Facts) Fetch {
 
 func mustGet(t *testing.T, c *Cache, key string, fetch Fetch, want Status) *Entry {
 	t.Helper()
-	e, st, err := c.Get(context.Background(), key, fetch)
+	e, st, err := c.get(context.Background(), key, fetch)
 	if err != nil {
 		t.Fatalf("Get(%q): %v", key, err)
 	}

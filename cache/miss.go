@@ -37,17 +37,21 @@ type result struct {
 	// refresh: e is a stale page from L2, served at once; its refresh is
 	// for the callers to start, once the flight has ended (refresh).
 	refresh bool
+	// fetched: the flight's Fetch ran, and report is what it said; for
+	// the caller that started the flight (Result.Report).
+	fetched bool
+	report  Report
 }
 
 // miss waits for the flight of key, starting it if none runs. DoChan, not
 // Do: a caller whose ctx ends stops waiting, while the flight, in its own
 // goroutine, goes on for the others and for the store; its channel is
 // buffered, so nothing blocks on a caller that left.
-func (c *Cache) miss(ctx context.Context, key string, fetch Fetch, held *Entry) (*Entry, Status, error) {
+func (c *Cache) miss(ctx context.Context, key string, fetch Fetch, held *Entry) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		// The client is gone already: no upstream call on its behalf.
 		c.stats.misses.Add(1)
-		return nil, Miss, err
+		return Result{Status: Miss}, err
 	}
 	// A held page answers a slow fetch (Config.StaleAfter): at once when a
 	// fetch of the key runs already (a refresh, another caller's miss, a
@@ -57,7 +61,7 @@ func (c *Cache) miss(ctx context.Context, key string, fetch Fetch, held *Entry) 
 	if d := c.cfg.Load().staleAfter; d >= 0 && held != nil && held.servableOnError(c.now()) {
 		if c.wants.busy(key) {
 			c.stats.count(Stale)
-			return held, Stale, nil
+			return Result{Entry: held, Status: Stale}, nil
 		}
 		t := time.NewTimer(d)
 		defer t.Stop()
@@ -77,27 +81,33 @@ func (c *Cache) miss(ctx context.Context, key string, fetch Fetch, held *Entry) 
 		// The fetch goes on, as the page's refresh: not abandoned.
 		w.kept.Store(true)
 		c.stats.count(Stale)
-		return held, Stale, nil
+		return Result{Entry: held, Status: Stale}, nil
 	case r := <-ch:
 		// The receive orders this load after run's store.
-		if !cl.ran.Load() {
+		ran := cl.ran.Load()
+		if !ran {
 			c.stats.coalesced.Add(1)
+		}
+		res, _ := r.Val.(result)
+		out := Result{Entry: res.e, Status: res.st}
+		if ran && res.fetched {
+			out.Fetched, out.Report = true, res.report
 		}
 		if r.Err != nil {
 			c.stats.misses.Add(1)
-			return nil, Miss, r.Err
+			out.Entry, out.Status = nil, Miss
+			return out, r.Err
 		}
-		res := r.Val.(result)
 		if res.refresh {
 			// The flight has left the group before its result was sent, so
 			// the refresh's own flight does not join it.
 			c.refresh(ctx, key, res.e, fetch)
 		}
 		c.stats.count(res.st)
-		return res.e, res.st, nil
+		return out, nil
 	case <-ctx.Done():
 		c.stats.misses.Add(1)
-		return nil, Miss, ctx.Err()
+		return Result{Status: Miss}, ctx.Err()
 	}
 }
 
@@ -159,11 +169,8 @@ func (cl *call) run() (v any, err error) {
 			v, err = nil, fmt.Errorf("cache: flight of %q panicked: %v", cl.key, p)
 		}
 	}()
-	r, err := c.flight(cl.ctx, cl.key, cl.fetch, cl.held)
-	if err != nil {
-		return nil, err
-	}
-	return r, nil
+	// The result goes with an error too: it carries the Fetch's report.
+	return c.flight(cl.ctx, cl.key, cl.fetch, cl.held)
 }
 
 // flight is the running flight of one key: what its steps share.
@@ -180,6 +187,9 @@ type flight struct {
 	// heldL2 says it came from the shared tier.
 	held   *Entry
 	heldL2 bool
+	// fetched: the Fetch ran, and report is what it said (result).
+	fetched bool
+	report  Report
 }
 
 // flight checks the store again, then asks the shared tier (l2flight.go)
@@ -203,10 +213,15 @@ func (c *Cache) flight(parent context.Context, key string, fetch Fetch, held *En
 	defer c.wants.release(key, w)
 	f := &flight{c: c, ctx: ctx, key: key, fetch: fetch, want: w, held: held}
 
+	var r result
+	var err error
 	if s := c.cfg.Load(); c.l2 != nil && s.l2 {
-		return f.shared()
+		r, err = f.shared()
+	} else {
+		r, err = f.fetchLocal()
 	}
-	return f.fetchLocal()
+	r.fetched, r.report = f.fetched, f.report
+	return r, err
 }
 
 // fetchLocal fetches the page and stores it in this replica's memory by
@@ -227,6 +242,7 @@ func (f *flight) fetchEntry() (*Entry, error) {
 	start := c.now()
 	c.stats.fetches.Add(1)
 	body, facts, err := f.fetch(f.ctx, f.want.abandoned)
+	f.fetched, f.report = true, facts.Report
 	if err != nil {
 		return nil, err
 	}

@@ -27,6 +27,10 @@ type Facts struct {
 	TimeUnit time.Duration
 	// Meta is what the rewrite learnt of the page.
 	Meta normalize.Meta
+	// Report is not the policy's: it is what the Fetch tells the caller
+	// that started its flight (Result.Report). A failed Fetch returns it
+	// too; it is the only field read then.
+	Report Report
 }
 
 // classify decides how long a page may be served and whether it is

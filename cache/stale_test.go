@@ -184,7 +184,7 @@ func TestStaleIfError(t *testing.T) {
 		clk.Advance(time.Minute - time.Second - time.Nanosecond) // exactly TTL + SIE
 		mustGet(t, c, "k", failing(&fails, errUpstream), Stale)
 		clk.Advance(time.Nanosecond)
-		if _, _, err := c.Get(context.Background(), "k", failing(&fails, errUpstream)); !errors.Is(err, errUpstream) {
+		if _, _, err := c.get(context.Background(), "k", failing(&fails, errUpstream)); !errors.Is(err, errUpstream) {
 			t.Fatalf("beyond TTL+SIE: %v, want the error", err)
 		}
 		if fails.Load() != 3 {
@@ -200,14 +200,14 @@ func TestStaleIfError(t *testing.T) {
 		var n, fails atomic.Int64
 		mustGet(t, c, "k", versions(&n, liveFacts), Miss)
 		clk.Advance(5 * time.Second)
-		if _, _, err := c.Get(context.Background(), "k", failing(&fails, errClient)); !errors.Is(err, errClient) {
+		if _, _, err := c.get(context.Background(), "k", failing(&fails, errClient)); !errors.Is(err, errClient) {
 			t.Fatalf("got %v, want the client error", err)
 		}
 	})
 	t.Run("nothing held", func(t *testing.T) {
 		c := newTestCache(t, cfg, newClock(), Options{})
 		var fails atomic.Int64
-		if _, _, err := c.Get(context.Background(), "k", failing(&fails, errUpstream)); !errors.Is(err, errUpstream) {
+		if _, _, err := c.get(context.Background(), "k", failing(&fails, errUpstream)); !errors.Is(err, errUpstream) {
 			t.Fatalf("got %v", err)
 		}
 	})
@@ -217,7 +217,7 @@ func TestStaleIfError(t *testing.T) {
 		var n, fails atomic.Int64
 		mustGet(t, c, "k", versions(&n, liveFacts), Miss)
 		clk.Advance(3 * time.Second)
-		if _, _, err := c.Get(context.Background(), "k", failing(&fails, errUpstream)); !errors.Is(err, errUpstream) {
+		if _, _, err := c.get(context.Background(), "k", failing(&fails, errUpstream)); !errors.Is(err, errUpstream) {
 			t.Fatalf("got %v", err)
 		}
 	})
@@ -244,7 +244,7 @@ func TestStaleIfError(t *testing.T) {
 func TestErrorsNotCached(t *testing.T) {
 	c := newTestCache(t, Config{}, newClock(), Options{})
 	var fails, n atomic.Int64
-	if _, _, err := c.Get(context.Background(), "k", failing(&fails, errUpstream)); !errors.Is(err, errUpstream) {
+	if _, _, err := c.get(context.Background(), "k", failing(&fails, errUpstream)); !errors.Is(err, errUpstream) {
 		t.Fatal(err)
 	}
 	mustGet(t, c, "k", versions(&n, liveFacts), Miss)
@@ -316,7 +316,7 @@ func TestImmutableAndNegative(t *testing.T) {
 // crash, and leaves nothing behind.
 func TestPanicInFetch(t *testing.T) {
 	c := newTestCache(t, Config{}, newClock(), Options{})
-	_, _, err := c.Get(context.Background(), "k", func(context.Context, func() bool) ([]byte, Facts, error) { panic("boom") })
+	_, _, err := c.get(context.Background(), "k", func(context.Context, func() bool) ([]byte, Facts, error) { panic("boom") })
 	if err == nil {
 		t.Fatal("no error from a panicking fetch")
 	}
@@ -332,7 +332,7 @@ func TestClose(t *testing.T) {
 	started := make(chan struct{})
 	errc := make(chan error, 1)
 	go func() {
-		_, _, err := c.Get(context.Background(), "k", func(ctx context.Context, _ func() bool) ([]byte, Facts, error) {
+		_, _, err := c.get(context.Background(), "k", func(ctx context.Context, _ func() bool) ([]byte, Facts, error) {
 			close(started)
 			<-ctx.Done()
 			return nil, Facts{}, ctx.Err()
@@ -344,7 +344,7 @@ func TestClose(t *testing.T) {
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Errorf("running Get: %v", err)
 	}
-	if _, _, err := c.Get(context.Background(), "k", counting(new(atomic.Int64), "x", liveFacts)); !errors.Is(err, errClosed) {
+	if _, _, err := c.get(context.Background(), "k", counting(new(atomic.Int64), "x", liveFacts)); !errors.Is(err, errClosed) {
 		t.Errorf("Get after Close: %v", err)
 	}
 	c.Close() // twice is fine

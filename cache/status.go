@@ -34,19 +34,31 @@ const (
 	MissL2
 )
 
-// statusNames are the names of the results, by Status.
-var statusNames = [...]string{
-	Hit: "HIT", Miss: "MISS", Stale: "STALE", Bypass: "BYPASS",
-	HitL2: "HIT", StaleL2: "STALE", MissL2: "MISS",
+// statusNames are the names of the results, by Kind.
+var statusNames = [...]string{Hit: "HIT", Miss: "MISS", Stale: "STALE", Bypass: "BYPASS"}
+
+// kinds are the results whichever tier gave them, by Status.
+var kinds = [...]Status{
+	Hit: Hit, Miss: Miss, Stale: Stale, Bypass: Bypass,
+	HitL2: Hit, StaleL2: Stale, MissL2: Miss,
 }
 
 // L2 reports whether the shared tier answered.
 func (s Status) L2() bool { return s >= HitL2 && s <= MissL2 }
 
+// Kind is the result whichever tier gave it: Hit, Miss, Stale or Bypass,
+// the four that String names; 0 for a value that is not a Status.
+func (s Status) Kind() Status {
+	if int(s) < len(kinds) {
+		return kinds[s]
+	}
+	return 0
+}
+
 // String is the result's name: HIT, MISS, STALE or BYPASS.
 func (s Status) String() string {
-	if s >= Hit && int(s) < len(statusNames) {
-		return statusNames[s]
+	if k := s.Kind(); k != 0 {
+		return statusNames[k]
 	}
 	return "Status(" + strconv.Itoa(int(s)) + ")"
 }

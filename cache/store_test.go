@@ -73,7 +73,7 @@ func TestByteBound(t *testing.T) {
 					body := bytes.Clone(base)
 					copy(body[1:], key) // distinct content per key
 					inserted.Add(int64(len(body)))
-					_, _, err := c.Get(context.Background(), key, func(context.Context, func() bool) ([]byte, Facts, error) {
+					_, _, err := c.get(context.Background(), key, func(context.Context, func() bool) ([]byte, Facts, error) {
 						return body, liveFacts, nil
 					})
 					if err != nil {

@@ -23,7 +23,7 @@ func TestAbandoned(t *testing.T) {
 	done := make(chan struct{}, 2)
 	for _, ctx := range []context.Context{ctx1, ctx2} {
 		go func() {
-			_, _, _ = c.Get(ctx, "k", fetch)
+			_, _, _ = c.get(ctx, "k", fetch)
 			done <- struct{}{}
 		}()
 	}
@@ -56,7 +56,7 @@ func TestRefreshNotAbandoned(t *testing.T) {
 	clk.Advance(1500 * time.Millisecond) // past the TTL, inside stale_while_revalidate
 	gone := make(chan bool, 1)
 	ctx, cancel := context.WithCancel(context.Background())
-	_, st, err := c.Get(ctx, "k", func(_ context.Context, abandoned func() bool) ([]byte, Facts, error) {
+	_, st, err := c.get(ctx, "k", func(_ context.Context, abandoned func() bool) ([]byte, Facts, error) {
 		cancel() // the caller that started the refresh has gone
 		gone <- abandoned()
 		return []byte("v2"), liveFacts, nil

@@ -24,8 +24,8 @@ var notCode = map[string]bool{
 	"h2": true, "http/1.1": true, // ALPN protocol ids
 	"MSG_MORE": true, "sendfile": true, // Linux
 	"78.0": true, "0.78": true, "5": true, "0.05": true,
-	"/open-api": true,
-	"GOAWAY":    true, "ENHANCE_YOUR_CALM": true, "PROTOCOL_ERROR": true,
+	"/open-api": true, "-tags poison": true,
+	"GOAWAY": true, "ENHANCE_YOUR_CALM": true, "PROTOCOL_ERROR": true,
 	"PING": true, "SETTINGS": true, "RST_STREAM": true, "HEADERS": true,
 	"CONTINUATION": true, "WINDOW_UPDATE": true, "DATA": true, "PRIORITY": true,
 	"END_STREAM": true, "INITIAL_WINDOW_SIZE": true,

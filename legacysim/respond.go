@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/klauspost/compress/gzip"
+
+	"tradergate/internal/poison"
 )
 
 // Variant B envelopes (docs/CONTRACT.md#envelopes, normalize/SHAPES.md
@@ -79,6 +81,7 @@ func (s *Sim) getSink() *sink { return s.sinks.Get().(*sink) }
 func (s *Sim) putSink(k *sink) {
 	if cap(k.b) <= maxPooled {
 		k.b = k.b[:0]
+		poison.Fill(k.b[:cap(k.b)])
 		s.sinks.Put(k)
 	}
 }

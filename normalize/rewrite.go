@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+
+	"tradergate/internal/poison"
 )
 
 // SuccessPrefix opens every variant A success body: the data follows it,
@@ -54,6 +56,8 @@ func putRewriter(r *rewriter) {
 	if cap(r.scan.text) > maxScratch || cap(r.scan.names) > maxNames {
 		r.scan = scanner{}
 	}
+	poison.Fill(r.text[:cap(r.text)])
+	poison.Fill(r.scan.text[:cap(r.scan.text)])
 	rewriters.Put(r)
 }
 

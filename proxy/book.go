@@ -85,11 +85,11 @@ func (s *Server) eventsPages(x *exchange, pages *int) orderbook.PageFunc {
 		if err := events.ValidateInto(req, "", raw); err != nil {
 			return nil, errors.New("order book page query refused: " + err.Error())
 		}
-		e, _, err := s.cache.Get(ctx, req.Key, s.fetcherOf(x, req))
+		r, err := s.cache.Get(ctx, req.Key, s.fetch(x.handOn(), x.keyID(), req))
 		if err != nil {
 			return nil, err
 		}
-		if b := e.Body(); b != nil {
+		if b := r.Entry.Body(); b != nil {
 			return b, nil
 		}
 		return nil, errors.New("cache: an events page's identity form could not be made")

@@ -11,9 +11,10 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"tradergate/cache"
+	"tradergate/internal/poison"
 	"tradergate/normalize"
 	"tradergate/proxy/route"
-	"tradergate/proxy/upstream"
 )
 
 // exchange is one request and its answer, as the steps of the chain see
@@ -22,30 +23,45 @@ import (
 // writes the answer part back; nothing between those two knows which
 // library it is.
 //
-// Ownership. What may outlive the request (the canonical request and the
-// request id, which a coalesced flight or a background refresh keeps) is
-// the exchange's own memory, never the front's: fasthttp reuses its
-// buffers once the handler returns, so the front copies what the steps
-// keep (the target) and the rest (header values) is read only while serve
-// runs.
+// Ownership. The exchange's memory, and the front's that its header
+// values view, is read only while serve runs: the exchange goes back to
+// its pool once the front has written the answer, whatever the steps did.
+// Work that may outlive serve (a flight or a background refresh, which
+// run a Fetch; the request's span, which is exported later) reads copies,
+// made in one place for each kind of memory: handOn for the exchange's
+// fields (the request id, the trace context), route.Request.Own for the
+// canonical request, and the cache copies the key it keeps. A Fetch is
+// built only from those (Server.fetch). Built with the poison tag,
+// release overwrites the exchange's buffers (poison.go), so that a copy
+// left out reads garbage in the tests rather than another request's
+// bytes in production.
 //
 // Reuse. The HTTP/1.1 and HTTP/2 fronts take their exchanges from a pool
 // and give each back once the answer is in their library's buffers, so
-// that a cache hit allocates little. An exchange whose memory something else may still
-// hold is never given back: a step that hands any of it on (a Fetch that a
-// flight or a refresh keeps, a span that keeps the id) calls keep first,
-// and the garbage collector frees that exchange as it would any other.
+// that a cache hit allocates nothing. front_std.go allocates one per
+// request: the parts' fields are ordered so that an exchange, with the
+// header the runtime adds to it, stays within a 2 KiB size class.
 type exchange struct {
 	// ctx is the request's context: the server's base context (HTTP/1.1;
 	// fasthttp does not tell a handler that its client left), or the
 	// request's own (HTTP/2, cancelled when the stream ends).
 	ctx context.Context
 
-	// The request.
+	request // what the front filled: read, never written, by the steps
+	learnt  // what the steps learn on the way and hand to the later ones
+	answer  // what the steps build and the front writes back
+}
+
+// request is the request as the front read it. The front fills it before
+// serve; from then on the steps only read it.
+type request struct {
 	method         string // as sent; GET and HEAD are the constants
 	target         string // path and query as sent: the exchange's own copy
 	path, rawQuery string // slices of target
 	hasBody        bool   // a Content-Length above 0, or a chunked body
+	// sendfile: the front can send a file straight to the client's socket
+	// (plain HTTP/1.1), so the page step may hand it one (answer.file).
+	sendfile bool
 	// refused is what the front refused before the request could be
 	// read as the edge reads one (framing a proxy in front could read
 	// otherwise, an HTTP version other than 1.x, a header block over
@@ -64,20 +80,38 @@ type exchange struct {
 	tracestate     string
 	peer           netip.Addr
 	forwardedFor   []string // only read for requests without a valid key
+	// arrived is the front's reading of the clock as the request came in;
+	// zero: the front read none, and begin reads it.
+	arrived time.Time
+	// targetBuf holds a short target's copy (copyTarget).
+	targetBuf [160]byte
+}
 
-	// What the steps learn and hand on.
-	id        string    // the request id: idBuf's, or a copy of the client's
+// learnt is what the steps learn of the request on the way and hand on to
+// the later steps, the metrics and the access log.
+type learnt struct {
+	id        string    // the request id: idBuf's, or the client's (requestID)
 	start     time.Time // wall clock, for durations
 	now       time.Time // the injected clock's time at arrival
 	principal *principal
-	legacy    bool // a legacy path: answered in variant B (legacy.go)
 	route     *route.Route
 	req       *route.Request // &reqBuf once the route step validated it
-	cache     string         // X-Cache value, when the page step ran
-	upstream  upstream.Info  // the legacy call this request started, if any
+	legacy    bool           // a legacy path: answered in variant B (legacy.go)
+	cache     cache.Status   // the page step's result; 0 when it did not run
+	upstream  cache.Report   // what the Fetch this request started did, if any
 	span      trace.Span     // the request's span; nil when tracing is off
 
-	// The answer.
+	// handed is what the request handed on (handOn), once it did.
+	handed *handed
+
+	// The made request id and the canonical request, so that a hit
+	// allocates neither.
+	idBuf  [32]byte
+	reqBuf route.Request
+}
+
+// answer is the answer the steps build: its status, fields and body.
+type answer struct {
 	status  int
 	headers [maxHeaders]field
 	nh      int
@@ -90,23 +124,13 @@ type exchange struct {
 	vals      []byte // backing of the header values made for this answer
 	body      []byte
 	closeConn bool
-	// sendfile: the front can send a file straight to the client's socket
-	// (plain HTTP/1.1); file: the cache's file holding body, to send so
-	// (cache/files.go), or nil.
-	sendfile bool
-	file     *os.File
+	// file: the cache's file holding body, to send straight to the socket
+	// (request.sendfile; cache/files.go), or nil.
+	file *os.File
 
-	// kept: something may hold the exchange's memory after the request
-	// (see Reuse above); it is never given back to the pool.
-	kept bool
-
-	// Memory of the exchange's own, so that a cache hit allocates little
-	// beyond the exchange itself: the made request id, the canonical
-	// request, the start of the value buffer and a short target's copy.
-	idBuf     [32]byte
-	reqBuf    route.Request
-	valsBuf   [192]byte
-	targetBuf [160]byte
+	// valsBuf is the start of vals, so that a hit's values allocate
+	// nothing.
+	valsBuf [192]byte
 }
 
 // newExchange returns an exchange for one request under ctx, of its own:
@@ -139,7 +163,7 @@ const (
 // field sent twice keeps its first value; Authorization fields are
 // counted, since two are refused (auth.go); every X-Forwarded-For line is
 // kept, in order; trace context only when tracing is on.
-func (x *exchange) readField(f requestField, value string, traced bool) {
+func (x *request) readField(f requestField, value string, traced bool) {
 	switch f {
 	case fieldAuthorization:
 		if x.authorizations == 0 {
@@ -180,34 +204,51 @@ func pooledExchange(ctx context.Context) *exchange {
 	return x
 }
 
-// keep marks the exchange as held beyond its request: release leaves it
-// to the garbage collector. Call it before handing any of the exchange's
-// memory (the canonical request, the id, upstream.Info) to something that
-// may outlive serve.
-func (x *exchange) keep() { x.kept = true }
-
-// release gives x back to the pool, cleared, unless it was kept. The
-// caller must not touch x, nor any string made from its memory, again.
+// release gives x back to the pool, cleared. The caller must not touch x,
+// nor any string made from its memory, again; what outlives serve holds
+// copies (handOn).
 func (x *exchange) release() {
-	if x.kept {
-		return
-	}
+	grown := x.vals
 	*x = exchange{}
+	if poison.On {
+		x.poison(grown)
+	}
 	exchanges.Put(x)
+}
+
+// handed is what a request hands on to work that may outlive serve: its
+// id and trace context, copied into memory of their own.
+type handed struct {
+	id                      string
+	traceparent, tracestate string
+}
+
+// handOn returns the copies of x's fields that work outliving serve may
+// keep, made on the first call: the one place the exchange's own memory
+// (idBuf) and the front's (header values) are copied for others.
+func (x *exchange) handOn() *handed {
+	if x.handed == nil {
+		x.handed = &handed{
+			id:          poison.Copy(x.id),
+			traceparent: poison.Copy(x.traceparent),
+			tracestate:  poison.Copy(x.tracestate),
+		}
+	}
+	return x.handed
 }
 
 // setTarget keeps the request target (the exchange's own copy) and cuts
 // the path and query from it. The path is the raw path as sent: routes
 // match on it, so what a firewall in front sees is what the edge routes.
-func (x *exchange) setTarget(t string) {
+func (x *request) setTarget(t string) {
 	x.target = t
 	x.path, x.rawQuery, _ = strings.Cut(t, "?")
 }
 
 // copyTarget is setTarget for a target the front will reuse: the bytes
-// are copied into the exchange (a short one into targetBuf, which is
-// never written again).
-func (x *exchange) copyTarget(b []byte) {
+// are copied into the exchange (a short one into targetBuf, which is not
+// written again until the exchange goes back to its pool).
+func (x *request) copyTarget(b []byte) {
 	if len(b) <= len(x.targetBuf) && len(b) > 0 {
 		n := copy(x.targetBuf[:], b)
 		x.setTarget(unsafe.String(&x.targetBuf[0], n))
@@ -225,7 +266,7 @@ const maxHeaders = 20
 type field struct{ name, value string }
 
 // setHeader sets name to value, replacing an earlier value of name.
-func (x *exchange) setHeader(name, value string) {
+func (x *answer) setHeader(name, value string) {
 	bit := nameBit(name)
 	if x.named&bit != 0 {
 		for i := range x.headers[:x.nh] {
@@ -253,7 +294,7 @@ func nameBit(name string) uint64 {
 }
 
 // delHeader removes name from the answer.
-func (x *exchange) delHeader(name string) {
+func (x *answer) delHeader(name string) {
 	for i := range x.headers[:x.nh] {
 		if x.headers[i].name == name {
 			copy(x.headers[i:x.nh], x.headers[i+1:x.nh])
@@ -266,11 +307,11 @@ func (x *exchange) delHeader(name string) {
 // own copies b into the exchange's value buffer and returns it as a string
 // without a further allocation. The buffer is only appended to while the
 // exchange serves its request, and a pooled exchange is cleared and given
-// back (release) only once nothing reads its answer, or never if it was
-// kept: the bytes under the string do not change while it is read, which
-// is what makes the unsafe.String sound. A buffer that grows leaves the
+// back (release) only once nothing reads its answer: the bytes under the
+// string do not change while it is read, which is what makes the
+// unsafe.String sound. A buffer that grows leaves the
 // earlier strings on the old array, which they keep alive.
-func (x *exchange) own(b []byte) string {
+func (x *answer) own(b []byte) string {
 	if len(b) == 0 {
 		return ""
 	}
@@ -279,26 +320,35 @@ func (x *exchange) own(b []byte) string {
 	return unsafe.String(&x.vals[start], len(b))
 }
 
-// Get, Set and Keys make the exchange a propagation.TextMapCarrier of the
-// request's trace context (only these two fields are read).
-func (x *exchange) Get(key string) string {
+// keyID is the id of the request's key, "" without one.
+func (x *exchange) keyID() string {
+	if x.principal == nil {
+		return ""
+	}
+	return x.principal.KeyID
+}
+
+// Get, Set and Keys make the handed-on copies a
+// propagation.TextMapCarrier of the request's trace context (only these
+// two fields are read): the parent the span keeps is parsed from copies.
+func (h *handed) Get(key string) string {
 	switch strings.ToLower(key) {
 	case "traceparent":
-		return x.traceparent
+		return h.traceparent
 	case "tracestate":
-		return x.tracestate
+		return h.tracestate
 	}
 	return ""
 }
 
-func (x *exchange) Set(string, string) {}
+func (h *handed) Set(string, string) {}
 
-func (x *exchange) Keys() []string { return []string{"traceparent", "tracestate"} }
+func (h *handed) Keys() []string { return []string{"traceparent", "tracestate"} }
 
 // reply sets the answer: a JSON body with its status. nosniff: a client
 // must never read the body as anything but JSON, whatever text a legacy
 // message put into it.
-func (x *exchange) reply(status int, body []byte) {
+func (x *answer) reply(status int, body []byte) {
 	// A page file goes with the body it holds: a new body drops it
 	// (writeEntry sets it after its reply).
 	x.status, x.body, x.file = status, body, nil

@@ -26,7 +26,7 @@ func (s *Server) serveFast(ctx *fasthttp.RequestCtx) {
 	x := pooledExchange(s.baseContext())
 	s.readFast(x, ctx)
 	s.serve(x)
-	s.writeFast(x, ctx) // copies every header value: x may go back now
+	s.writeFast(&x.answer, ctx) // copies every header value: x may go back now
 	x.release()
 }
 
@@ -39,7 +39,7 @@ func (s *Server) readFast(x *exchange, ctx *fasthttp.RequestCtx) {
 	// fasthttp read the clock as the request came in: the edge's start
 	// is that reading rather than one more (a hit is short enough for a
 	// clock read to show in its profile).
-	x.start = ctx.Time()
+	x.arrived = ctx.Time()
 	h := &ctx.Request.Header
 	switch {
 	case h.IsGet():
@@ -53,7 +53,7 @@ func (s *Server) readFast(x *exchange, ctx *fasthttp.RequestCtx) {
 	// ContentLength is -1 for a chunked body, -2 for none declared.
 	x.hasBody = h.ContentLength() > 0 || h.ContentLength() == -1 || len(ctx.Request.Body()) > 0
 	x.peer = peerAddr(ctx.RemoteAddr())
-	if readHeaders(x, h.RawHeaders(), s.trace != nil) {
+	if readHeaders(&x.request, h.RawHeaders(), s.trace != nil) {
 		x.refused = failMalformed
 	}
 	if p := h.Protocol(); x.refused == 0 && !bytes.Equal(p, http11) && !bytes.Equal(p, http10) {
@@ -89,7 +89,7 @@ func (s *Server) refuse(x *exchange) {
 //
 // One pass over the raw block, rather than fasthttp's Peek per field, which
 // walks every field again; the fields found are kept by readField's rules.
-func readHeaders(x *exchange, raw []byte, traced bool) (malformed bool) {
+func readHeaders(x *request, raw []byte, traced bool) (malformed bool) {
 	var cl, te bool
 	for len(raw) > 0 {
 		i := bytes.IndexByte(raw, '\n')
@@ -196,7 +196,7 @@ func fieldIs(b []byte, name string) bool {
 // field of that name, would only repeat that work on every answer. Add
 // still turns a CR or LF in a value into a space, so no value can split
 // the header block.
-func (s *Server) writeFast(x *exchange, ctx *fasthttp.RequestCtx) {
+func (s *Server) writeFast(x *answer, ctx *fasthttp.RequestCtx) {
 	resp := &ctx.Response
 	resp.SetStatusCode(x.status)
 	resp.Header.DisableNormalizing() // until the response is reset
@@ -257,7 +257,7 @@ func (s *Server) errorFast(ctx *fasthttp.RequestCtx, err error) {
 		x.refused = failMalformed
 	}
 	s.serve(x)
-	s.writeFast(x, ctx)
+	s.writeFast(&x.answer, ctx)
 }
 
 // fastServer is the fasthttp server of the client listener, with the

@@ -30,7 +30,7 @@ func TestReadHeaders(t *testing.T) {
 		"X-Unknown-Field: whatever\r\n" +
 		"\r\n"
 	for _, traced := range []bool{false, true} {
-		var x exchange
+		var x request
 		if readHeaders(&x, []byte(raw), traced) {
 			t.Fatalf("traced=%v: a well-formed block refused", traced)
 		}
@@ -51,7 +51,7 @@ func TestReadHeaders(t *testing.T) {
 
 	// A name that differs from a known one in a non-letter byte is not it:
 	// case folding applies to letters only.
-	var x exchange
+	var x request
 	if readHeaders(&x, []byte("X\rRequest-Id: nope\r\n\r\n"), false) || x.incomingID != "" {
 		t.Errorf("a lookalike name read as X-Request-Id: %q", x.incomingID)
 	}
@@ -67,7 +67,7 @@ func TestReadHeaders(t *testing.T) {
 		"TE with Content-Length":  "Host: a\r\ntransfer-encoding: chunked\r\ncontent-length: 3\r\n\r\n",
 		"bare LF on the last one": "Host: a\r\nX-A: b\n\r\n",
 	} {
-		var x exchange
+		var x request
 		if !readHeaders(&x, []byte(block), false) {
 			t.Errorf("%s: not refused", name)
 		}
@@ -102,7 +102,7 @@ func TestReadH2MatchesReadHeaders(t *testing.T) {
 	s := &Server{cfg: &Config{}}
 	s.cfg.Server.MaxHeaderBytes = 1 << 20
 	var h1, h2 exchange
-	if readHeaders(&h1, []byte(raw.String()), false) {
+	if readHeaders(&h1.request, []byte(raw.String()), false) {
 		t.Fatal("a well-formed block refused")
 	}
 	s.readH2(&h2, st)

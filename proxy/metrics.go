@@ -186,27 +186,44 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 	return m, nil
 }
 
-// observe records one answered request; rt is nil when no route matched.
-func (m *metrics) observe(rt *route.Route, status int, cache string, took time.Duration) {
+// observe records one answered request; rt is nil when no route matched,
+// result 0 when the cache step did not run.
+func (m *metrics) observe(rt *route.Route, status int, result cache.Status, took time.Duration) {
 	if rt != nil && status == 200 {
-		for j, st := range cacheResults {
-			if st.String() == cache {
-				h := &m.hot[rt.Index()][j]
-				h.requests.Inc()
-				h.duration.Observe(took.Seconds())
-				return
-			}
+		if j := hotColumns[result.Kind()]; j >= 0 {
+			h := &m.hot[rt.Index()][j]
+			h.requests.Inc()
+			h.duration.Observe(took.Seconds())
+			return
 		}
 	}
 	route := routeUnknown
 	if rt != nil {
 		route = rt.Name
 	}
-	if cache == "" {
-		cache = cacheNone
+	label := cacheLabel(result)
+	m.requests.WithLabelValues(route, strconv.Itoa(status), label).Inc()
+	m.duration.WithLabelValues(route, label).Observe(took.Seconds())
+}
+
+// hotColumns are the columns of hot by a result's Kind; -1: none.
+var hotColumns = func() (c [cache.Bypass + 1]int) {
+	for k := range c {
+		c[k] = -1
 	}
-	m.requests.WithLabelValues(route, strconv.Itoa(status), cache).Inc()
-	m.duration.WithLabelValues(route, cache).Observe(took.Seconds())
+	for j, st := range cacheResults {
+		c[st] = j
+	}
+	return c
+}()
+
+// cacheLabel is the cache label of a result: its name, or cacheNone when
+// the cache step did not run.
+func cacheLabel(result cache.Status) string {
+	if result == 0 {
+		return cacheNone
+	}
+	return result.String()
 }
 
 // observeUpstream records one legacy call; status 0 means no answer.

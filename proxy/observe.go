@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"runtime/debug"
-	"strings"
 	"time"
 	"unsafe"
 
@@ -23,6 +22,7 @@ import (
 // begin gives the request its id and its time (the time the front read,
 // when it read one).
 func (s *Server) begin(x *exchange) {
+	x.start = x.arrived
 	if x.start.IsZero() {
 		x.start = time.Now()
 	}
@@ -37,8 +37,9 @@ func (s *Server) begin(x *exchange) {
 		// The span of the request, a child of the caller's trace when it
 		// sent one; everything the request starts (the cache lookup, a
 		// flight, the legacy call) hangs under it through x.ctx.
-		x.keep() // the span keeps the id, and may be exported later
-		ctx := s.trace.Propagator.Extract(x.ctx, x)
+		// The span and its parent are kept until exported: they read
+		// the handed-on copies, never the front's header values.
+		ctx := s.trace.Propagator.Extract(x.ctx, x.handOn())
 		x.ctx, x.span = s.trace.Tracer.Start(ctx, "tradergate.request", trace.WithSpanKind(trace.SpanKindServer))
 	}
 }
@@ -50,7 +51,7 @@ func (x *exchange) endSpan(route, cacheResult string) {
 		return
 	}
 	x.span.SetAttributes(
-		attribute.String("tradergate.request_id", x.id),
+		attribute.String("tradergate.request_id", x.handOn().id),
 		attribute.String("tradergate.route", route),
 		attribute.String("tradergate.cache", cacheResult),
 		attribute.Int("http.response.status_code", x.status),
@@ -77,14 +78,8 @@ func (s *Server) finish(x *exchange) {
 	if x.route != nil {
 		routeName = x.route.Name
 	}
-	keyID := ""
-	if x.principal != nil {
-		keyID = x.principal.KeyID
-	}
-	cacheResult := x.cache
-	if cacheResult == "" {
-		cacheResult = cacheNone // as the metrics name it
-	}
+	keyID := x.keyID()
+	cacheResult := cacheLabel(x.cache)
 	x.endSpan(routeName, cacheResult)
 	if !s.accessLog {
 		return
@@ -100,19 +95,19 @@ func (s *Server) finish(x *exchange) {
 		slog.String("cache", cacheResult),
 		slog.Duration("duration", took),
 		slog.Int("bytes", len(x.body)),
-		slog.Int("upstream_status", int(x.upstream.Status.Load())),
-		slog.Duration("upstream_duration", time.Duration(x.upstream.Duration.Load())),
+		slog.Int("upstream_status", x.upstream.Status),
+		slog.Duration("upstream_duration", x.upstream.Took),
 		slog.String("key_id", keyID),
 	)
 }
 
 // requestID gives x its id: the client's X-Request-Id when it is short and
 // printable (so a trace can span client, edge and legacy host), else a new
-// one. The client's is copied: the front's buffer is reused after the
-// request, and a flight started by this request keeps its id.
+// one. Either is x's or the front's memory, read while serve runs; what
+// outlives serve reads the copy handOn makes.
 func requestID(x *exchange) {
 	if keepID(x.incomingID) {
-		x.id = strings.Clone(x.incomingID)
+		x.id = x.incomingID
 		return
 	}
 	newRequestID(&x.idBuf)
@@ -155,7 +150,6 @@ func (s *Server) recoverPanics(x *exchange) {
 	if v == nil {
 		return
 	}
-	x.keep() // a step stopped halfway: whatever it handed on stays its own
 	s.log.Error("panic in handler", "request_id", x.id, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 	// Keep what every answer carries (the id, the rate limit fields); drop
 	// what a step set for the answer it did not finish.

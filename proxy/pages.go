@@ -25,13 +25,13 @@ import (
 
 // servePage answers a validated request from the page cache: a fresh hit
 // at once, else the cache's answer (cache.Get: stale, or a flight that
-// fetches through fetcher), then the page with its cache headers
+// fetches through fetch), then the page with its cache headers
 // (docs/ARCHITECTURE.md "The way of a request").
 func (s *Server) servePage(x *exchange) {
 	if s.trace == nil {
-		// A fresh hit needs no Fetch: none is made, nothing keeps x.
+		// A fresh hit needs no Fetch: none is made.
 		if entry := s.cache.Fresh(x.req.Key, x.now); entry != nil {
-			x.cache = cache.Hit.String()
+			x.cache = cache.Hit
 			s.writeEntry(x, entry, cache.Hit)
 			return
 		}
@@ -41,75 +41,69 @@ func (s *Server) servePage(x *exchange) {
 	if s.trace != nil {
 		ctx, span = s.trace.Tracer.Start(ctx, "cache.lookup")
 	}
-	var legacy legacyServed
-	entry, status, err := s.cache.Get(ctx, x.req.Key, s.fetch(x, x.req, &legacy))
-	x.cache = status.String()
+	r, err := s.cache.Get(ctx, x.req.Key, s.fetch(x.handOn(), x.keyID(), x.req))
+	x.cache, x.upstream = r.Status, r.Report
 	if span != nil {
-		span.SetAttributes(attribute.String("tradergate.cache", x.cache), attribute.Bool("tradergate.cache.l2", status.L2()))
+		span.SetAttributes(attribute.String("tradergate.cache", r.Status.String()), attribute.Bool("tradergate.cache.l2", r.Status.L2()))
 		span.End()
 	}
 	if err != nil {
 		x.fail(err)
 		return
 	}
-	s.writeEntry(x, entry, status)
-	if body := legacy.body.Load(); body != nil && (status == cache.Miss || status == cache.Bypass) && s.native.Shadows(x.route.Name) {
+	s.writeEntry(x, r.Entry, r.Status)
+	if r.Fetched && r.Report.Origin == originLegacy && (r.Status == cache.Miss || r.Status == cache.Bypass) && s.native.Shadows(x.route.Name) {
 		// This request started the flight, whose Fetch the legacy host
 		// answered, and the cache classified that page: offered for a
 		// comparison with native (shadow work, off the answer's way).
-		s.native.Shadow(x.route.Name, entry.Immutable, *body, x.req.SuccessorPath())
+		if body := r.Entry.Body(); body != nil {
+			s.native.Shadow(x.route.Name, r.Entry.Immutable, body, x.req.SuccessorPath())
+		}
 	}
 }
 
-// legacyServed is set by a miss's Fetch when the legacy host served the
-// page: its variant A body, for the comparison with native.
-type legacyServed struct{ body atomic.Pointer[[]byte] }
-
-// fetcherOf returns the cache's Fetch of req, one of x's canonical
-// requests (its own, or an events page of the order book).
-func (s *Server) fetcherOf(x *exchange, req *route.Request) cache.Fetch {
-	return s.fetch(x, req, nil)
-}
+// The origins a Fetch reports (cache.Report.Origin).
+const (
+	originLegacy = "legacy"
+	originNative = "native"
+)
 
 // fetch returns the cache's Fetch of req: one way for every miss, with
 // the backend chosen inside it (docs/ARCHITECTURE.md "Moving the
 // backend"). A route native serves for this key (native.Backend.Decide,
-// by the key id of the request that starts the flight: the callers who
-// join it share its page) is fetched from native; when native fails, or
-// for any other route, from the legacy host, and legacy, when not nil,
-// learns of a page the legacy host served. A legacy path's request
-// (variant B) always goes to the legacy host.
+// by keyID, the key of the request that starts the flight: the callers
+// who join it share its page) is fetched from native; when native fails,
+// or for any other route, from the legacy host. A legacy path's request
+// (variant B) always goes to the legacy host. The Fetch reports which of
+// them answered, and the legacy call's status and duration (cache.Report).
 //
 // The Fetch may run after the request is gone (a coalesced flight whose
-// starter left, a background refresh), so it keeps x (x.keep: never
-// reused) and reads only what is the exchange's own (the canonical
-// request, the id, the key id), recording through atomics (upstream.Info).
-func (s *Server) fetch(x *exchange, req *route.Request, legacy *legacyServed) cache.Fetch {
-	x.keep()
-	id, info := x.id, &x.upstream
-	keyID := ""
-	if x.principal != nil {
-		keyID = x.principal.KeyID
-	}
+// starter left, a background refresh), while its exchange serves another
+// request: it reads only copies, h (exchange.handOn) and req's own
+// (route.Request.Own), never the exchange.
+func (s *Server) fetch(h *handed, keyID string, req *route.Request) cache.Fetch {
+	id, req := h.id, req.Own()
 	return func(ctx context.Context, abandoned func() bool) ([]byte, cache.Facts, error) {
 		if !req.Legacy && s.native.Decide(req.Route.Name, keyID) == native.Native {
 			body, meta, err := s.fetchNative(ctx, req)
 			if err == nil {
-				return body, factsOf(req, meta), nil
+				facts := factsOf(req, meta)
+				facts.Report.Origin = originNative
+				return body, facts, nil
 			}
 			// Counted by native (tradergate_native_requests_total), and
 			// against the route's rollback.
 			s.log.LogAttrs(ctx, slog.LevelDebug, "native failed; the legacy host serves the miss",
 				slog.String("request_id", id), slog.String("route", req.Route.Name), slog.Any("error", err))
 		}
-		page, err := s.upstream.Fetch(ctx, req, id, info, abandoned)
+		page, call, err := s.upstream.Fetch(ctx, req, id, abandoned)
+		report := cache.Report{Origin: originLegacy, Status: call.Status, Took: call.Took}
 		if err != nil {
-			return nil, cache.Facts{}, err
+			return nil, cache.Facts{Report: report}, err
 		}
-		if legacy != nil {
-			legacy.body.Store(&page.Body)
-		}
-		return page.Body, factsOf(req, page.Meta), nil
+		facts := factsOf(req, page.Meta)
+		facts.Report = report
+		return page.Body, facts, nil
 	}
 }
 
@@ -154,15 +148,15 @@ func factsOf(req *route.Request, meta normalize.Meta) cache.Facts {
 // "Cache headers"), gzip-compressed to clients that accept it, and answers
 // If-None-Match.
 func (s *Server) writeEntry(x *exchange, e *cache.Entry, status cache.Status) {
-	s.setCacheFields(x, e, status)
+	s.setCacheFields(&x.answer, x.now, e, status)
 	writeForm(x, e)
 }
 
 // setCacheFields sets X-Cache, Cache-Status, Age, Cache-Control and Vary
-// of an answer from the cache.
-func (s *Server) setCacheFields(x *exchange, e *cache.Entry, status cache.Status) {
+// of an answer from the cache, for a request that arrived at now.
+func (s *Server) setCacheFields(x *answer, now time.Time, e *cache.Entry, status cache.Status) {
 	x.setHeader("X-Cache", status.String())
-	n := ageNumbersOf(e, x.now)
+	n := ageNumbersOf(e, now)
 	var values string
 	var cc, cs int
 	if status == cache.Hit || status == cache.Stale {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/net/http2/hpack"
+
+	"tradergate/internal/poison"
 )
 
 // Stream is one request and its answer. The request fields are set before
@@ -61,6 +63,13 @@ var blocks = sync.Pool{New: func() any {
 	b := make([]byte, 0, 1024)
 	return &b
 }}
+
+// putBlock gives a header block back to blocks, poisoned under the
+// poison tag (tradergate/internal/poison).
+func putBlock(b *[]byte) {
+	poison.Fill((*b)[:cap(*b)])
+	blocks.Put(b)
+}
 
 // Status begins the answer's header block with its status code.
 func (st *Stream) Status(code int) {
@@ -121,7 +130,7 @@ func (st *Stream) Send(body []byte) {
 	st.block = nil
 	if st.state == stateClosed || c.closed {
 		if block != nil {
-			blocks.Put(block)
+			putBlock(block)
 		}
 		return
 	}
@@ -129,7 +138,7 @@ func (st *Stream) Send(body []byte) {
 		c.resetLocked(st.id, errCodeInternal)
 		return
 	}
-	defer blocks.Put(block)
+	defer putBlock(block)
 	var prefix []byte
 	if c.tableSizeDirty {
 		// The client lowered SETTINGS_HEADER_TABLE_SIZE: the next block

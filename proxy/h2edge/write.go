@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
+
+	"tradergate/internal/poison"
 )
 
 // writer is a connection's write side: frames are appended to buf, under
@@ -101,6 +103,7 @@ func (w *writer) flushOnce() bool {
 	_, err := c.nc.Write(buf)
 	if cap(buf) <= 4*bufHigh {
 		buf = buf[:0]
+		poison.Fill(buf[:cap(buf)])
 		bufs.Put(&buf)
 	}
 

@@ -3,7 +3,6 @@ package route
 import (
 	"hash/maphash"
 	"sync/atomic"
-	"unsafe"
 )
 
 // memo remembers requests that validated, by their target, so that the hot
@@ -98,30 +97,9 @@ func (m *memo) put(h uint64, target string, legacy bool, req *Request) {
 }
 
 // newMemoEntry copies target and req into one block of memory of their
-// own.
+// own (ownCopy): a remembered request is owned, and Own hands it on as is.
 func newMemoEntry(target string, legacy bool, req *Request) *memoEntry {
-	n := len(target) + len(req.PathParam) + len(req.Key)
-	for _, v := range req.query.vals {
-		n += len(v)
-	}
-	buf := make([]byte, 0, n)
-	// own appends s to buf and returns the copy. buf never grows past
-	// its capacity, so the bytes under every copy stay where they are.
-	own := func(s string) string {
-		if s == "" {
-			return ""
-		}
-		start := len(buf)
-		buf = append(buf, s...)
-		return unsafe.String(&buf[start], len(s))
-	}
-	e := &memoEntry{target: own(target), legacy: legacy}
-	e.req = *req
-	e.req.PathParam = own(req.PathParam)
-	for i, v := range req.query.vals {
-		e.req.query.vals[i] = own(v)
-	}
-	e.req.Key = own(req.Key)
-	e.req.RawQuery = e.req.Key[len(e.req.Key)-len(req.RawQuery):]
+	e := &memoEntry{legacy: legacy}
+	e.target = ownCopy(&e.req, req, target)
 	return e
 }

@@ -143,8 +143,12 @@ type Request struct {
 
 	// keyBuf holds Key when it fits, so that validating a request makes
 	// no allocation. A Request is therefore used through its pointer and
-	// never copied, and not validated again while anything holds its Key.
+	// never copied but by Own, and not validated again while anything
+	// holds its Key.
 	keyBuf [160]byte
+	// owned: the request's memory is its own and never written again
+	// (Own).
+	owned bool
 }
 
 // Param is the canonical value of the named query parameter ("" when

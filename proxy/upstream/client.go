@@ -25,6 +25,7 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 
+	"tradergate/internal/poison"
 	"tradergate/normalize"
 	"tradergate/proxy/route"
 )
@@ -142,7 +143,7 @@ func (u *legacyHost) call(ctx context.Context, req *route.Request, requestID str
 	}
 	defer resp.Body.Close()
 	buf := u.getBuf()
-	defer u.bufs.Put(buf)
+	defer u.putBuf(buf)
 	if out, err := u.read(ctx, resp, buf); err != nil {
 		return nil, out, err
 	}
@@ -266,8 +267,19 @@ func (u *legacyHost) getOut() *[]byte {
 
 func (u *legacyHost) putOut(b *[]byte) {
 	if cap(*b) <= maxPooledOut {
+		poison.Fill((*b)[:cap(*b)])
 		u.outs.Put(b)
 	}
+}
+
+// putBuf gives a body buffer back, poisoned under the poison tag: no page
+// may keep a slice of it.
+func (u *legacyHost) putBuf(b *bytes.Buffer) {
+	if poison.On {
+		p := b.Bytes()[:0]
+		poison.Fill(p[:cap(p)])
+	}
+	u.bufs.Put(b)
 }
 
 func (u *legacyHost) getBuf() *bytes.Buffer {

@@ -120,12 +120,11 @@ func (c *Client) RetryStats() (retried, refused uint64) { return c.budget.counts
 // InFlight is the number of legacy calls holding a shield slot.
 func (c *Client) InFlight() int { return c.shield.InFlight() }
 
-// Info is where Fetch records the last legacy call it made, for the access
-// log line of the request that started it. It is written with atomics: a
-// fetch may outlive its request (a coalesced flight, a refresh).
-type Info struct {
-	Status   atomic.Int32
-	Duration atomic.Int64 // nanoseconds
+// Call is the last legacy call a Fetch made, for the access log line of
+// the request that started it.
+type Call struct {
+	Status int           // the legacy host's status; 0 when none came
+	Took   time.Duration // how long the call took
 }
 
 // Fetch gets one page from the legacy host within upstream.timeout:
@@ -133,8 +132,9 @@ type Info struct {
 // retried within the budget until abandoned reports that nobody waits for
 // the page any more (nil: somebody always does). Errors are *Error, a
 // shield error from limits, or the context's error when the call was
-// abandoned.
-func (c *Client) Fetch(ctx context.Context, req *route.Request, requestID string, info *Info, abandoned func() bool) (*Page, error) {
+// abandoned. last is the last legacy call made, whether it failed or not
+// (zero when none was).
+func (c *Client) Fetch(ctx context.Context, req *route.Request, requestID string, abandoned func() bool) (_ *Page, last Call, _ error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
 	if c.opt.Tracer != nil {
@@ -145,32 +145,33 @@ func (c *Client) Fetch(ctx context.Context, req *route.Request, requestID string
 	}
 	c.budget.deposit()
 	for n := 1; ; n++ {
-		page, out, err := c.attempt(ctx, req, requestID, info)
+		page, out, err := c.attempt(ctx, req, requestID, &last)
 		if err == nil || n >= c.cfg.Retry.MaxAttempts || !retryable(out) || abandoned != nil && abandoned() {
-			return page, err
+			return page, last, err
 		}
 		wait := backoff(c.cfg.Retry, n, out)
 		if deadline, ok := ctx.Deadline(); wait > c.cfg.Retry.MaxBackoff || ok && time.Until(deadline) <= wait {
 			// An upstream Retry-After longer than we may wait, or no time
 			// left for another attempt: this error is the answer.
-			return nil, err
+			return nil, last, err
 		}
 		if !c.budget.withdraw() {
-			return nil, err
+			return nil, last, err
 		}
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return nil, err
+			return nil, last, err
 		}
 	}
 }
 
 // attempt is one legacy call: held back after a legacy 429, capped by the
-// shield, allowed by the route's breaker, its outcome reported to it.
-func (c *Client) attempt(ctx context.Context, req *route.Request, requestID string, info *Info) (*Page, outcome, error) {
+// shield, allowed by the route's breaker, its outcome reported to it; a
+// call made is told in *last.
+func (c *Client) attempt(ctx context.Context, req *route.Request, requestID string, last *Call) (*Page, outcome, error) {
 	if err := c.host.held(); err != nil {
 		return nil, outcome{}, err
 	}
@@ -199,7 +200,6 @@ func (c *Client) attempt(ctx context.Context, req *route.Request, requestID stri
 	if c.opt.Observe != nil {
 		c.opt.Observe(req.Route.Name, out.status, took)
 	}
-	info.Status.Store(int32(out.status))
-	info.Duration.Store(int64(took))
+	*last = Call{Status: out.status, Took: took}
 	return page, out, err
 }
