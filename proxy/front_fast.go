@@ -67,17 +67,6 @@ func (s *Server) readFast(x *exchange, ctx *fasthttp.RequestCtx) {
 
 var http11, http10 = []byte("HTTP/1.1"), []byte("HTTP/1.0")
 
-// refuse answers a request its front refused (exchange.refused). It is
-// charged to the client's address, never to a key: the edge did not read
-// the request far enough to trust one.
-func (s *Server) refuse(x *exchange) {
-	x.closeConn = true
-	x.principal = nil
-	if s.rateLimit(x) {
-		x.fail(fail(x.refused))
-	}
-}
-
 // readHeaders reads the fields the steps use from the header block as it
 // came off the wire, in one pass that also checks its framing, and reports
 // framing that fasthttp reads generously but a load balancer in front may

@@ -433,3 +433,33 @@ func (s *Server) serveMigration(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, strings.TrimSpace(string(b)))
 }
+
+// retire answers 410 to a legacy request once that API is retired for it,
+// and links every legacy answer to the /v1 request that serves the same
+// data. It runs once the request is valid: the successor is its canonical
+// form.
+func (s *Server) retire(x *exchange) bool {
+	p := s.migration.policy.Load()
+	successor := x.req.SuccessorPath()
+	x.setHeader("Link", successorLink([]byte(successor), p.links))
+	var why string
+	switch {
+	case !p.sunset.IsZero() && !x.now.Before(p.sunset):
+		why = "This API was retired on " + p.sunset.UTC().Format(time.RFC3339)
+	case x.principal.legacyRetired:
+		why = "This API is retired for this API key"
+	default:
+		for _, w := range p.brownouts {
+			if !x.now.Before(w.start) && x.now.Before(w.end) {
+				why = "This API is unavailable during a scheduled brownout until " +
+					w.end.UTC().Format(time.RFC3339) + ", ahead of its retirement"
+				break
+			}
+		}
+	}
+	if why == "" {
+		return true
+	}
+	x.fail(&edgeError{kind: failLegacyRetired, message: why + "; use " + successor + " instead"})
+	return false
+}

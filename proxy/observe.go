@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net/http"
 	"runtime/debug"
+	"strconv"
 	"time"
 	"unsafe"
 
@@ -155,4 +157,21 @@ func (s *Server) recoverPanics(x *exchange) {
 	// what a step set for the answer it did not finish.
 	x.nh, x.body = x.always, nil
 	x.fail(fail(failInternal))
+}
+
+// observeUpstream records a legacy call for the metrics and the page.
+func (s *Server) observeUpstream(route string, code int, took time.Duration) {
+	s.metrics.observeUpstream(route, code, took)
+	failure := ""
+	switch {
+	case code == 0:
+		failure = "no answer"
+	case code >= 500 || code == http.StatusTooManyRequests:
+		failure = "legacy host answered " + strconv.Itoa(code)
+	}
+	if failure != "" {
+		s.status.mu.Lock()
+		s.status.lastErr, s.status.lastAt = failure, time.Now()
+		s.status.mu.Unlock()
+	}
 }

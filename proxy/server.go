@@ -228,7 +228,7 @@ func (s *Server) serve(x *exchange) {
 	defer s.recoverPanics(x) // observe.go: a panic is a 500, not a dropped process
 	s.legacyAPI(x)           // legacy.go: /open-api/v1 paths answer in variant B
 	if x.refused != 0 {
-		s.refuse(x) // front_fast.go: what the front could not read; charged to the address
+		s.refuse(x) // refuse.go: what the front could not read; charged to the address
 		return
 	}
 	openAPI := isOpenAPI(x) // openapi.go: the public document, charged to the address

@@ -62,23 +62,6 @@ func (s *Server) initStatus(routes []string) {
 	}
 }
 
-// observeUpstream records a legacy call for the metrics and the page.
-func (s *Server) observeUpstream(route string, code int, took time.Duration) {
-	s.metrics.observeUpstream(route, code, took)
-	failure := ""
-	switch {
-	case code == 0:
-		failure = "no answer"
-	case code >= 500 || code == http.StatusTooManyRequests:
-		failure = "legacy host answered " + strconv.Itoa(code)
-	}
-	if failure != "" {
-		s.status.mu.Lock()
-		s.status.lastErr, s.status.lastAt = failure, time.Now()
-		s.status.mu.Unlock()
-	}
-}
-
 // snapshot is the edge as the status page shows it, taken now.
 func (s *Server) snapshot() status.Snapshot {
 	version, revision := buildInfo()
