@@ -142,7 +142,8 @@ func newExchange(ctx context.Context) *exchange {
 	return x
 }
 
-// exchanges are the HTTP/1.1 front's exchanges between requests.
+// exchanges holds the fronts' exchanges between requests (both fronts take
+// theirs from it and give them back once the answer is written).
 var exchanges = sync.Pool{New: func() any { return new(exchange) }}
 
 // requestField names a request field the steps read; the fronts find

@@ -110,7 +110,7 @@ func withOwn(list []replica, own replica) []replica {
 	return slices.Insert(list, i, own)
 }
 
-// NewFleetView adds up the replicas' figures.
+// newFleetView adds up the replicas' figures.
 func newFleetView(replicas []replica) fleetView {
 	v := fleetView{Enabled: true, Replicas: replicas}
 	for _, r := range replicas {
