@@ -66,7 +66,7 @@ func TestRequestIDKeptOrMade(t *testing.T) {
 	for in, keep := range map[string]bool{"trace-12345678": true, "short": false, "bad id with spaces": false,
 		strings.Repeat("a", 65): false, "id\x00with-nul": false, "éééééééé": false} {
 		x := &exchange{request: request{incomingID: in}}
-		requestID(x)
+		requestID(&x.learnt, x.incomingID)
 		if (x.id == in) != keep || len(x.id) < 8 {
 			t.Errorf("requestID(%q) = %q", in, x.id)
 		}

@@ -65,9 +65,11 @@ func TestTLSServesHTTP1AndHTTP2(t *testing.T) {
 // with a 503, so that the retry builds its request again from what the
 // refresh kept. The retry must carry the first request's path and id;
 // under -race, any read of the reused memory is a reported race. The
-// front's exchanges are pooled too: had the stale hit's exchange gone back
-// to the pool while its refresh held it, the other request would take it
-// and write over the canonical query and the id the retry reads.
+// front's exchanges are pooled too: the stale hit's exchange goes back to
+// the pool while its refresh runs, and the other request takes it and
+// writes over its buffers, so the retry must read the refresh's own
+// copies (exchange.handOn, route.Request.Own); under the poison tag the
+// pool overwrites them first (poison_test.go leaves the copies out).
 func TestFastFrontKeepsNothingOfTheRequest(t *testing.T) {
 	clk := testkit.NewClock(time.Now())
 	var (

@@ -32,7 +32,7 @@ func (s *Server) begin(x *exchange) {
 	if !s.wallClock {
 		x.now = s.now()
 	}
-	requestID(x)
+	requestID(&x.learnt, x.incomingID)
 	x.setHeader("X-Request-Id", x.id)
 	x.always = x.nh
 	if s.trace != nil {
@@ -103,13 +103,14 @@ func (s *Server) finish(x *exchange) {
 	)
 }
 
-// requestID gives x its id: the client's X-Request-Id when it is short and
-// printable (so a trace can span client, edge and legacy host), else a new
-// one. Either is x's or the front's memory, read while serve runs; what
-// outlives serve reads the copy handOn makes.
-func requestID(x *exchange) {
-	if keepID(x.incomingID) {
-		x.id = x.incomingID
+// requestID gives the request its id: incoming, the client's
+// X-Request-Id, when it is short and printable (so a trace can span
+// client, edge and legacy host), else a new one. Either is the front's or
+// the exchange's memory, read while serve runs; what outlives serve reads
+// the copy handOn makes.
+func requestID(x *learnt, incoming string) {
+	if keepID(incoming) {
+		x.id = incoming
 		return
 	}
 	newRequestID(&x.idBuf)

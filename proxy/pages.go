@@ -149,7 +149,9 @@ func factsOf(req *route.Request, meta normalize.Meta) cache.Facts {
 // If-None-Match.
 func (s *Server) writeEntry(x *exchange, e *cache.Entry, status cache.Status) {
 	s.setCacheFields(&x.answer, x.now, e, status)
-	writeForm(x, e)
+	if err := writeForm(&x.request, &x.answer, e); err != nil {
+		x.fail(err)
+	}
 }
 
 // setCacheFields sets X-Cache, Cache-Status, Age, Cache-Control and Vary
@@ -178,14 +180,15 @@ func (s *Server) setCacheFields(x *answer, now time.Time, e *cache.Entry, status
 	x.setHeader("Vary", "Accept-Encoding")
 }
 
-// writeForm answers with the form of the page the client accepts, gzip or
-// identity, its ETag, and 304 when If-None-Match names it.
-func writeForm(x *exchange, e *cache.Entry) {
+// writeForm answers r with the form of the page the client accepts, gzip
+// or identity, its ETag, and 304 when If-None-Match names it, into a; an
+// error when the page has no form to send.
+func writeForm(r *request, a *answer, e *cache.Entry) error {
 	// Each form of the page is made once, on the first answer that wants
 	// it (cache: a page is stored as it arrived).
 	etag := e.ETag
 	var body []byte
-	gz := acceptsGzip(x.acceptEncoding)
+	gz := acceptsGzip(r.acceptEncoding)
 	if gz {
 		if body = e.GzipBody(); body != nil {
 			etag = e.GzipETag()
@@ -197,23 +200,25 @@ func writeForm(x *exchange, e *cache.Entry) {
 		if body = e.Body(); body == nil {
 			// A shared-tier page whose identity form would not inflate:
 			// the cache has dropped it; this answer cannot be made.
-			x.fail(errors.New("cache: a page's identity form could not be made"))
-			return
+			return errNoIdentityForm
 		}
 	}
-	x.setHeader("ETag", etag)
-	if x.ifNoneMatch != "" && etagMatches(x.ifNoneMatch, e) {
-		x.status = http.StatusNotModified
-		return
+	a.setHeader("ETag", etag)
+	if r.ifNoneMatch != "" && etagMatches(r.ifNoneMatch, e) {
+		a.status = http.StatusNotModified
+		return nil
 	}
 	if gz {
-		x.setHeader("Content-Encoding", "gzip")
+		a.setHeader("Content-Encoding", "gzip")
 	}
-	x.reply(http.StatusOK, body)
-	if x.sendfile && x.method == methodGet {
-		x.file = e.File(gz) // nil for a page too short to gain by it
+	a.reply(http.StatusOK, body)
+	if r.sendfile && r.method == methodGet {
+		a.file = e.File(gz) // nil for a page too short to gain by it
 	}
+	return nil
 }
+
+var errNoIdentityForm = errors.New("cache: a page's identity form could not be made")
 
 // ageNumbers are what the fields of an answer from the cache that change
 // with the page's age are made of, in whole seconds: Age, Cache-Control's

@@ -33,7 +33,7 @@ func TestReleasedExchangePoisonsWhatWasNotCopied(t *testing.T) {
 			defer poison.SkipCopies(false)
 			x := pooledExchange(context.Background())
 			x.copyTarget([]byte(target))
-			requestID(x)
+			requestID(&x.learnt, x.incomingID)
 			rt, param := table.Match(x.path)
 			if rt == nil {
 				t.Fatal("no route")
