@@ -140,6 +140,19 @@ func (rd *reader) fill() error {
 	}
 }
 
+// wait reads from the connection when nothing is buffered, before the
+// framer asks: an idle connection waits here, its goroutine's stack as
+// shallow as the read loop can make it (the framer's frames and the
+// reader's Read are not under it). The goroutine's stack is what an idle
+// connection costs beside its buffers, and the runtime keeps a stack at
+// the size its deepest wait needed.
+func (rd *reader) wait() error {
+	if rd.r < rd.w || rd.err != nil {
+		return nil
+	}
+	return rd.fill()
+}
+
 // release gives the pooled buffer back, for a connection that ends.
 func (rd *reader) release() {
 	if rd.big != nil {
