@@ -185,7 +185,8 @@ func (e *edge) buildTLS(fs *fasthttp.Server) error {
 			return nil
 		}
 		f.handedOff.Store(true)
-		go func() { _ = h2.ServeConn(f.Conn) }()
+		tc := f.Conn // not f, which the goroutine would keep
+		go func() { _ = h2.ServeConn(tc) }()
 		return nil
 	})
 	tlsLn := frontListener{tls.NewListener(plainHTTPListener{e.ln}, st.TLS)}

@@ -220,7 +220,7 @@ func (c *conn) between() {
 		c.deadline = d
 		c.nc.SetReadDeadline(d)
 	}
-	if quiet && c.rd.maxLen > smallRead {
+	if quiet && c.rd.maxLen > keptFrame {
 		c.rd.maxLen = 0
 		c.newFramer()
 	}

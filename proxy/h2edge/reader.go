@@ -43,8 +43,14 @@ type reader struct {
 const (
 	frameHeaderLen = 9
 	// smallRead is what an idle connection's read buffer costs: enough
-	// for a request's HEADERS frame once HPACK's table is warm.
-	smallRead = 1024
+	// for a request's HEADERS frame once HPACK's table is warm (its
+	// fields indexed, the path a literal). A burst that fills it is read
+	// on into a pooled buffer; over TLS that costs no system call, the
+	// record being decrypted whole by the first read.
+	smallRead = 256
+	// keptFrame is the largest payload whose read buffer a quiet
+	// connection's framer keeps (conn.between).
+	keptFrame = 1024
 	bigRead   = 16 << 10
 	// maxEmptyContinuations ends a header block that has this many
 	// CONTINUATION frames carrying nothing: a sender that makes no
