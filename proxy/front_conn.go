@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"net"
+	"sync/atomic"
 )
 
 // The HTTP/1.1 front's connections. fasthttp waits for a header block to
@@ -180,6 +181,17 @@ func (c *frontConn) Write(p []byte) (int, error) {
 type frontTLSConn struct {
 	*tls.Conn
 	scan lfScan
+	// handedOff: the HTTP/2 server serves the connection on a goroutine
+	// of its own (serve.go), and closes it; fasthttp's Close, once the
+	// handler it called returns, is not the connection's end.
+	handedOff atomic.Bool
+}
+
+func (c *frontTLSConn) Close() error {
+	if c.handedOff.Load() {
+		return nil
+	}
+	return c.Conn.Close()
 }
 
 // Handshake runs the TLS handshake on a goroutine of its own, which ends
@@ -227,13 +239,4 @@ func tcpConnOf(c net.Conn) *net.TCPConn {
 		return c
 	}
 	return nil
-}
-
-// tlsConnOf is the TLS connection under a front connection: what the
-// HTTP/2 server is handed after ALPN, which reads frames, not lines.
-func tlsConnOf(c net.Conn) net.Conn {
-	if f, ok := c.(*frontTLSConn); ok {
-		return f.Conn
-	}
-	return c
 }

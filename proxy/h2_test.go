@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -190,5 +191,40 @@ func TestH2AbuseIsCutAndCounted(t *testing.T) {
 	})
 	if !strings.Contains(te.logs.String(), `"msg":"h2edge: connection cut","remote":"127.0.0.1","reason":"flood"`) {
 		t.Errorf("no log line for the cut:\n%s", te.logs)
+	}
+}
+
+// An idle HTTP/2 connection on the TLS front is served on a goroutine of
+// its own, not under fasthttp's frames: the stack a connection keeps
+// while it idles is its deepest wait's (docs/BENCHMARKS.md, "Idle
+// connections").
+func TestH2ConnServedOffFasthttpGoroutine(t *testing.T) {
+	te, first, _, _ := filesEdge(t, `http_listen: ""`)
+	tr := &http2.Transport{TLSClientConfig: &tls.Config{RootCAs: first.Pool(), ServerName: edgeName}}
+	t.Cleanup(tr.CloseIdleConnections)
+	req, _ := http.NewRequest(http.MethodGet, te.url("/v1/tx/"+te.sim.TradeTxs()[0]), nil)
+	req.Header.Set("Authorization", "Bearer "+keyAll)
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Proto != "HTTP/2.0" {
+		t.Fatalf("%d %s", resp.StatusCode, resp.Proto)
+	}
+	buf := make([]byte, 4<<20)
+	var serving int
+	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+		if !strings.Contains(g, "h2edge.(*conn).serve(") {
+			continue
+		}
+		serving++
+		if strings.Contains(g, "fasthttp") {
+			t.Errorf("an HTTP/2 connection served under fasthttp's goroutine:\n%s", g)
+		}
+	}
+	if serving == 0 {
+		t.Fatal("no HTTP/2 connection served while the client keeps one open")
 	}
 }

@@ -173,8 +173,20 @@ func (e *edge) buildTLS(fs *fasthttp.Server) error {
 		ConnClosed:            s.metrics.h2ConnClosed,
 		StreamCut:             s.metrics.h2StreamCut,
 	}
+	// The connection is served on a goroutine of its own rather than on
+	// fasthttp's, under whose frames (over 1 KiB of them) every read
+	// would wait: the stack an idle connection keeps is its deepest wait,
+	// and without them it stays at 4 KiB instead of 8 (docs/BENCHMARKS.md,
+	// "Idle connections").
 	fs.NextProto("h2", func(conn net.Conn) error {
-		_ = h2.ServeConn(tlsConnOf(conn))
+		f, ok := conn.(*frontTLSConn)
+		if !ok {
+			_ = h2.ServeConn(conn)
+			return nil
+		}
+		f.handedOff.Store(true)
+		tc := f.Conn // not f, which the goroutine would keep
+		go func() { _ = h2.ServeConn(tc) }()
 		return nil
 	})
 	tlsLn := frontListener{tls.NewListener(plainHTTPListener{e.ln}, st.TLS)}

@@ -172,7 +172,11 @@ func (c *conn) serve() error {
 		if c.quitting.Load() && c.quiet() {
 			return nil
 		}
-		f, err := c.fr.ReadFrame()
+		var f http2.Frame
+		err := c.rd.wait()
+		if err == nil {
+			f, err = c.fr.ReadFrame()
+		}
 		if err == nil {
 			c.mu.Lock()
 			if c.rd.empty > c.emptySeen {
@@ -216,7 +220,7 @@ func (c *conn) between() {
 		c.deadline = d
 		c.nc.SetReadDeadline(d)
 	}
-	if quiet && c.rd.maxLen > smallRead {
+	if quiet && c.rd.maxLen > keptFrame {
 		c.rd.maxLen = 0
 		c.newFramer()
 	}

@@ -43,8 +43,14 @@ type reader struct {
 const (
 	frameHeaderLen = 9
 	// smallRead is what an idle connection's read buffer costs: enough
-	// for a request's HEADERS frame once HPACK's table is warm.
-	smallRead = 1024
+	// for a request's HEADERS frame once HPACK's table is warm (its
+	// fields indexed, the path a literal). A burst that fills it is read
+	// on into a pooled buffer; over TLS that costs no system call, the
+	// record being decrypted whole by the first read.
+	smallRead = 256
+	// keptFrame is the largest payload whose read buffer a quiet
+	// connection's framer keeps (conn.between).
+	keptFrame = 1024
 	bigRead   = 16 << 10
 	// maxEmptyContinuations ends a header block that has this many
 	// CONTINUATION frames carrying nothing: a sender that makes no
@@ -138,6 +144,19 @@ func (rd *reader) fill() error {
 			return err
 		}
 	}
+}
+
+// wait reads from the connection when nothing is buffered, before the
+// framer asks: an idle connection waits here, its goroutine's stack as
+// shallow as the read loop can make it (the framer's frames and the
+// reader's Read are not under it). The goroutine's stack is what an idle
+// connection costs beside its buffers, and the runtime keeps a stack at
+// the size its deepest wait needed.
+func (rd *reader) wait() error {
+	if rd.r < rd.w || rd.err != nil {
+		return nil
+	}
+	return rd.fill()
 }
 
 // release gives the pooled buffer back, for a connection that ends.

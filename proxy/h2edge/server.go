@@ -15,8 +15,9 @@
 //     values (literals without indexing, so encoding keeps no state and
 //     needs no lock);
 //   - one TLS record and one write for every answer a burst produced: a
-//     writer goroutine per connection writes what the handlers that were
-//     ready to run have added, once they have had their turn.
+//     writer goroutine, started by the burst's first frame and ended once
+//     the burst is written, writes what the handlers that were ready to
+//     run have added, once they have had their turn.
 //
 // Each request still runs in a goroutine of its own, as a cache miss may
 // wait on the legacy host for seconds and must not hold up the

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -674,4 +675,51 @@ func TestClientThatDoesNotReadIsCutOff(t *testing.T) {
 	}
 	client.Close()
 	<-done
+}
+
+// An idle connection holds one goroutine, its read loop: the writer's
+// goroutine runs while there is something to write, and ends once it is
+// written. A PING on the idle connection starts it again for the ACK.
+func TestIdleConnHoldsNoWriter(t *testing.T) {
+	const n = 8
+	addr := serve(t, &h2edge.Server{Handler: echo})
+	conns := make([]*rawConn, n)
+	for i := range conns {
+		conns[i] = dialRaw(t, addr)
+		conns[i].headers(1, true)
+		conns[i].answer(1)
+	}
+	wantServerGoroutines(t, n)
+	for _, c := range conns {
+		if err := c.fr.WritePing(false, [8]byte{1, 2, 3}); err != nil {
+			t.Fatal(err)
+		}
+		if p, ok := c.next().(*http2.PingFrame); !ok || !p.IsAck() || p.Data != [8]byte{1, 2, 3} {
+			t.Fatalf("want the PING's ACK, read %v", p)
+		}
+	}
+	wantServerGoroutines(t, n)
+}
+
+// wantServerGoroutines waits (at most 5 s) until exactly n goroutines run
+// the server's code (h2edge's methods on their stacks), and fails with
+// their stacks if they do not.
+func wantServerGoroutines(t *testing.T, n int) {
+	t.Helper()
+	buf := make([]byte, 1<<20)
+	var ours []string
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		ours = ours[:0]
+		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+			if strings.Contains(g, "proxy/h2edge.(*") {
+				ours = append(ours, g)
+			}
+		}
+		if len(ours) == n || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(ours) != n {
+		t.Fatalf("%d goroutines of the server, want %d:\n%s", len(ours), n, strings.Join(ours, "\n\n"))
+	}
 }

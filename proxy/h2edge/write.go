@@ -18,23 +18,28 @@ import (
 // (answers), and a goroutine of the writer's own writes buf to the
 // connection.
 //
-// A burst is written once: the goroutine, woken by the first frame
-// appended to an empty buffer, first lets the goroutines that are ready to
-// run (the read loop, the handlers of the connection's other streams) take
-// their turn, then writes everything they appended in one Write, one TLS
-// record per 16 KiB rather than one per answer. No timer: a lone answer
-// waits only for the scheduler's round.
+// That goroutine runs only while there is something to write: the first
+// frame appended to an empty buffer starts it, and it ends once the
+// buffer is drained, so that an idle connection holds no goroutine (and
+// no stack) but its read loop's.
+//
+// A burst is written once: the goroutine first lets the goroutines that
+// are ready to run (the read loop, the handlers of the connection's other
+// streams) take their turn, then writes everything they appended in one
+// Write, one TLS record per 16 KiB rather than one per answer. No timer:
+// a lone answer waits only for the scheduler's round.
 type writer struct {
 	c        *conn
 	buf      []byte // frames not yet handed to the connection; nil when none
 	inflight bool   // a Write of the goroutine's is under way
-	kicked   bool   // the goroutine has been woken for buf
+	running  bool   // the goroutine runs: it writes buf before it ends
 	err      error  // the first write error: nothing is written after it
 	stopped  bool
-	kick     chan struct{}
-	stopc    chan struct{}
-	done     chan struct{}
-	stopOnce sync.Once
+	// ended, if set, is closed when the goroutine ends (flushAndStop).
+	ended chan struct{}
+	// start is w.run as a func value made once: a go statement of a
+	// method value would allocate a closure per burst.
+	start func()
 }
 
 const (
@@ -60,25 +65,29 @@ var bufs = sync.Pool{New: func() any {
 
 func (w *writer) init(c *conn) {
 	w.c = c
-	w.kick = make(chan struct{}, 1)
-	w.stopc = make(chan struct{})
-	w.done = make(chan struct{})
-	go w.loop()
+	w.start = w.run
 }
 
-func (w *writer) loop() {
-	defer close(w.done)
+// run is the writer's goroutine: it writes what is buffered until the
+// buffer stays empty, then ends.
+func (w *writer) run() {
+	runtime.Gosched()
+	c := w.c
 	for {
-		select {
-		case <-w.kick:
-		case <-w.stopc:
-			for w.flushOnce() {
-			}
-			return
-		}
-		runtime.Gosched()
 		for w.flushOnce() {
 		}
+		c.mu.Lock()
+		if len(w.buf) > 0 && w.err == nil {
+			c.mu.Unlock() // appended after flushOnce looked
+			continue
+		}
+		w.running = false
+		if w.ended != nil {
+			close(w.ended)
+			w.ended = nil
+		}
+		c.mu.Unlock()
+		return
 	}
 }
 
@@ -87,7 +96,6 @@ func (w *writer) loop() {
 func (w *writer) flushOnce() bool {
 	c := w.c
 	c.mu.Lock()
-	w.kicked = false
 	buf := w.buf
 	if len(buf) == 0 || w.err != nil {
 		c.mu.Unlock()
@@ -125,19 +133,31 @@ func (w *writer) flushOnce() bool {
 	return more
 }
 
-// flushAndStop writes what is buffered and stops the goroutine; frames
-// appended later are dropped.
+// flushAndStop writes what is buffered and waits for the goroutine, if
+// it runs, to end; frames appended later are dropped.
 func (w *writer) flushAndStop() {
-	if w.c.srv.WriteTimeout <= 0 {
+	c := w.c
+	if c.srv.WriteTimeout <= 0 {
 		// The last write is bounded all the same: a client that reads
 		// nothing does not hold the connection forever.
-		w.c.nc.SetWriteDeadline(time.Now().Add(lastWriteTimeout))
+		c.nc.SetWriteDeadline(time.Now().Add(lastWriteTimeout))
 	}
-	w.stopOnce.Do(func() { close(w.stopc) })
-	<-w.done
-	w.c.mu.Lock()
+	c.mu.Lock()
 	w.stopped = true
-	w.c.mu.Unlock()
+	if w.running {
+		if w.ended == nil {
+			w.ended = make(chan struct{})
+		}
+		ended := w.ended
+		c.mu.Unlock()
+		<-ended
+		return
+	}
+	c.mu.Unlock()
+	// No goroutine runs, and none starts once stopped: what is left (only
+	// after a write error, which drops it) is written here.
+	for w.flushOnce() {
+	}
 }
 
 // pending: frames are buffered or being written.
@@ -165,12 +185,9 @@ func (w *writer) frame(typ http2.FrameType, flags http2.Flags, id uint32, length
 	}
 	w.buf = append(w.buf, byte(length>>16), byte(length>>8), byte(length), byte(typ), byte(flags))
 	w.buf = binary.BigEndian.AppendUint32(w.buf, id&(1<<31-1))
-	if !w.kicked {
-		w.kicked = true
-		select {
-		case w.kick <- struct{}{}:
-		default:
-		}
+	if !w.running {
+		w.running = true
+		go w.start()
 	}
 	return true
 }
