@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"tradergate/internal/testkit"
 	"tradergate/internal/testkit/redistest"
 	"tradergate/limits"
@@ -22,8 +24,15 @@ func withAuthFailures(requests int64) edgeOption {
 	})
 }
 
-// counterValue reads a counter of the edge's registry.
+// counterValue reads an unlabelled counter of the edge's registry.
 func counterValue(t *testing.T, e *edge, name string) float64 {
+	t.Helper()
+	return onlyMetric(t, e, name).GetCounter().GetValue()
+}
+
+// onlyMetric gathers the edge's registry and returns the one series of
+// the unlabelled metric name.
+func onlyMetric(t *testing.T, e *edge, name string) *dto.Metric {
 	t.Helper()
 	mfs, err := e.srv.Registry().Gather()
 	if err != nil {
@@ -31,11 +40,11 @@ func counterValue(t *testing.T, e *edge, name string) float64 {
 	}
 	for _, mf := range mfs {
 		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
-			return mf.GetMetric()[0].GetCounter().GetValue()
+			return mf.GetMetric()[0]
 		}
 	}
-	t.Fatalf("no counter %s", name)
-	return 0
+	t.Fatalf("no unlabelled metric %s", name)
+	return nil
 }
 
 // Key guessing is slowed: once an address has spent limits.auth_failures

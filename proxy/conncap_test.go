@@ -29,17 +29,7 @@ func withConnCap(total, perAddr int) edgeOption {
 // gaugeValue reads an unlabelled gauge of the edge's registry.
 func gaugeValue(t *testing.T, e *edge, name string) float64 {
 	t.Helper()
-	mfs, err := e.srv.Registry().Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
-			return mf.GetMetric()[0].GetGauge().GetValue()
-		}
-	}
-	t.Fatalf("no gauge %s", name)
-	return 0
+	return onlyMetric(t, e, name).GetGauge().GetValue()
 }
 
 // rawConn is a client connection that sends requests by hand.
