@@ -97,7 +97,11 @@ type conn struct {
 	// (flood.go); reason is why the connection ends, once known.
 	flood   int
 	floodAt time.Time // when flood was last refilled
-	reason  string
+	// closedWindow is what the client may still give back, by
+	// WINDOW_UPDATEs for streams already closed, without spending the
+	// flood budget: the DATA bytes sent, up to closedWindowMax (flood.go).
+	closedWindow int64
+	reason       string
 
 	// The send side, set by the client's SETTINGS and WINDOW_UPDATEs.
 	sendWindow     int64 // the connection's window for DATA
@@ -526,8 +530,12 @@ func (c *conn) processWindowUpdate(f *http2.WindowUpdateFrame) error {
 	if state == stateIdle {
 		return http2.ConnectionError(errCodeProtocol)
 	}
-	if st == nil {
-		return c.uselessLocked(1, ReasonFlood) // a closed stream's
+	if st == nil { // a closed stream's
+		if cost := max(int64(f.Increment), closedWindowMin); c.closedWindow >= cost {
+			c.closedWindow -= cost // the client reading an answer it had
+			return nil
+		}
+		return c.uselessLocked(1, ReasonFlood)
 	}
 	st.sendWindow += int64(f.Increment)
 	if st.sendWindow > maxWindow {

@@ -68,6 +68,18 @@ const (
 	floodRefill = time.Second
 )
 
+// A client gives back the window of an answer as it reads it, and those
+// WINDOW_UPDATEs may reach the server after the stream has closed (Go's
+// client sends one for each 4 KiB read). They are free while they give
+// back no more than the DATA bytes sent (closedWindow), each counted as
+// at least closedWindowMin, so that a client can send at most
+// closedWindowMax/closedWindowMin of them for nothing; past that each
+// adds to the flood score.
+const (
+	closedWindowMin = 1 << 10
+	closedWindowMax = 1 << 20
+)
+
 // calmError ends a connection with ENHANCE_YOUR_CALM.
 type calmError struct{ reason string }
 

@@ -304,6 +304,7 @@ func (c *conn) pumpLocked() {
 		n = min(n, st.sendWindow, c.sendWindow)
 		end := n == int64(len(st.out))
 		c.w.data(st.id, st.out[:n], end)
+		c.closedWindow = min(c.closedWindow+n, closedWindowMax)
 		c.active = true
 		st.out = st.out[n:]
 		st.sendWindow -= n
