@@ -10,6 +10,7 @@ import (
 
 	"tradergate/bench/fixture"
 	"tradergate/proxy"
+	"tradergate/proxy/front"
 )
 
 // serverKind names a server the benchmark compares.
@@ -141,14 +142,14 @@ func (b *bench) setUpstreamLatency(ctx context.Context, d time.Duration) error {
 // frontLimits is the server section tradergate runs with in the
 // benchmark: the template's, with config.yaml's defaults for what it
 // leaves out.
-func frontLimits() (proxy.ServerConfig, error) {
+func frontLimits() (front.Config, error) {
 	data, err := renderTGConfig(tgConfig{Port: 1, AdminPort: 2, UpstreamURL: "http://127.0.0.1:3/open-api", KeySHA256: hashKey("k"), CacheMaxBytes: defaultCacheBytes})
 	if err != nil {
-		return proxy.ServerConfig{}, err
+		return front.Config{}, err
 	}
 	c, err := proxy.ParseConfig(data)
 	if err != nil {
-		return proxy.ServerConfig{}, fmt.Errorf("the benchmark's tradergate config: %w", err)
+		return front.Config{}, fmt.Errorf("the benchmark's tradergate config: %w", err)
 	}
 	return c.Server, nil
 }
@@ -162,7 +163,7 @@ func (k serverKind) isCeiling() bool {
 // -listen and -pages. The fasthttp ceiling runs with the limits of
 // tradergate's HTTP/1.1 front (fl): each deadline is a clock reading and
 // a timer reset per request, which the server pays whoever answers.
-func ceilingArgs(k serverKind, fl proxy.ServerConfig) []string {
+func ceilingArgs(k serverKind, fl front.Config) []string {
 	switch k {
 	case kindCeilingFast:
 		return []string{"-engine", "fasthttp", "-headers",

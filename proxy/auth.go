@@ -106,23 +106,23 @@ func HashKey(key string) string {
 // missing or unknown key, to the client's address, and requireKey answers
 // 401 after that.
 func (s *Server) authenticate(x *exchange) {
-	if x.authorizations > 1 {
+	if x.Authorizations > 1 {
 		return // ambiguous: no key is taken, requireKey says why
 	}
-	x.principal = s.keys.Load().lookup(x.authorization)
+	x.principal = s.keys.Load().lookup(x.Authorization)
 }
 
 // requireKey answers a request without a valid key: 400 when it sent
 // several Authorization fields (which one a proxy in front would pass on
 // is anyone's guess, so none is taken), else 401.
 func (s *Server) requireKey(x *exchange) bool {
-	if x.authorizations > 1 {
+	if x.Authorizations > 1 {
 		x.fail(fail(failAmbiguousAuth))
 		return false
 	}
 	if x.principal == nil {
 		// RFC 6750 section 3: a 401 names the scheme it wants.
-		x.setHeader("WWW-Authenticate", `Bearer realm="tradergate"`)
+		x.SetHeader("WWW-Authenticate", `Bearer realm="tradergate"`)
 		x.fail(fail(failUnauthorized))
 		return false
 	}

@@ -108,14 +108,14 @@ func (g *authGuard) set(ip netip.Addr, until, now time.Time) {
 // failures are spent is answered 429, whatever key it offered. It reports
 // whether the request goes on.
 func (s *Server) guardKeys(x *exchange) bool {
-	if x.authorizations != 1 {
+	if x.Authorizations != 1 {
 		return true // no key offered (or several: requireKey's 400)
 	}
 	g := s.authGuard
 	if x.principal != nil && g.n.Load() == 0 {
 		return true // the common case: nobody locked out, no address to find
 	}
-	ip := s.limiter.ClientIPFrom(x.peer, x.forwardedFor)
+	ip := s.limiter.ClientIPFrom(x.Peer, x.ForwardedFor)
 	if x.principal != nil && !g.locked(ip, x.now) {
 		return true
 	}

@@ -50,8 +50,8 @@ func (s *Server) serveBook(x *exchange) {
 	body = append(book.AppendJSON(body), '}')
 	// Built for this request from pages the cache holds: nothing to cache
 	// downstream, and no cache headers of its own.
-	x.setHeader("Cache-Control", "no-store")
-	x.reply(http.StatusOK, body)
+	x.SetHeader("Cache-Control", "no-store")
+	x.Reply(http.StatusOK, body)
 }
 
 // eventsSettled is the first Unix ms that the cache policy of the events

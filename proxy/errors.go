@@ -9,6 +9,7 @@ import (
 	"tradergate/limits"
 	"tradergate/proxy/route"
 	"tradergate/proxy/upstream"
+	"tradergate/proxy/wire"
 )
 
 // The error table: every failure the edge answers, with its status, its
@@ -66,10 +67,6 @@ type row struct {
 	headers string
 }
 
-// statusClientClosed is logged (never sent) when the client went away
-// before its answer was ready, as nginx does.
-const statusClientClosed = 499
-
 var errorTable = [numFailures]row{
 	failBadRequest:          {400, "", "the rule's own words, e.g. `Invalid address format`, `Invalid limit: ...`", "a rule of the contract is broken (docs/CONTRACT.md)", ""},
 	failUpstreamRefused:     {0, "", "the legacy host's message, with its status", "the legacy host refused the request as the client's fault", ""},
@@ -99,7 +96,7 @@ var errorTable = [numFailures]row{
 	failNoSnapshot:          {404, "No order book snapshot at or before the requested time", "", "orderbook_book: no `book` event at or before `at`", ""},
 	failTooManyEvents:       {422, "", "says how many, and to pick an `at` nearer a snapshot", "orderbook_book: more than orderbook.max_events price changes between the snapshot and `at`", ""},
 	failAmbiguousAuth:       {400, "Only one Authorization header is allowed", "", "the request carries the Authorization field more than once", ""},
-	failClientClosed:        {statusClientClosed, "Client closed request", "", "the client left first (logged, never sent)", ""},
+	failClientClosed:        {wire.StatusClientClosed, "Client closed request", "", "the client left first (logged, never sent)", ""},
 	failLegacyRetired:       {410, "", "says why, and names the /v1 path and query to use instead", "a legacy path past `legacy.sunset`, in a brownout, or for a key with `legacy: retired`", "`Link` (successor-version)"},
 }
 
@@ -211,10 +208,6 @@ func fromUpstream(e *upstream.Error) *edgeError {
 	}
 	return &edgeError{kind: kind, RetryAfter: e.RetryAfter, Err: e}
 }
-
-// errShuttingDown is the cause of a request's cancellation when the edge
-// stops before the request could finish.
-var errShuttingDown = errors.New("server shutting down")
 
 // retryAfterSeconds renders d as whole seconds, rounded up and at least 1:
 // a client told "0" would retry at once. Every Retry-After the edge sends

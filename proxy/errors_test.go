@@ -13,6 +13,7 @@ import (
 	"tradergate/limits"
 	"tradergate/proxy/route"
 	"tradergate/proxy/upstream"
+	"tradergate/proxy/wire"
 )
 
 // README's "Errors" section is a copy of the error table; this keeps the
@@ -78,7 +79,7 @@ func TestAsError(t *testing.T) {
 		{"breaker open", &upstream.Error{Reason: upstream.Unavailable, RetryAfter: time.Second}, 503, "Upstream unavailable", time.Second},
 		{"shield full", &limits.ShieldFullError{RetryAfter: time.Second}, 503, "Upstream busy", time.Second},
 		{"deadline", context.DeadlineExceeded, 504, "Upstream timeout", 0},
-		{"client gone", context.Canceled, statusClientClosed, "Client closed request", 0},
+		{"client gone", context.Canceled, wire.StatusClientClosed, "Client closed request", 0},
 		{"anything else", errors.New("bug"), http.StatusInternalServerError, "Internal server error", 0},
 		{"wrapped", errors.Join(errors.New("ctx"), &route.Error{Message: "m"}), 400, "m", 0},
 	}

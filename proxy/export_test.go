@@ -9,7 +9,7 @@ import (
 
 // FastHandler is the HTTP/1.1 front's handler, for benchmarks and tests
 // that drive it with a fasthttp.RequestCtx of their own.
-func (s *Server) FastHandler() fasthttp.RequestHandler { return s.serveFast }
+func (s *Server) FastHandler() fasthttp.RequestHandler { return s.front.FastHandler() }
 
 // RetryStats are the retries made and those the budget refused.
 func (s *Server) RetryStats() (retried, refused uint64) { return s.upstream.RetryStats() }

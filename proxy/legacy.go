@@ -166,22 +166,22 @@ func newLegacyPolicy(c LegacyConfig) *legacyPolicy {
 // request once the request is valid.
 func (s *Server) legacyAPI(x *exchange) {
 	p := s.migration.policy.Load()
-	if !p.enabled || !strings.HasPrefix(x.path, route.LegacyPrefix+"/") {
+	if !p.enabled || !strings.HasPrefix(x.Path, route.LegacyPrefix+"/") {
 		return
 	}
 	x.legacy = true
 	if p.deprecation != "" {
-		x.setHeader("Deprecation", p.deprecation)
+		x.SetHeader("Deprecation", p.deprecation)
 	}
 	if p.sunsetValue != "" {
-		x.setHeader("Sunset", p.sunsetValue)
+		x.SetHeader("Sunset", p.sunsetValue)
 	}
 	link := p.links
-	if !x.targetCut {
-		link = successorLink(appendLinkTarget(make([]byte, 0, len(x.path)+64), x.path[len(route.LegacyPrefix):]), p.links)
+	if !x.TargetCut {
+		link = successorLink(appendLinkTarget(make([]byte, 0, len(x.Path)+64), x.Path[len(route.LegacyPrefix):]), p.links)
 	}
 	if link != "" {
-		x.setHeader("Link", link)
+		x.SetHeader("Link", link)
 	}
 }
 

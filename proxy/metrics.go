@@ -11,7 +11,6 @@ import (
 
 	"tradergate/cache"
 	"tradergate/limits"
-	"tradergate/proxy/h2edge"
 	"tradergate/proxy/route"
 )
 
@@ -35,12 +34,6 @@ type metrics struct {
 	refused        *prometheus.CounterVec   // plan
 	breakerState   *prometheus.GaugeVec     // route
 	breakerChanges *prometheus.CounterVec   // route, to
-	h2Closed       *prometheus.CounterVec   // reason
-	h2Cut          *prometheus.CounterVec   // reason
-
-	// h2ClosedBy and h2CutBy are the series of h2Closed and h2Cut by
-	// reason, resolved once: h2edge counts from under a connection's lock.
-	h2ClosedBy, h2CutBy map[string]prometheus.Counter
 
 	// hot holds the series of the common answer, a 200, by route index and
 	// cache result, resolved once: WithLabelValues hashes its labels on
@@ -92,20 +85,9 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 			Name: "tradergate_breaker_transitions_total",
 			Help: "Circuit breaker state changes, by route and the state entered.",
 		}, []string{"route", "to"}),
-		h2Closed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "tradergate_h2_connections_closed_total",
-			Help: "HTTP/2 connections ended, by reason: client, idle, shutdown, protocol_error, read_timeout, " +
-				"slow_reader, and the abuse cut with ENHANCE_YOUR_CALM: flood, rapid_reset, header_budget.",
-		}, []string{"reason"}),
-		h2Cut: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "tradergate_h2_streams_cut_total",
-			Help: "HTTP/2 requests the server cut short: request_timeout (not ended within server.read_timeout, " +
-				"reset), header_budget (past the connection's budget for unfinished requests, answered 431).",
-		}, []string{"reason"}),
 	}
 	cs := []prometheus.Collector{
 		m.requests, m.duration, m.upstream, m.upstreamDur, m.refused, m.breakerState, m.breakerChanges,
-		m.h2Closed, m.h2Cut,
 		&cacheCollector{s: s},
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "tradergate_ratelimit_store_errors_total",
@@ -119,26 +101,6 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 			Name: "tradergate_upstream_retry_budget_refused_total",
 			Help: "Retries the retry budget refused.",
 		}, func() float64 { _, r := s.upstream.RetryStats(); return float64(r) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "tradergate_client_connections",
-			Help: "Open client connections, HTTP/1.1 and HTTP/2, TLS handshakes included.",
-		}, func() float64 { return float64(s.connCap.open()) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "tradergate_client_connections_max",
-			Help: "The cap on open client connections (server.max_connections, or its default from the memory limit).",
-		}, func() float64 { return float64(s.connCap.total) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "tradergate_client_connection_waits_total",
-			Help: "Times the client listener found the connection cap reached and stopped accepting until a connection closed.",
-		}, func() float64 { return float64(s.connCap.waits.Load()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "tradergate_client_connection_wait_seconds_total",
-			Help: "Time the client listener spent not accepting, at the connection cap.",
-		}, func() float64 { return s.connCap.waited().Seconds() }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "tradergate_client_connections_refused_total",
-			Help: "Client connections closed as they were accepted: their address held server.max_connections_per_address.",
-		}, func() float64 { return float64(s.connCap.refused.Load()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "tradergate_upstream_in_flight",
 			Help: "Legacy calls holding a slot of the upstream shield.",
@@ -170,13 +132,6 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 		m.refused.WithLabelValues(plan)
 	}
 	m.refused.WithLabelValues(limits.AnonymousPolicy)
-	m.h2ClosedBy, m.h2CutBy = map[string]prometheus.Counter{}, map[string]prometheus.Counter{}
-	for _, r := range h2edge.CloseReasons() {
-		m.h2ClosedBy[r] = m.h2Closed.WithLabelValues(r)
-	}
-	for _, r := range h2edge.StreamCutReasons() {
-		m.h2CutBy[r] = m.h2Cut.WithLabelValues(r)
-	}
 	for _, r := range routes {
 		m.breakerState.WithLabelValues(r.Name).Set(0)
 		for _, st := range []gobreaker.State{gobreaker.StateClosed, gobreaker.StateHalfOpen, gobreaker.StateOpen} {
@@ -234,22 +189,6 @@ func (m *metrics) observeUpstream(route string, status int, took time.Duration) 
 	}
 	m.upstream.WithLabelValues(route, code).Inc()
 	m.upstreamDur.WithLabelValues(route).Observe(took.Seconds())
-}
-
-// h2ConnClosed counts an HTTP/2 connection that ended, for reason (one
-// of h2edge.CloseReasons()).
-func (m *metrics) h2ConnClosed(reason string) {
-	if c, ok := m.h2ClosedBy[reason]; ok {
-		c.Inc()
-	}
-}
-
-// h2StreamCut counts a request h2edge cut short, for reason (one of
-// h2edge.StreamCutReasons()).
-func (m *metrics) h2StreamCut(reason string) {
-	if c, ok := m.h2CutBy[reason]; ok {
-		c.Inc()
-	}
 }
 
 // breakerChanged sets the state gauge; gobreaker calls it under its lock,

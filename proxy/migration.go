@@ -441,7 +441,7 @@ func (s *Server) serveMigration(w http.ResponseWriter, r *http.Request) {
 func (s *Server) retire(x *exchange) bool {
 	p := s.migration.policy.Load()
 	successor := x.req.SuccessorPath()
-	x.setHeader("Link", successorLink([]byte(successor), p.links))
+	x.SetHeader("Link", successorLink([]byte(successor), p.links))
 	var why string
 	switch {
 	case !p.sunset.IsZero() && !x.now.Before(p.sunset):

@@ -24,7 +24,7 @@ import (
 // begin gives the request its id and its time (the time the front read,
 // when it read one).
 func (s *Server) begin(x *exchange) {
-	x.start = x.arrived
+	x.start = x.Arrived
 	if x.start.IsZero() {
 		x.start = time.Now()
 	}
@@ -32,9 +32,9 @@ func (s *Server) begin(x *exchange) {
 	if !s.wallClock {
 		x.now = s.now()
 	}
-	requestID(&x.learnt, x.incomingID)
-	x.setHeader("X-Request-Id", x.id)
-	x.always = x.nh
+	requestID(&x.learnt, x.IncomingID)
+	x.SetHeader("X-Request-Id", x.id)
+	x.MarkAlways()
 	if s.trace != nil {
 		// The span of the request, a child of the caller's trace when it
 		// sent one; everything the request starts (the cache lookup, a
@@ -56,10 +56,10 @@ func (x *exchange) endSpan(route, cacheResult string) {
 		attribute.String("tradergate.request_id", x.handOn().id),
 		attribute.String("tradergate.route", route),
 		attribute.String("tradergate.cache", cacheResult),
-		attribute.Int("http.response.status_code", x.status),
-		attribute.String("http.request.method", x.method),
+		attribute.Int("http.response.status_code", x.Status),
+		attribute.String("http.request.Method", x.Method),
 	)
-	if x.status >= 500 {
+	if x.Status >= 500 {
 		x.span.SetStatus(codes.Error, "")
 	}
 	x.span.End()
@@ -67,15 +67,15 @@ func (x *exchange) endSpan(route, cacheResult string) {
 
 // finish records the answer in the metrics and the access log.
 func (s *Server) finish(x *exchange) {
-	if x.status == 0 {
-		x.status = 200
+	if x.Status == 0 {
+		x.Status = 200
 	}
 	// One reading of the monotonic clock, not time.Now's two (wall and
 	// monotonic): x.start carries a monotonic reading (time.Now, or
 	// fasthttp's), and on some machines a clock reading shows in a hit's
 	// profile.
 	took := time.Since(x.start)
-	s.metrics.observe(x.route, x.status, x.cache, took)
+	s.metrics.observe(x.route, x.Status, x.cache, took)
 	routeName := ""
 	if x.route != nil {
 		routeName = x.route.Name
@@ -89,14 +89,14 @@ func (s *Server) finish(x *exchange) {
 	// Durations are slog's: integer nanoseconds in the JSON lines.
 	s.log.LogAttrs(x.ctx, slog.LevelInfo, "request",
 		slog.String("request_id", x.id),
-		slog.String("client", s.limiter.ClientIPFrom(x.peer, x.forwardedFor).String()),
-		slog.String("method", x.method),
-		slog.String("path", x.target),
+		slog.String("client", s.limiter.ClientIPFrom(x.Peer, x.ForwardedFor).String()),
+		slog.String("method", x.Method),
+		slog.String("path", x.Target),
 		slog.String("route", routeName),
-		slog.Int("status", x.status),
+		slog.Int("status", x.Status),
 		slog.String("cache", cacheResult),
 		slog.Duration("duration", took),
-		slog.Int("bytes", len(x.body)),
+		slog.Int("bytes", len(x.Body)),
 		slog.Int("upstream_status", x.upstream.Status),
 		slog.Duration("upstream_duration", x.upstream.Took),
 		slog.String("key_id", keyID),
@@ -156,7 +156,7 @@ func (s *Server) recoverPanics(x *exchange) {
 	s.log.Error("panic in handler", "request_id", x.id, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 	// Keep what every answer carries (the id, the rate limit fields); drop
 	// what a step set for the answer it did not finish.
-	x.nh, x.body = x.always, nil
+	x.KeepAlways()
 	x.fail(fail(failInternal))
 }
 

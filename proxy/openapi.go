@@ -11,7 +11,7 @@ import (
 const openAPIPath = "/v1/openapi.json"
 
 // isOpenAPI reports whether x asks for the OpenAPI document.
-func isOpenAPI(x *exchange) bool { return x.path == openAPIPath && !x.legacy }
+func isOpenAPI(x *exchange) bool { return x.Path == openAPIPath && !x.legacy }
 
 // serveOpenAPI answers GET /v1/openapi.json without a key: the document is
 // public, the same for everyone. The request is charged to the client's
@@ -24,11 +24,11 @@ func (s *Server) serveOpenAPI(x *exchange) {
 	if !admitMethodAndBody(x) {
 		return
 	}
-	if err := route.CheckQuery(x.rawQuery); err != nil {
+	if err := route.CheckQuery(x.RawQuery); err != nil {
 		x.fail(err)
 		return
 	}
 	// It changes only with the binary.
-	x.setHeader("Cache-Control", "public, max-age=300")
-	x.reply(http.StatusOK, s.openAPI)
+	x.SetHeader("Cache-Control", "public, max-age=300")
+	x.Reply(http.StatusOK, s.openAPI)
 }

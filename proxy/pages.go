@@ -17,6 +17,7 @@ import (
 	"tradergate/normalize"
 	"tradergate/proxy/native"
 	"tradergate/proxy/route"
+	"tradergate/proxy/wire"
 )
 
 // Serving from the cache: the innermost step of the chain. It answers a
@@ -148,16 +149,16 @@ func factsOf(req *route.Request, meta normalize.Meta) cache.Facts {
 // "Cache headers"), gzip-compressed to clients that accept it, and answers
 // If-None-Match.
 func (s *Server) writeEntry(x *exchange, e *cache.Entry, status cache.Status) {
-	s.setCacheFields(&x.answer, x.now, e, status)
-	if err := writeForm(&x.request, &x.answer, e); err != nil {
+	s.setCacheFields(&x.Answer, x.now, e, status)
+	if err := writeForm(&x.Request, &x.Answer, e); err != nil {
 		x.fail(err)
 	}
 }
 
 // setCacheFields sets X-Cache, Cache-Status, Age, Cache-Control and Vary
 // of an answer from the cache, for a request that arrived at now.
-func (s *Server) setCacheFields(x *answer, now time.Time, e *cache.Entry, status cache.Status) {
-	x.setHeader("X-Cache", status.String())
+func (s *Server) setCacheFields(x *wire.Answer, now time.Time, e *cache.Entry, status cache.Status) {
+	x.SetHeader("X-Cache", status.String())
 	n := ageNumbersOf(e, now)
 	var values string
 	var cc, cs int
@@ -170,25 +171,25 @@ func (s *Server) setCacheFields(x *answer, now time.Time, e *cache.Entry, status
 		var buf [128]byte
 		var b []byte
 		b, cc, cs = appendAgeFields(buf[:0], e.Immutable, status, n)
-		values = x.own(b)
+		values = x.Own(b)
 	}
-	x.setHeader("Cache-Status", values[cs:])
-	x.setHeader("Age", values[:cc])
-	x.setHeader("Cache-Control", values[cc:cs])
+	x.SetHeader("Cache-Status", values[cs:])
+	x.SetHeader("Age", values[:cc])
+	x.SetHeader("Cache-Control", values[cc:cs])
 	// The answer depends on Accept-Encoding whenever a gzip copy exists;
 	// saying so always keeps downstream caches simple.
-	x.setHeader("Vary", "Accept-Encoding")
+	x.SetHeader("Vary", "Accept-Encoding")
 }
 
 // writeForm answers r with the form of the page the client accepts, gzip
 // or identity, its ETag, and 304 when If-None-Match names it, into a; an
 // error when the page has no form to send.
-func writeForm(r *request, a *answer, e *cache.Entry) error {
+func writeForm(r *wire.Request, a *wire.Answer, e *cache.Entry) error {
 	// Each form of the page is made once, on the first answer that wants
 	// it (cache: a page is stored as it arrived).
 	etag := e.ETag
 	var body []byte
-	gz := acceptsGzip(r.acceptEncoding)
+	gz := acceptsGzip(r.AcceptEncoding)
 	if gz {
 		if body = e.GzipBody(); body != nil {
 			etag = e.GzipETag()
@@ -203,17 +204,17 @@ func writeForm(r *request, a *answer, e *cache.Entry) error {
 			return errNoIdentityForm
 		}
 	}
-	a.setHeader("ETag", etag)
-	if r.ifNoneMatch != "" && etagMatches(r.ifNoneMatch, e) {
-		a.status = http.StatusNotModified
+	a.SetHeader("ETag", etag)
+	if r.IfNoneMatch != "" && etagMatches(r.IfNoneMatch, e) {
+		a.Status = http.StatusNotModified
 		return nil
 	}
 	if gz {
-		a.setHeader("Content-Encoding", "gzip")
+		a.SetHeader("Content-Encoding", "gzip")
 	}
-	a.reply(http.StatusOK, body)
-	if r.sendfile && r.method == methodGet {
-		a.file = e.File(gz) // nil for a page too short to gain by it
+	a.Reply(http.StatusOK, body)
+	if r.Sendfile && r.Method == http.MethodGet {
+		a.File = e.File(gz) // nil for a page too short to gain by it
 	}
 	return nil
 }

@@ -8,8 +8,7 @@ import "tradergate/internal/poison"
 // strings handed out by own may still point into.
 func (x *exchange) poison(grown []byte) {
 	poison.Fill(x.idBuf[:])
-	poison.Fill(x.valsBuf[:])
-	poison.Fill(x.targetBuf[:])
+	x.Request.Poison()
+	x.Answer.Poison(grown)
 	x.reqBuf.Poison()
-	poison.Fill(grown[:cap(grown)])
 }

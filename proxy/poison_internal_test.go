@@ -31,21 +31,21 @@ func TestReleasedExchangePoisonsWhatWasNotCopied(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			poison.SkipCopies(tc.skip)
 			defer poison.SkipCopies(false)
-			x := pooledExchange(context.Background())
-			x.copyTarget([]byte(target))
-			requestID(&x.learnt, x.incomingID)
-			rt, param := table.Match(x.path)
+			x := (&Server{}).pooledExchange(context.Background())
+			x.CopyTarget([]byte(target))
+			requestID(&x.learnt, x.IncomingID)
+			rt, param := table.Match(x.Path)
 			if rt == nil {
 				t.Fatal("no route")
 			}
-			if err := rt.ValidateInto(&x.reqBuf, param, x.rawQuery); err != nil {
+			if err := rt.ValidateInto(&x.reqBuf, param, x.RawQuery); err != nil {
 				t.Fatal(err)
 			}
 			x.req = &x.reqBuf
 			wantID, wantKey, wantQuery := strings.Clone(x.id), strings.Clone(x.req.Key), strings.Clone(x.req.RawQuery)
 
 			h, req := x.handOn(), x.req.Own()
-			x.release()
+			x.Release()
 
 			garbage := h.id != wantID || req.Key != wantKey || req.RawQuery != wantQuery
 			if garbage != tc.garbage {

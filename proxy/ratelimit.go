@@ -3,16 +3,16 @@ package proxy
 import "tradergate/limits"
 
 // setRateLimit sets the rate limit fields of d on the answer, which keeps
-// them whatever it turns out to be (exchange.always).
+// them whatever it turns out to be (wire.Answer.MarkAlways).
 func (x *exchange) setRateLimit(d limits.Decision) {
-	d.AppendHeaders(&x.vals, x.now, func(name, value string) {
+	d.AppendHeaders(x.Values(), x.now, func(name, value string) {
 		if value == "" {
-			x.delHeader(name)
+			x.DelHeader(name)
 			return
 		}
-		x.setHeader(name, value)
+		x.SetHeader(name, value)
 	})
-	x.always = x.nh
+	x.MarkAlways()
 }
 
 // rateLimit charges the request to its key's window, or, for a missing or
@@ -34,7 +34,7 @@ func (s *Server) take(x *exchange, n int64) limits.Decision {
 	if p := x.principal; p != nil {
 		d = s.limiter.TakeNAt(x.ctx, x.now, p.bucket, p.Limit, p.Plan, n)
 	} else {
-		ip := s.limiter.ClientIPFrom(x.peer, x.forwardedFor)
+		ip := s.limiter.ClientIPFrom(x.Peer, x.ForwardedFor)
 		d = s.limiter.TakeNAt(x.ctx, x.now, limits.NewBucket(limits.IPBucket(ip)), s.limiter.Anonymous(), limits.AnonymousPolicy, n)
 	}
 	x.setRateLimit(d)

@@ -1,11 +1,9 @@
 package proxy
 
-import "tradergate/proxy/route"
-
-// maxURLBytes limits the request target a request may carry. Request lines
-// and headers beyond server.max_header_bytes are refused by the HTTP server
-// itself.
-const maxURLBytes = 8 << 10
+import (
+	"tradergate/proxy/route"
+	"tradergate/proxy/wire"
+)
 
 // route matches the path, refuses wrong methods, oversized URLs, bodies and
 // routes the key may not use, and validates the request into its canonical
@@ -14,7 +12,7 @@ func (s *Server) route(x *exchange) bool {
 	// A target validated before is neither matched nor validated again
 	// (route/memo.go); the checks of the exchange itself still run, in
 	// the same order, so the answer is the one it would have been.
-	req, h := s.routes.Recall(x.target, x.legacy)
+	req, h := s.routes.Recall(x.Target, x.legacy)
 	if req != nil {
 		x.route = req.Route
 		if !s.admit(x) {
@@ -27,7 +25,7 @@ func (s *Server) route(x *exchange) bool {
 	if x.legacy {
 		match, validate = s.routes.MatchLegacy, (*route.Route).ValidateLegacyInto
 	}
-	rt, param := match(x.path)
+	rt, param := match(x.Path)
 	if rt == nil {
 		x.fail(fail(failNotFound))
 		return false
@@ -36,12 +34,12 @@ func (s *Server) route(x *exchange) bool {
 	if !s.admit(x) {
 		return false
 	}
-	if err := validate(rt, &x.reqBuf, param, x.rawQuery); err != nil {
+	if err := validate(rt, &x.reqBuf, param, x.RawQuery); err != nil {
 		x.fail(err)
 		return false
 	}
 	x.req = &x.reqBuf
-	s.routes.Remember(h, x.target, x.legacy, x.req)
+	s.routes.Remember(h, x.Target, x.legacy, x.req)
 	return true
 }
 
@@ -49,8 +47,8 @@ func (s *Server) route(x *exchange) bool {
 // "Errors"): on every path, known or not, and before a missing key's 401,
 // so that the answer to a URL that long is the same with or without a key.
 func checkLength(x *exchange) bool {
-	if len(x.target) > maxURLBytes {
-		x.closeConn = true // a client this far off is not worth a keep-alive
+	if len(x.Target) > wire.MaxTargetBytes {
+		x.CloseConn = true // a client this far off is not worth a keep-alive
 		x.fail(fail(failURITooLong))
 		return false
 	}
@@ -74,17 +72,17 @@ func (s *Server) admit(x *exchange) bool {
 // admitMethodAndBody refuses what no path of /v1 takes: a method other
 // than GET or HEAD, and a body.
 func admitMethodAndBody(x *exchange) bool {
-	if x.method != methodGet && x.method != methodHead {
+	if x.Method != methodGet && x.Method != methodHead {
 		// Every endpoint uses GET (docs/CONTRACT.md "Routes"); HEAD is GET
 		// without a body (RFC 9110 section 9.3.2).
-		x.setHeader("Allow", "GET, HEAD")
+		x.SetHeader("Allow", "GET, HEAD")
 		x.fail(fail(failMethod))
 		return false
 	}
-	if x.hasBody {
+	if x.HasBody {
 		// A GET body has no meaning (RFC 9110 section 9.3.1), and reading
 		// one is work a client should not be able to ask for.
-		x.closeConn = true
+		x.CloseConn = true
 		x.fail(fail(failBody))
 		return false
 	}

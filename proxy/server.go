@@ -9,7 +9,9 @@ package proxy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"sync"
@@ -24,6 +26,7 @@ import (
 	"tradergate/docs"
 	"tradergate/limits"
 	"tradergate/proxy/fleet"
+	"tradergate/proxy/front"
 	"tradergate/proxy/native"
 	"tradergate/proxy/route"
 	"tradergate/proxy/tlsedge"
@@ -78,14 +81,9 @@ type Server struct {
 	ready     atomic.Bool
 	adminAddr atomic.Value // string, once the admin listener is open
 
-	// Set by Serve before it answers: the context requests on the
-	// HTTP/1.1 front run under, the HSTS value of a TLS edge, and the
-	// front's connections (front_fast.go).
-	base  atomic.Pointer[context.Context]
-	hsts  atomic.Pointer[string]
-	conns conns
-	// connCap caps the client connections (conncap.go).
-	connCap *connCap
+	// front is the client listener: the fronts that call serve
+	// (proxy/front).
+	front *front.Edge
 
 	reloads reloads
 	// status feeds the admin status page (statuspage.go).
@@ -192,10 +190,18 @@ func (s *Server) build(cfg *Config, opt Options) error {
 	if s.limiter, err = limits.New(cfg.Limits, cfg.Plans, lopt); err != nil {
 		return err
 	}
-	total, perAddr := connLimits(cfg, processMemoryLimit())
-	s.connCap = newConnCap(total, perAddr, s.log)
+	sized := cfg.MemoryLimit()
+	if sized <= 0 { // -1, none: the default limit's size all the same
+		sized = cfg.Cache.MaxBytes + cfg.Cache.MaxBytes/2 + memoryLimitSlack
+	}
+	s.front = front.New(cfg.Server, s, front.Options{Log: s.log, Traced: s.trace != nil, TLS: s.tls, MemoryLimit: sized})
 	if s.metrics, err = newMetrics(s.registry, s); err != nil {
 		return err
+	}
+	for _, c := range s.front.Collectors() { // the client connections'
+		if err := s.registry.Register(c); err != nil {
+			return err
+		}
 	}
 	if s.authGuard, err = newAuthGuard(s.registry, cfg.Limits.AuthFailures); err != nil {
 		return err
@@ -227,7 +233,7 @@ func (s *Server) serve(x *exchange) {
 	defer s.finish(x)        // observe.go: metrics, access log; sees every answer
 	defer s.recoverPanics(x) // observe.go: a panic is a 500, not a dropped process
 	s.legacyAPI(x)           // legacy.go: /open-api/v1 paths answer in variant B
-	if x.refused != 0 {
+	if x.Refused != 0 {
 		s.refuse(x) // refuse.go: what the front could not read; charged to the address
 		return
 	}
@@ -264,22 +270,47 @@ func (s *Server) serve(x *exchange) {
 	s.servePage(x) // pages.go: cache, coalescing, upstream, rewrite
 }
 
-// hstsValue is the Strict-Transport-Security value of a TLS edge, or "".
-func (s *Server) hstsValue() string {
-	if v := s.hsts.Load(); v != nil {
-		return *v
-	}
-	return ""
+// Serve answers on ln until ctx ends, then drains in-flight requests for up
+// to server.shutdown_timeout (proxy/front, serve.go); the admin listener
+// and the status page's readings run beside it. Listen first, then Serve,
+// so that a busy port fails at start.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	return s.front.Serve(ctx, ln, front.Beside{Start: s.startBeside, Ready: s.ready.Store})
 }
 
-// baseContext is the context of HTTP/1.1 requests: Serve's, or, before
-// Serve (a test calling the handler), the background.
-func (s *Server) baseContext() context.Context {
-	if b := s.base.Load(); b != nil {
-		return *b
+// startBeside starts what runs beside the fronts until ctx ends: the
+// status page's readings and publisher, and the admin listener, which
+// opens first and closes last, so /readyz can say "not ready" all
+// through the drain. stop undoes it, once the fronts have stopped.
+func (s *Server) startBeside(ctx context.Context) (stop func(), err error) {
+	pctx, stopPublish := context.WithCancel(ctx)
+	waitPublish := s.runStatus(pctx)
+	stop = func() {
+		stopPublish()
+		waitPublish()
+		s.upstream.CloseIdle()
 	}
-	return context.Background()
+	admin, adminLn, err := s.adminServer()
+	if err != nil {
+		return stop, fmt.Errorf("admin.listen: %w", err)
+	}
+	if admin == nil {
+		return stop, nil
+	}
+	done := make(chan error, 1)
+	go func() { done <- admin.Serve(adminLn) }()
+	stopRest := stop
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = admin.Shutdown(ctx)
+		<-done
+		stopRest()
+	}, nil
 }
+
+// Handler is the edge as an http.Handler.
+func (s *Server) Handler() http.Handler { return s.front.Handler() }
 
 // Close releases what New started: the cache's background work, the
 // limiter's store, the upstream client, the native service's client and

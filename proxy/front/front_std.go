@@ -1,4 +1,4 @@
-package proxy
+package front
 
 import (
 	"net/http"
@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+	"tradergate/proxy/wire"
 )
 
 // The net/http front: for anything that wants the edge as an
@@ -14,7 +15,7 @@ import (
 // exchange and the answer back out.
 
 // Handler is the edge as an http.Handler.
-func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serveStd) }
+func (e *Edge) Handler() http.Handler { return http.HandlerFunc(e.serveStd) }
 
 // headerBytes is the size of r's request line and header fields as
 // HTTP/1.1 would send them, the measure of server.max_header_bytes.
@@ -38,55 +39,58 @@ func requestLineBytes(method, target string) int {
 
 func fieldBytes(name, value string) int { return len(name) + 2 + len(value) + 2 }
 
-func (s *Server) serveStd(w http.ResponseWriter, r *http.Request) {
-	x := newExchange(r.Context())
-	x.method = r.Method
-	x.setTarget(r.RequestURI)
-	x.hasBody = r.ContentLength != 0 // -1: a body of unknown length
-	x.authorization = r.Header.Get("Authorization")
-	x.authorizations = len(r.Header.Values("Authorization"))
-	x.acceptEncoding = r.Header.Get("Accept-Encoding")
-	x.ifNoneMatch = r.Header.Get("If-None-Match")
-	x.incomingID = r.Header.Get("X-Request-Id")
-	if s.trace != nil {
-		x.traceparent, x.tracestate = r.Header.Get("Traceparent"), r.Header.Get("Tracestate")
+func (e *Edge) serveStd(w http.ResponseWriter, r *http.Request) {
+	ex := e.steps.Exchange(r.Context(), false)
+	x := ex.In()
+	x.Method = r.Method
+	x.SetTarget(r.RequestURI)
+	x.HasBody = r.ContentLength != 0 // -1: a body of unknown length
+	x.Authorization = r.Header.Get("Authorization")
+	x.Authorizations = len(r.Header.Values("Authorization"))
+	x.AcceptEncoding = r.Header.Get("Accept-Encoding")
+	x.IfNoneMatch = r.Header.Get("If-None-Match")
+	x.IncomingID = r.Header.Get("X-Request-Id")
+	if e.traced {
+		x.Traceparent, x.Tracestate = r.Header.Get("Traceparent"), r.Header.Get("Tracestate")
 	}
 	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
-		x.peer = ap.Addr().Unmap()
+		x.Peer = ap.Addr().Unmap()
 	}
-	x.forwardedFor = r.Header.Values("X-Forwarded-For")
-	if headerBytes(r) > s.cfg.Server.MaxHeaderBytes {
-		x.refused = failHeaderTooLarge
+	x.ForwardedFor = r.Header.Values("X-Forwarded-For")
+	if headerBytes(r) > e.cfg.MaxHeaderBytes {
+		x.Refused = wire.RefusedHeaderTooLarge
 	}
-	s.serve(x)
-	if x.status == statusClientClosed {
+	ex.Serve()
+	a := ex.Out()
+	if a.Status == wire.StatusClientClosed {
 		return // nobody is listening
 	}
 	h := w.Header()
+	fields := a.Headers()
 	// One backing array for every value, rather than one slice per field.
-	vals := make([]string, x.nh+3)
-	for i, f := range x.headers[:x.nh] {
-		vals[i] = f.value
-		h[f.name] = vals[i : i+1 : i+1]
+	vals := make([]string, len(fields)+3)
+	for i, f := range fields {
+		vals[i] = f.Value
+		h[f.Name] = vals[i : i+1 : i+1]
 	}
-	n := x.nh
+	n := len(fields)
 	add := func(name, value string) {
 		vals[n] = value
 		h[name] = vals[n : n+1 : n+1]
 		n++
 	}
-	if hsts := s.hstsValue(); hsts != "" && r.TLS != nil {
+	if hsts := e.hstsValue(); hsts != "" && r.TLS != nil {
 		add("Strict-Transport-Security", hsts)
 	}
-	if x.body != nil {
-		add("Content-Length", strconv.Itoa(len(x.body)))
+	if a.Body != nil {
+		add("Content-Length", strconv.Itoa(len(a.Body)))
 	}
-	if x.closeConn && r.ProtoMajor < 2 {
+	if a.CloseConn && r.ProtoMajor < 2 {
 		add("Connection", "close")
 	}
-	w.WriteHeader(x.status)
-	if r.Method != http.MethodHead && x.body != nil {
-		_, _ = w.Write(x.body)
+	w.WriteHeader(a.Status)
+	if r.Method != http.MethodHead && a.Body != nil {
+		_, _ = w.Write(a.Body)
 	}
 }
 

@@ -1,4 +1,4 @@
-package proxy
+package front
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/netip"
 	"sync"
 	"unsafe"
@@ -13,6 +14,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"tradergate/proxy/tlsedge"
+	"tradergate/proxy/wire"
 )
 
 // The HTTP/1.1 front: fasthttp (plain, and TLS connections that did not
@@ -22,47 +24,47 @@ import (
 // and the answer back out; every decision is in the steps.
 
 // serveFast is the fasthttp handler.
-func (s *Server) serveFast(ctx *fasthttp.RequestCtx) {
-	x := pooledExchange(s.baseContext())
-	s.readFast(x, ctx)
-	s.serve(x)
-	s.writeFast(&x.answer, ctx) // copies every header value: x may go back now
-	x.release()
+func (e *Edge) serveFast(ctx *fasthttp.RequestCtx) {
+	x := e.steps.Exchange(e.baseContext(), true)
+	e.readFast(x.In(), ctx)
+	x.Serve()
+	e.writeFast(x.Out(), ctx) // copies every header value: x may go back now
+	x.Release()
 }
 
-// readFast fills the request part of x. fasthttp owns the bytes it hands
+// readFast fills the request x. fasthttp owns the bytes it hands
 // out and reuses them once the handler returns: the target is copied (the
 // canonical request, which a flight keeps, is cut from it); header values
 // are viewed in place, because the steps read them only while serve runs,
 // and what outlives it is copied where it is kept (requestID).
-func (s *Server) readFast(x *exchange, ctx *fasthttp.RequestCtx) {
+func (e *Edge) readFast(x *wire.Request, ctx *fasthttp.RequestCtx) {
 	// fasthttp read the clock as the request came in: the edge's start
 	// is that reading rather than one more (a hit is short enough for a
 	// clock read to show in its profile).
-	x.arrived = ctx.Time()
+	x.Arrived = ctx.Time()
 	h := &ctx.Request.Header
 	switch {
 	case h.IsGet():
-		x.method = methodGet
+		x.Method = http.MethodGet
 	case h.IsHead():
-		x.method = methodHead
+		x.Method = http.MethodHead
 	default:
-		x.method = string(h.Method())
+		x.Method = string(h.Method())
 	}
-	x.copyTarget(h.RequestURI())
+	x.CopyTarget(h.RequestURI())
 	// ContentLength is -1 for a chunked body, -2 for none declared.
-	x.hasBody = h.ContentLength() > 0 || h.ContentLength() == -1 || len(ctx.Request.Body()) > 0
-	x.peer = peerAddr(ctx.RemoteAddr())
-	if readHeaders(&x.request, h.RawHeaders(), s.trace != nil) {
-		x.refused = failMalformed
+	x.HasBody = h.ContentLength() > 0 || h.ContentLength() == -1 || len(ctx.Request.Body()) > 0
+	x.Peer = peerAddr(ctx.RemoteAddr())
+	if readHeaders(x, h.RawHeaders(), e.traced) {
+		x.Refused = wire.RefusedMalformed
 	}
-	if p := h.Protocol(); x.refused == 0 && !bytes.Equal(p, http11) && !bytes.Equal(p, http10) {
+	if p := h.Protocol(); x.Refused == 0 && !bytes.Equal(p, http11) && !bytes.Equal(p, http10) {
 		// fasthttp reads any HTTP/d.d as 1.1; the edge speaks 1.0 and 1.1
 		// here (HTTP/2 only after ALPN): RFC 9110 section 15.6.6.
-		x.refused = failHTTPVersion
+		x.Refused = wire.RefusedHTTPVersion
 	}
 	// A plain TCP connection (not TLS) can be sent a page file.
-	x.sendfile = tcpConnOf(ctx.Conn()) != nil
+	x.Sendfile = tcpConnOf(ctx.Conn()) != nil
 }
 
 var http11, http10 = []byte("HTTP/1.1"), []byte("HTTP/1.0")
@@ -78,7 +80,7 @@ var http11, http10 = []byte("HTTP/1.1"), []byte("HTTP/1.0")
 //
 // One pass over the raw block, rather than fasthttp's Peek per field, which
 // walks every field again; the fields found are kept by readField's rules.
-func readHeaders(x *request, raw []byte, traced bool) (malformed bool) {
+func readHeaders(x *wire.Request, raw []byte, traced bool) (malformed bool) {
 	var cl, te bool
 	for len(raw) > 0 {
 		i := bytes.IndexByte(raw, '\n')
@@ -101,41 +103,41 @@ func readHeaders(x *request, raw []byte, traced bool) (malformed bool) {
 			return true
 		}
 		name := line[:colon]
-		var f requestField
+		var f wire.Field
 		switch len(name) {
 		case 10:
 			if fieldIs(name, "Tracestate") {
-				f = fieldTracestate
+				f = wire.FieldTracestate
 			}
 		case 11:
 			if fieldIs(name, "Traceparent") {
-				f = fieldTraceparent
+				f = wire.FieldTraceparent
 			}
 		case 12:
 			if fieldIs(name, "X-Request-Id") {
-				f = fieldRequestID
+				f = wire.FieldRequestID
 			}
 		case 13:
 			switch {
 			case fieldIs(name, "Authorization"):
-				f = fieldAuthorization
+				f = wire.FieldAuthorization
 			case fieldIs(name, "If-None-Match"):
-				f = fieldIfNoneMatch
+				f = wire.FieldIfNoneMatch
 			}
 		case 14:
 			cl = cl || fieldIs(name, "Content-Length")
 		case 15:
 			switch {
 			case fieldIs(name, "Accept-Encoding"):
-				f = fieldAcceptEncoding
+				f = wire.FieldAcceptEncoding
 			case fieldIs(name, "X-Forwarded-For"):
-				f = fieldForwardedFor
+				f = wire.FieldForwardedFor
 			}
 		case 17:
 			te = te || fieldIs(name, "Transfer-Encoding")
 		}
 		if f != 0 {
-			x.readField(f, view(trimOWS(line[colon+1:])), traced)
+			x.ReadField(f, view(trimOWS(line[colon+1:])), traced)
 		}
 	}
 	return cl && te
@@ -185,77 +187,78 @@ func fieldIs(b []byte, name string) bool {
 // field of that name, would only repeat that work on every answer. Add
 // still turns a CR or LF in a value into a space, so no value can split
 // the header block.
-func (s *Server) writeFast(x *answer, ctx *fasthttp.RequestCtx) {
+func (e *Edge) writeFast(x *wire.Answer, ctx *fasthttp.RequestCtx) {
 	resp := &ctx.Response
-	resp.SetStatusCode(x.status)
+	resp.SetStatusCode(x.Status)
 	resp.Header.DisableNormalizing() // until the response is reset
-	for _, f := range x.headers[:x.nh] {
-		resp.Header.Add(f.name, f.value)
+	for _, f := range x.Headers() {
+		resp.Header.Add(f.Name, f.Value)
 	}
 	if ctx.IsTLS() {
-		if hsts := s.hstsValue(); hsts != "" {
+		if hsts := e.hstsValue(); hsts != "" {
 			resp.Header.Add("Strict-Transport-Security", hsts)
 		}
 	}
-	if x.file != nil {
+	if x.File != nil {
 		// fasthttp flushes the header block first, which the kernel
 		// holds for the file's first bytes (newFileBody), then the file
 		// follows (fileBody).
 		resp.ImmediateHeaderFlush = true
-		resp.SetBodyStream(newFileBody(x.file, ctx.Conn(), x.body), len(x.body))
+		resp.SetBodyStream(newFileBody(x.File, ctx.Conn(), x.Body), len(x.Body))
 	} else {
-		resp.SetBodyRaw(x.body)
+		resp.SetBodyRaw(x.Body)
 	}
-	if x.closeConn || x.status == statusClientClosed {
+	if x.CloseConn || x.Status == wire.StatusClientClosed {
 		ctx.SetConnectionClose()
 	}
 }
 
 // errorFast answers what fasthttp refused to parse, through the same
-// steps and in the same envelope as everything else (Server.serve reads
-// exchange.refused): a request too large for the header buffer (431, or
+// steps and in the same envelope as everything else (the steps read
+// wire.Request.Refused): a request too large for the header buffer (431, or
 // 414 when the request line alone fills it), one that timed out (408), or
 // one that is not HTTP as the edge reads it (400). Every 4XX carries the
 // rate limit fields (docs/openapi.json), charged to the client's address,
 // and one on a legacy path is variant B with the legacy headers. fasthttp
 // closes the connection after it.
-func (s *Server) errorFast(ctx *fasthttp.RequestCtx, err error) {
-	x := pooledExchange(s.baseContext())
-	defer x.release()
-	x.method = "-"
-	x.peer = peerAddr(ctx.RemoteAddr())
+func (e *Edge) errorFast(ctx *fasthttp.RequestCtx, err error) {
+	x := e.steps.Exchange(e.baseContext(), true)
+	defer x.Release()
+	r := x.In()
+	r.Method = "-"
+	r.Peer = peerAddr(ctx.RemoteAddr())
 	if method, target, whole, ok := requestLineOf(ctx.Conn()); ok {
-		x.method = method
-		x.setTarget(target) // a copy of its own (lfScan.requestLine)
-		x.targetCut = !whole
+		r.Method = method
+		r.SetTarget(target) // a copy of its own (lfScan.requestLine)
+		r.TargetCut = !whole
 	}
 	var small *fasthttp.ErrSmallBuffer
 	var ne net.Error
 	switch {
-	case errors.As(err, &small) && x.targetCut && s.cfg.Server.MaxHeaderBytes-len(x.method)-1 > maxURLBytes:
+	case errors.As(err, &small) && r.TargetCut && e.cfg.MaxHeaderBytes-len(r.Method)-1 > wire.MaxTargetBytes:
 		// The request line alone filled the buffer: its target is over
-		// 8 KiB, which is 414 wherever it is seen (checkLength).
-		x.refused = failURITooLong
+		// 8 KiB, which is 414 wherever it is seen (proxy's checkLength).
+		r.Refused = wire.RefusedURITooLong
 	case errors.As(err, &small):
-		x.refused = failHeaderTooLarge
+		r.Refused = wire.RefusedHeaderTooLarge
 	case errors.As(err, &ne) && ne.Timeout():
-		x.refused = failRequestTimeout
+		r.Refused = wire.RefusedTimeout
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
-		x.refused = failBody
+		r.Refused = wire.RefusedBody
 	default:
-		x.refused = failMalformed
+		r.Refused = wire.RefusedMalformed
 	}
-	s.serve(x)
-	s.writeFast(&x.answer, ctx)
+	x.Serve()
+	e.writeFast(x.Out(), ctx)
 }
 
 // fastServer is the fasthttp server of the client listener, with the
 // limits of the server section.
-func (s *Server) fastServer() *fasthttp.Server {
-	c := s.cfg.Server
+func (e *Edge) fastServer() *fasthttp.Server {
+	c := e.cfg
 	return &fasthttp.Server{
-		Handler:      s.serveFast,
-		ErrorHandler: s.errorFast,
+		Handler:      e.serveFast,
+		ErrorHandler: e.errorFast,
 		// A refused request's bytes may hold a key: fasthttp leaves them
 		// out of its errors (errorFast reads the request line from the
 		// connection, front_conn.go).
@@ -288,8 +291,8 @@ func (s *Server) fastServer() *fasthttp.Server {
 		NoDefaultServerHeader:        true,
 		NoDefaultContentType:         true,
 		DisablePreParseMultipartForm: true,
-		Logger:                       fastLogger{s.log},
-		ConnState:                    s.conns.track,
+		Logger:                       fastLogger{e.log},
+		ConnState:                    e.conns.track,
 	}
 }
 
@@ -362,3 +365,7 @@ func (c *conns) closeAll() {
 		_ = conn.Close()
 	}
 }
+
+// FastHandler is the HTTP/1.1 front's handler, for benchmarks and tests
+// that drive it with a fasthttp.RequestCtx of their own.
+func (e *Edge) FastHandler() fasthttp.RequestHandler { return e.serveFast }

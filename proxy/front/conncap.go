@@ -1,4 +1,4 @@
-package proxy
+package front
 
 import (
 	"log/slog"
@@ -42,23 +42,26 @@ func defaultMaxConnections(memoryLimit int64) int {
 	return max(minMaxConnections, int(min(memoryLimit/4/connBudget, math.MaxInt32)))
 }
 
-// connLimits is the cap in force: the configured figures with their
-// defaults filled in. memoryLimit is what the default derives from: the
-// Go memory limit of the process when one is set (main sets it before New,
-// from GOMEMLIMIT, server.memory_limit or a container's limit), else what
-// server.memory_limit would ask for.
-func connLimits(c *Config, memoryLimit int64) (total, perAddr int) {
-	total = c.Server.MaxConnections
+// Limits is the cap in force: the configured figures with their
+// defaults filled in. sized is what the default derives from when the
+// process has no Go memory limit: what server.memory_limit asks for, with
+// its default filled in (main sets the process's limit before New, from
+// GOMEMLIMIT, server.memory_limit or a container's limit).
+func Limits(c Config, sized int64) (total, perAddr int) {
+	return connLimits(c, processMemoryLimit(), sized)
+}
+
+// connLimits is Limits with memoryLimit, the Go memory limit of the
+// process (math.MaxInt64 when none is set).
+func connLimits(c Config, memoryLimit, sized int64) (total, perAddr int) {
+	total = c.MaxConnections
 	if total == 0 {
 		if memoryLimit <= 0 || memoryLimit == math.MaxInt64 {
-			memoryLimit = c.MemoryLimit()
-		}
-		if memoryLimit <= 0 { // -1, none: the default limit's size all the same
-			memoryLimit = c.Cache.MaxBytes + c.Cache.MaxBytes/2 + memoryLimitSlack
+			memoryLimit = sized
 		}
 		total = defaultMaxConnections(memoryLimit)
 	}
-	switch perAddr = c.Server.MaxConnectionsPerAddress; perAddr {
+	switch perAddr = c.MaxConnectionsPerAddress; perAddr {
 	case 0:
 		perAddr = max(1, total/4)
 	case -1:
@@ -72,7 +75,7 @@ func connLimits(c *Config, memoryLimit int64) (total, perAddr int) {
 func processMemoryLimit() int64 { return debug.SetMemoryLimit(-1) }
 
 // connCap counts the open client connections. Its counters are read by
-// the metrics (metrics.go).
+// the metrics (Edge.Collectors).
 type connCap struct {
 	total   int
 	perAddr int // 0: none

@@ -1,19 +1,20 @@
-package proxy
+package front
 
 import (
 	"math"
 	"testing"
+
+	"tradergate/cache"
 )
 
 // The default cap is a quarter of the memory limit at connBudget a
 // connection, with a floor; the per-address cap a quarter of the total
 // unless set, and -1 lifts it.
 func TestConnLimits(t *testing.T) {
-	c, err := ParseConfig([]byte(validConfig))
-	if err != nil {
-		t.Fatal(err)
-	}
-	def := c.MemoryLimit() // 1.5 x the default cache + 32 MiB
+	var c Config
+	c.ApplyDefaults()
+	// server.memory_limit's default: 1.5 x the default cache + 32 MiB.
+	const def = cache.DefaultMaxBytes + cache.DefaultMaxBytes/2 + 32<<20
 	for _, tc := range []struct {
 		name                 string
 		total, perAddr       int
@@ -28,8 +29,8 @@ func TestConnLimits(t *testing.T) {
 		{"per address lifted", 100, -1, 1 << 30, 100, 0},
 		{"a cap of 1", 1, 0, 1 << 30, 1, 1},
 	} {
-		c.Server.MaxConnections, c.Server.MaxConnectionsPerAddress = tc.total, tc.perAddr
-		total, perAddr := connLimits(c, tc.limit)
+		c.MaxConnections, c.MaxConnectionsPerAddress = tc.total, tc.perAddr
+		total, perAddr := connLimits(c, tc.limit, def)
 		if total != tc.wantTotal || perAddr != tc.wantPerIP {
 			t.Errorf("%s: connLimits = %d, %d; want %d, %d", tc.name, total, perAddr, tc.wantTotal, tc.wantPerIP)
 		}

@@ -1,4 +1,4 @@
-package proxy
+package front
 
 import (
 	"slices"
@@ -8,6 +8,7 @@ import (
 	"golang.org/x/net/http2/hpack"
 
 	"tradergate/proxy/h2edge"
+	"tradergate/proxy/wire"
 )
 
 // readHeaders reads what the steps use from the raw header block, as
@@ -30,30 +31,30 @@ func TestReadHeaders(t *testing.T) {
 		"X-Unknown-Field: whatever\r\n" +
 		"\r\n"
 	for _, traced := range []bool{false, true} {
-		var x request
+		var x wire.Request
 		if readHeaders(&x, []byte(raw), traced) {
 			t.Fatalf("traced=%v: a well-formed block refused", traced)
 		}
-		if x.authorization != "Bearer k1" || x.authorizations != 2 {
-			t.Errorf("Authorization %q x%d, want the first of 2", x.authorization, x.authorizations)
+		if x.Authorization != "Bearer k1" || x.Authorizations != 2 {
+			t.Errorf("Authorization %q x%d, want the first of 2", x.Authorization, x.Authorizations)
 		}
-		if x.acceptEncoding != "gzip, br" || x.ifNoneMatch != `"abc"` || x.incomingID != "req-00000001" {
-			t.Errorf("Accept-Encoding %q, If-None-Match %q, X-Request-Id %q", x.acceptEncoding, x.ifNoneMatch, x.incomingID)
+		if x.AcceptEncoding != "gzip, br" || x.IfNoneMatch != `"abc"` || x.IncomingID != "req-00000001" {
+			t.Errorf("Accept-Encoding %q, If-None-Match %q, X-Request-Id %q", x.AcceptEncoding, x.IfNoneMatch, x.IncomingID)
 		}
-		if want := []string{"192.0.2.1", "198.51.100.2, 10.0.0.1"}; !slices.Equal(x.forwardedFor, want) {
-			t.Errorf("X-Forwarded-For %q, want %q", x.forwardedFor, want)
+		if want := []string{"192.0.2.1", "198.51.100.2, 10.0.0.1"}; !slices.Equal(x.ForwardedFor, want) {
+			t.Errorf("X-Forwarded-For %q, want %q", x.ForwardedFor, want)
 		}
 		// The trace context is read only when tracing is on.
-		if got := x.traceparent != "" && x.tracestate == "a=1"; got != traced {
-			t.Errorf("traced=%v: traceparent %q tracestate %q", traced, x.traceparent, x.tracestate)
+		if got := x.Traceparent != "" && x.Tracestate == "a=1"; got != traced {
+			t.Errorf("traced=%v: traceparent %q tracestate %q", traced, x.Traceparent, x.Tracestate)
 		}
 	}
 
 	// A name that differs from a known one in a non-letter byte is not it:
 	// case folding applies to letters only.
-	var x request
-	if readHeaders(&x, []byte("X\rRequest-Id: nope\r\n\r\n"), false) || x.incomingID != "" {
-		t.Errorf("a lookalike name read as X-Request-Id: %q", x.incomingID)
+	var x wire.Request
+	if readHeaders(&x, []byte("X\rRequest-Id: nope\r\n\r\n"), false) || x.IncomingID != "" {
+		t.Errorf("a lookalike name read as X-Request-Id: %q", x.IncomingID)
 	}
 
 	for name, block := range map[string]string{
@@ -67,7 +68,7 @@ func TestReadHeaders(t *testing.T) {
 		"TE with Content-Length":  "Host: a\r\ntransfer-encoding: chunked\r\ncontent-length: 3\r\n\r\n",
 		"bare LF on the last one": "Host: a\r\nX-A: b\n\r\n",
 	} {
-		var x request
+		var x wire.Request
 		if !readHeaders(&x, []byte(block), false) {
 			t.Errorf("%s: not refused", name)
 		}
@@ -80,7 +81,7 @@ func TestReadHeaders(t *testing.T) {
 }
 
 // The HTTP/2 front keeps the same fields by the same rules as the
-// HTTP/1.1 one (exchange.readField): the same request, read by both,
+// HTTP/1.1 one (wire.Request.ReadField): the same request, read by both,
 // leaves the same values.
 func TestReadH2MatchesReadHeaders(t *testing.T) {
 	fields := [][2]string{
@@ -99,15 +100,14 @@ func TestReadH2MatchesReadHeaders(t *testing.T) {
 		st.Fields = append(st.Fields, hpack.HeaderField{Name: f[0], Value: f[1]})
 	}
 	raw.WriteString("\r\n")
-	s := &Server{cfg: &Config{}}
-	s.cfg.Server.MaxHeaderBytes = 1 << 20
-	var h1, h2 exchange
-	if readHeaders(&h1.request, []byte(raw.String()), false) {
+	e := &Edge{cfg: Config{MaxHeaderBytes: 1 << 20}}
+	var h1, h2 wire.Request
+	if readHeaders(&h1, []byte(raw.String()), false) {
 		t.Fatal("a well-formed block refused")
 	}
-	s.readH2(&h2, st)
-	if h2.refused != 0 {
-		t.Fatalf("refused: %v", h2.refused)
+	e.readH2(&h2, st)
+	if h2.Refused != 0 {
+		t.Fatalf("refused: %v", h2.Refused)
 	}
 	type read struct {
 		auth    string
@@ -117,9 +117,9 @@ func TestReadH2MatchesReadHeaders(t *testing.T) {
 		xff     string
 		tp, ts  string
 	}
-	of := func(x *exchange) read {
-		return read{x.authorization, x.authorizations, x.acceptEncoding, x.ifNoneMatch, x.incomingID,
-			strings.Join(x.forwardedFor, "|"), x.traceparent, x.tracestate}
+	of := func(x *wire.Request) read {
+		return read{x.Authorization, x.Authorizations, x.AcceptEncoding, x.IfNoneMatch, x.IncomingID,
+			strings.Join(x.ForwardedFor, "|"), x.Traceparent, x.Tracestate}
 	}
 	if a, b := of(&h1), of(&h2); a != b || a.auths != 2 || a.id != "req-00000001" || a.tp != "" {
 		t.Errorf("HTTP/1.1 read %+v, HTTP/2 read %+v", a, b)

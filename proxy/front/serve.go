@@ -1,10 +1,9 @@
-package proxy
+package front
 
 import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -14,6 +13,7 @@ import (
 
 	"tradergate/proxy/h2edge"
 	"tradergate/proxy/tlsedge"
+	"tradergate/proxy/wire"
 )
 
 // Serve answers on ln until ctx ends, then drains in-flight requests for up
@@ -22,34 +22,48 @@ import (
 //
 // HTTP/1.1 is served by fasthttp; with TLS on, a connection that
 // negotiates h2 by ALPN is handed to the edge's HTTP/2 server (h2edge). The
-// plain-HTTP listener of a TLS edge (ACME challenges, redirects) and the
-// admin listener are net/http servers.
-func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+// plain-HTTP listener of a TLS edge (ACME challenges, redirects) is a
+// net/http server; what runs beside the fronts (the admin listener, the
+// status page's readings) is beside's.
+func (e *Edge) Serve(ctx context.Context, ln net.Listener, beside Beside) error {
 	// Handlers run under base: not cancelled by the signal (in-flight
-	// requests drain), but told errShuttingDown when the drain time is
-	// nearly over, so that they answer a clear 503 instead of being cut off.
+	// requests drain), but told wire.ErrShuttingDown when the drain time
+	// is nearly over, so that they answer a clear 503 instead of being
+	// cut off.
 	base, hardStop := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer hardStop(nil)
-	s.base.Store(&base)
+	e.base.Store(&base)
 
 	// Every connection the fronts take counts against the cap, from
 	// before a TLS handshake until it closes.
-	e := &edge{s: s, ln: s.connCap.listen(ln), base: base}
-	defer e.close()
-	if err := e.build(); err != nil {
+	r := &run{e: e, ln: e.cap.listen(ln), base: base, beside: beside}
+	defer r.close()
+	if err := r.build(); err != nil {
 		return err
 	}
-	err := e.drain(e.run(ctx), hardStop)
-	s.log.Info("shutdown: stopped", "err", err)
+	err := r.drain(r.run(ctx), hardStop)
+	e.log.Info("shutdown: stopped", "err", err)
 	return err
 }
 
-// edge is what one Serve runs: the servers on the client listener and
+// Beside is what runs beside the fronts while Serve does.
+type Beside struct {
+	// Start starts it under ctx, which ends as Serve returns, before the
+	// fronts answer; stop, once they have stopped, waits for it to end. An
+	// error fails Serve.
+	Start func(ctx context.Context) (stop func(), err error)
+	// Ready is told true once the fronts answer, false as the drain
+	// begins (/readyz).
+	Ready func(bool)
+}
+
+// run is what one Serve runs: the servers on the client listener and
 // what was started beside them, released by close however Serve ends.
-type edge struct {
-	s       *Server
+type run struct {
+	e       *Edge
 	ln      net.Listener
 	base    context.Context
+	beside  Beside
 	servers []serving
 	// ready runs once the servers answer (tlsedge.Started.Ready).
 	ready func(context.Context) error
@@ -70,71 +84,49 @@ type serving struct {
 }
 
 // onClose adds f to what close undoes.
-func (e *edge) onClose(f func()) { e.release = append(e.release, f) }
+func (r *run) onClose(f func()) { r.release = append(r.release, f) }
 
 // close closes the client listener and releases, last added first,
 // everything build started. It is the one cleanup of Serve, after a
 // failed build as after a drain.
-func (e *edge) close() {
-	e.ln.Close()
-	for i := len(e.release) - 1; i >= 0; i-- {
-		e.release[i]()
+func (r *run) close() {
+	r.ln.Close()
+	for i := len(r.release) - 1; i >= 0; i-- {
+		r.release[i]()
 	}
 }
 
-// build prepares the servers without serving yet: the status page's
-// readings and publisher, the admin listener, the fasthttp server and,
-// with TLS on, the HTTP/2 server and the plain-HTTP listener.
-func (e *edge) build() error {
-	s := e.s
-	e.onClose(s.upstream.CloseIdle)
-
-	// The status page's readings, and with Redis this replica's summary on
-	// the fleet's status board, until Serve returns.
-	pctx, stopPublish := context.WithCancel(e.base)
-	waitPublish := s.runStatus(pctx)
-	e.onClose(func() { stopPublish(); waitPublish() })
-
-	if err := e.startAdmin(); err != nil {
-		return fmt.Errorf("admin.listen: %w", err)
+// build prepares the servers without serving yet: what runs beside them,
+// the fasthttp server and, with TLS on, the HTTP/2 server and the
+// plain-HTTP listener.
+func (r *run) build() error {
+	e := r.e
+	if r.beside.Start != nil {
+		stop, err := r.beside.Start(r.base)
+		if stop != nil {
+			r.onClose(stop)
+		}
+		if err != nil {
+			return err
+		}
 	}
-
-	fs := s.fastServer()
-	e.servers = []serving{{
-		serve:    func() error { return fs.Serve(frontListener{e.ln}) },
+	fs := e.fastServer()
+	r.servers = []serving{{
+		serve:    func() error { return fs.Serve(frontListener{r.ln}) },
 		shutdown: fs.ShutdownWithContext,
-		cut:      s.conns.closeAll,
+		cut:      e.conns.closeAll,
 	}}
-	e.ready = func(context.Context) error { return nil }
-	if s.cfg.Server.TLS.Mode == tlsedge.ModeOff {
+	r.ready = func(context.Context) error { return nil }
+	if e.cfg.TLS.Mode == tlsedge.ModeOff {
 		return nil
 	}
-	return e.buildTLS(fs)
-}
-
-// startAdmin serves the admin listener, if one is configured. It opens
-// first and closes last, so /readyz can say "not ready" all through the
-// drain.
-func (e *edge) startAdmin() error {
-	admin, adminLn, err := e.s.adminServer()
-	if err != nil || admin == nil {
-		return err
-	}
-	done := make(chan error, 1)
-	go func() { done <- admin.Serve(adminLn) }()
-	e.onClose(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = admin.Shutdown(ctx)
-		<-done
-	})
-	return nil
+	return r.buildTLS(fs)
 }
 
 // buildTLS puts TLS around the client listener: fasthttp serves HTTP/1.1
 // on it, and hands connections that negotiate h2 to h2edge.
-func (e *edge) buildTLS(fs *fasthttp.Server) error {
-	s, c := e.s, e.s.cfg.Server
+func (r *run) buildTLS(fs *fasthttp.Server) error {
+	e, c := r.e, r.e.cfg
 	// std lends its limits to the plain-HTTP listener of a TLS edge.
 	std := &http.Server{
 		ReadHeaderTimeout: c.ReadHeaderTimeout,
@@ -142,18 +134,18 @@ func (e *edge) buildTLS(fs *fasthttp.Server) error {
 		WriteTimeout:      c.WriteTimeout,
 		IdleTimeout:       c.IdleTimeout,
 		MaxHeaderBytes:    c.MaxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-		BaseContext:       func(net.Listener) context.Context { return e.base },
+		ErrorLog:          slog.NewLogLogger(e.log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return r.base },
 	}
-	st, err := s.tls.Start(e.ln, std)
+	st, err := e.tls.Start(r.ln, std)
 	if err != nil {
 		return err
 	}
-	e.onClose(st.Close) // after the servers stopped: certmagic's cache
+	r.onClose(st.Close) // after the servers stopped: certmagic's cache
 	if st.Plain != nil {
-		e.onClose(func() { st.Plain.Close() })
+		r.onClose(func() { st.Plain.Close() })
 	}
-	s.hsts.Store(&st.HSTS)
+	e.hsts.Store(&st.HSTS)
 	// HTTP/2 connections are served by h2edge, whose header limit is set
 	// above server.max_header_bytes, so that a header list past the
 	// edge's limit reaches the edge, which answers that one stream with
@@ -161,17 +153,17 @@ func (e *edge) buildTLS(fs *fasthttp.Server) error {
 	// up to it and answered the same way. Requests that have not ended
 	// hold their lists within read_timeout and a budget per connection.
 	h2 := &h2edge.Server{
-		Handler:               s.serveH2,
-		BaseContext:           e.base,
+		Handler:               e.serveH2,
+		BaseContext:           r.base,
 		MaxHeaderListSize:     uint32(h2HeaderRoom * c.MaxHeaderBytes),
 		MaxPendingHeaderBytes: h2PendingRoom * c.MaxHeaderBytes,
 		RequestTimeout:        c.ReadTimeout,
 		PrefaceTimeout:        c.ReadHeaderTimeout,
 		IdleTimeout:           c.IdleTimeout,
 		WriteTimeout:          c.WriteTimeout,
-		Log:                   s.log,
-		ConnClosed:            s.metrics.h2ConnClosed,
-		StreamCut:             s.metrics.h2StreamCut,
+		Log:                   e.log,
+		ConnClosed:            e.h2ConnClosed,
+		StreamCut:             e.h2StreamCut,
 	}
 	// The connection is served on a goroutine of its own rather than on
 	// fasthttp's, under whose frames (over 1 KiB of them) every read
@@ -189,19 +181,19 @@ func (e *edge) buildTLS(fs *fasthttp.Server) error {
 		go func() { _ = h2.ServeConn(tc) }()
 		return nil
 	})
-	tlsLn := frontListener{tls.NewListener(plainHTTPListener{e.ln}, st.TLS)}
-	e.servers[0].serve = func() error { return fs.Serve(tlsLn) }
+	tlsLn := frontListener{tls.NewListener(plainHTTPListener{r.ln}, st.TLS)}
+	r.servers[0].serve = func() error { return fs.Serve(tlsLn) }
 	// Shutting h2 down sends GOAWAY to the HTTP/2 connections, which
 	// then end once their streams are done.
-	e.servers = append(e.servers, serving{shutdown: h2.Shutdown, cut: func() { _ = h2.Close() }})
+	r.servers = append(r.servers, serving{shutdown: h2.Shutdown, cut: func() { _ = h2.Close() }})
 	if rs := st.Redirect; rs != nil {
-		e.servers = append(e.servers, serving{
+		r.servers = append(r.servers, serving{
 			serve:    func() error { return rs.Serve(st.Plain) },
 			shutdown: rs.Shutdown,
 			cut:      func() { _ = rs.Close() },
 		})
 	}
-	e.ready = st.Ready
+	r.ready = st.Ready
 	return nil
 }
 
@@ -220,24 +212,24 @@ const h2PendingRoom = 16
 // run starts the servers and waits until ctx ends or one of them stops by
 // itself. Mode acme obtains its certificates once the listeners answer the
 // CA's challenges; a failure there stops everything.
-func (e *edge) run(ctx context.Context) error {
-	e.errc = make(chan error, len(e.servers))
-	for _, sv := range e.servers {
+func (r *run) run(ctx context.Context) error {
+	r.errc = make(chan error, len(r.servers))
+	for _, sv := range r.servers {
 		if sv.serve != nil {
-			e.running++
-			go func() { e.errc <- sv.serve() }()
+			r.running++
+			go func() { r.errc <- sv.serve() }()
 		}
 	}
-	if err := e.ready(ctx); err != nil {
+	if err := r.ready(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil // told to stop while starting
 		}
 		return err
 	}
-	e.s.ready.Store(true)
+	r.setReady(true)
 	select {
-	case err := <-e.errc: // one stopped by itself: stop the others too
-		e.running--
+	case err := <-r.errc: // one stopped by itself: stop the others too
+		r.running--
 		return err
 	case <-ctx.Done():
 		return nil
@@ -249,33 +241,33 @@ func (e *edge) run(ctx context.Context) error {
 // then in-flight requests finish within shutdown_timeout. Near its end
 // hardStop tells the handlers still running to answer 503; past it, what
 // is left is cut off. The first error, err's or a server's, is returned.
-func (e *edge) drain(err error, hardStop context.CancelCauseFunc) error {
-	s, c := e.s, e.s.cfg.Server
+func (r *run) drain(err error, hardStop context.CancelCauseFunc) error {
+	e, c := r.e, r.e.cfg
 	keep := func(serr error) {
 		if err == nil && serr != nil && !errors.Is(serr, http.ErrServerClosed) && !errors.Is(serr, net.ErrClosed) {
 			err = serr
 		}
 	}
-	s.ready.Store(false)
-	s.log.Info("shutdown: not ready; draining", "drain_delay", c.DrainDelay, "shutdown_timeout", c.ShutdownTimeout)
+	r.setReady(false)
+	e.log.Info("shutdown: not ready; draining", "drain_delay", c.DrainDelay, "shutdown_timeout", c.ShutdownTimeout)
 	if err == nil && c.DrainDelay > 0 {
 		t := time.NewTimer(c.DrainDelay)
 		select {
 		case <-t.C:
-		case err = <-e.errc:
-			e.running--
+		case err = <-r.errc:
+			r.running--
 			t.Stop()
 		}
 	}
 
-	s.log.Info("shutdown: closing listeners; in-flight requests finish")
+	e.log.Info("shutdown: closing listeners; in-flight requests finish")
 	sctx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)
 	defer cancel()
 	grace := min(c.ShutdownTimeout/5, time.Second)
-	last := time.AfterFunc(c.ShutdownTimeout-grace, func() { hardStop(errShuttingDown) })
+	last := time.AfterFunc(c.ShutdownTimeout-grace, func() { hardStop(wire.ErrShuttingDown) })
 	defer last.Stop()
-	done := make(chan error, len(e.servers))
-	for _, sv := range e.servers {
+	done := make(chan error, len(r.servers))
+	for _, sv := range r.servers {
 		go func() {
 			serr := sv.shutdown(sctx)
 			if serr != nil {
@@ -284,15 +276,22 @@ func (e *edge) drain(err error, hardStop context.CancelCauseFunc) error {
 			done <- serr
 		}()
 	}
-	for range e.servers {
+	for range r.servers {
 		keep(<-done)
 	}
 	// A server whose Serve had not begun when it was shut down (a stop
 	// right after the start) would begin serving afterwards: closing the
 	// client listener makes such a late Serve return at once.
-	e.ln.Close()
-	for ; e.running > 0; e.running-- {
-		keep(<-e.errc)
+	r.ln.Close()
+	for ; r.running > 0; r.running-- {
+		keep(<-r.errc)
 	}
 	return err
+}
+
+// setReady tells beside whether the fronts answer.
+func (r *run) setReady(ready bool) {
+	if r.beside.Ready != nil {
+		r.beside.Ready(ready)
+	}
 }
