@@ -12,6 +12,7 @@ import (
 	"tradergate/cache"
 	"tradergate/cache/configerr"
 	"tradergate/limits"
+	"tradergate/proxy/admin"
 	"tradergate/proxy/fleet"
 	"tradergate/proxy/front"
 	"tradergate/proxy/native"
@@ -34,7 +35,7 @@ type Config struct {
 	Redis     fleet.Config           `yaml:"redis"`
 	OrderBook orderbook.Config       `yaml:"orderbook"`
 	Tracing   tracing.Config         `yaml:"tracing"`
-	Admin     AdminConfig            `yaml:"admin"`
+	Admin     admin.Config           `yaml:"admin"`
 	Legacy    LegacyConfig           `yaml:"legacy"`
 	Native    native.Config          `yaml:"native"`
 	Log       LogConfig              `yaml:"log"`
@@ -124,7 +125,7 @@ func (c *Config) applyDefaults() {
 	c.OrderBook.ApplyDefaults()
 	c.Tracing.ApplyDefaults()
 	c.Cache.ApplyDefaults()
-	c.Admin.applyDefaults()
+	c.Admin.ApplyDefaults()
 	c.Native.ApplyDefaults()
 	c.Log.Level = cmp.Or(c.Log.Level, "info")
 }
@@ -138,7 +139,7 @@ func (c *Config) Validate(getenv func(string) string) error {
 	var errs configerr.List
 	for _, err := range []error{
 		c.Server.Validate(c.Upstream.Timeout),
-		c.Admin.validate(getenv),
+		c.Admin.Validate(getenv),
 		c.Log.validate(),
 		c.Upstream.Validate(getenv),
 		c.Redis.Validate(getenv),

@@ -5,7 +5,7 @@ import "time"
 // SetShadowPostTTL sets how long the replica's posts for the fleet's GET
 // /shadow last, from its next post on; without Redis it does nothing.
 func SetShadowPostTTL(s *Server, ttl time.Duration) {
-	if s.status.shadow != nil {
-		s.status.shadow.ttl.Store(int64(ttl))
+	if s.shadow != nil {
+		s.shadow.SetPostTTL(ttl)
 	}
 }

@@ -112,7 +112,6 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 			collectors.MetricsGC, collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/cpu/classes/(gc|total)/`)})),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	}
-	cs = append(cs, operatorCollectors(s)...)
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
 			return nil, err

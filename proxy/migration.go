@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"tradergate/proxy/admin"
 	"tradergate/proxy/fleet"
 	"tradergate/proxy/route"
 )
@@ -428,10 +429,10 @@ func msTime(ms int64) *string {
 func (s *Server) serveMigration(w http.ResponseWriter, r *http.Request) {
 	b, err := json.Marshal(s.migration.report(r.Context(), s.live.Load()))
 	if err != nil {
-		writeJSON(w, http.StatusInternalServerError, `{"status":"error"}`)
+		admin.WriteJSON(w, http.StatusInternalServerError, `{"status":"error"}`)
 		return
 	}
-	writeJSON(w, http.StatusOK, strings.TrimSpace(string(b)))
+	admin.WriteJSON(w, http.StatusOK, strings.TrimSpace(string(b)))
 }
 
 // retire answers 410 to a legacy request once that API is retired for it,

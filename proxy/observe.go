@@ -171,8 +171,6 @@ func (s *Server) observeUpstream(route string, code int, took time.Duration) {
 		failure = "legacy host answered " + strconv.Itoa(code)
 	}
 	if failure != "" {
-		s.status.mu.Lock()
-		s.status.lastErr, s.status.lastAt = failure, time.Now()
-		s.status.mu.Unlock()
+		s.admin.UpstreamFailed(failure)
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"tradergate/cache"
 	"tradergate/limits"
+	"tradergate/proxy/admin"
 	"tradergate/proxy/native"
 	"tradergate/proxy/upstream"
 )
@@ -29,7 +30,7 @@ func (s *Server) Reload(cfg *Config) error {
 	// the running configuration in place.
 	if err := s.cache.SetConfig(cfg.Cache); err != nil {
 		// Its problems name their fields (cache.*): passed on as they are.
-		s.reloads.record(reloadFailed, err)
+		s.admin.Reloaded(admin.ReloadFailed, err)
 		return err
 	}
 	s.keys.Store(newKeySet(cfg.Keys, cfg.Plans, s.routes.Routes()))
@@ -37,7 +38,7 @@ func (s *Server) Reload(cfg *Config) error {
 	s.limiter.SetPlans(cfg.Plans)
 	s.native.Reload(cfg.Native)
 	s.authGuard.setPlan(cfg.Limits.AuthFailures)
-	s.adminAuth.configure(cfg.Admin)
+	s.admin.Reload(cfg.Admin)
 	running := s.live.Load()
 	if !reflect.DeepEqual(running.Upstream.Breaker, cfg.Upstream.Breaker) {
 		s.upstream.SetBreaker(cfg.Upstream.Breaker)
@@ -48,9 +49,9 @@ func (s *Server) Reload(cfg *Config) error {
 	// still waiting for a restart warns at every reload.
 	if fixed := restartOnly(s.cfg, cfg); len(fixed) > 0 {
 		s.log.Warn("config reload: these settings take effect only on restart", "sections", strings.Join(fixed, ", "))
-		s.reloads.record(reloadRestartNeeded, nil)
+		s.admin.Reloaded(admin.ReloadRestartNeeded, nil)
 	} else {
-		s.reloads.record(reloadApplied, nil)
+		s.admin.Reloaded(admin.ReloadApplied, nil)
 	}
 	s.log.Info("config reloaded", "keys", len(cfg.Keys), "plans", len(cfg.Plans))
 	return nil
@@ -76,8 +77,8 @@ func fixedAtStart(c *Config) Config {
 	// Of the native section only the shadow workers and queue are fixed.
 	f.Native = native.Config{Shadow: c.Native.Shadow}
 	f.Limits.AuthFailures = limits.Plan{}
-	// The admin token and the login's lifetime are reloaded (adminlogin.go).
-	f.Admin.TokenEnv, f.Admin.token, f.Admin.SessionLifetime = "", "", 0
+	// The admin token and the login's lifetime are reloaded (proxy/admin).
+	f.Admin = c.Admin.FixedAtStart()
 	// Of the cache section only max_bytes is fixed (cache.SetConfig).
 	f.Cache = cache.Config{MaxBytes: c.Cache.MaxBytes}
 	// log.level is main's to apply; log.access is fixed.

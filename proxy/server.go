@@ -25,10 +25,12 @@ import (
 	"tradergate/cache"
 	"tradergate/docs"
 	"tradergate/limits"
+	"tradergate/proxy/admin"
 	"tradergate/proxy/fleet"
 	"tradergate/proxy/front"
 	"tradergate/proxy/native"
 	"tradergate/proxy/route"
+	"tradergate/proxy/status"
 	"tradergate/proxy/tlsedge"
 	"tradergate/proxy/tracing"
 	"tradergate/proxy/upstream"
@@ -78,16 +80,17 @@ type Server struct {
 	hits      hitMemo // pages.go: the cache fields of recent hits
 	registry  *prometheus.Registry
 	// ready is true while Serve answers and is not draining (/readyz).
-	ready     atomic.Bool
-	adminAddr atomic.Value // string, once the admin listener is open
+	ready atomic.Bool
 
 	// front is the client listener: the fronts that call serve
 	// (proxy/front).
 	front *front.Edge
 
-	reloads reloads
-	// status feeds the admin status page (statuspage.go).
-	status        statusState
+	// admin is the admin listener and what it shows (proxy/admin);
+	// shadow posts this replica's comparisons for the fleet's GET
+	// /shadow, nil without Redis.
+	admin         *admin.Admin
+	shadow        *admin.ShadowFleet
 	configHash    string
 	redisPassword string
 
@@ -97,8 +100,6 @@ type Server struct {
 	openAPI   []byte
 	// authGuard locks out addresses that guess keys (authguard.go).
 	authGuard *authGuard
-	// adminAuth checks the admin token and the login cookie (adminlogin.go).
-	adminAuth *adminAuth
 
 	closeOnce sync.Once
 }
@@ -124,7 +125,6 @@ func New(cfg *Config, opt Options) (*Server, error) {
 	}
 	s.live.Store(cfg)
 	s.keys.Store(newKeySet(cfg.Keys, cfg.Plans, s.routes.Routes()))
-	s.adminAuth = newAdminAuth(cfg.Admin, s.now)
 	s.tls = tlsedge.New(cfg.Server.TLS, tlsedge.Options{Logger: s.log, Now: s.now})
 	s.registry = opt.Registry
 	if s.registry == nil {
@@ -134,7 +134,6 @@ func New(cfg *Config, opt Options) (*Server, error) {
 		_ = s.Close()
 		return nil, err
 	}
-	s.reloads.started()
 	return s, nil
 }
 
@@ -198,10 +197,8 @@ func (s *Server) build(cfg *Config, opt Options) error {
 	if s.metrics, err = newMetrics(s.registry, s); err != nil {
 		return err
 	}
-	for _, c := range s.front.Collectors() { // the client connections'
-		if err := s.registry.Register(c); err != nil {
-			return err
-		}
+	if err := register(s.registry, s.front.Collectors()); err != nil { // the client connections'
+		return err
 	}
 	if s.authGuard, err = newAuthGuard(s.registry, cfg.Limits.AuthFailures); err != nil {
 		return err
@@ -210,17 +207,44 @@ func (s *Server) build(cfg *Config, opt Options) error {
 		return err
 	}
 	s.openAPI = docs.OpenAPI()
-	s.initStatus(route.Names())
+	replica := admin.NewReplica()
+	nopt := native.Options{Routes: s.routes.Routes(), OpenAPI: s.openAPI, Registry: s.registry, Logger: s.log, Now: s.now}
+	if s.fleet != nil {
+		s.shadow = admin.NewShadowFleet(s.fleet, replica, s.log)
+		nopt.Fleet = s.shadow // with Redis, GET /shadow is the fleet's
+	}
 	// Built even while native is off, so that a reload can turn it on and
 	// its series are there for the dashboard from the start.
-	if s.native, err = native.New(cfg.Native, native.Options{
-		Routes: s.routes.Routes(), OpenAPI: s.openAPI, Registry: s.registry, Logger: s.log, Now: s.now,
-		Fleet: s.shadowAggregator(), // with Redis, GET /shadow is the fleet's
-	}); err != nil {
+	if s.native, err = native.New(cfg.Native, nopt); err != nil {
 		return err
 	}
 	uopt.BreakerChanged = s.metrics.breakerChanged
 	s.upstream = upstream.New(cfg.Upstream, s.routes.Routes(), uopt)
+	s.admin = admin.New(cfg.Admin, admin.Parts{
+		Registry: s.registry, Log: s.log, Ready: s.ready.Load, Migration: s.serveMigration, Native: s.native,
+		Secrets: func() []string {
+			c := s.live.Load()
+			return []string{c.Upstream.Key, c.Admin.Token(), s.redisPassword, c.Native.Key}
+		},
+		ConfigHash: s.configHash,
+		Counters: status.Counters{
+			Requests: s.metrics.requests, Durations: s.metrics.duration, Upstream: s.metrics.upstream,
+			Refused: s.metrics.refused, KeyRequests: s.migration.requests,
+		},
+		Routes: s.routes.Routes(), Upstream: s.upstream, Cache: s.cache, Limiter: s.limiter, TLS: s.tls,
+		Fleet: s.fleet, Replica: replica, Shadow: s.shadow,
+		CacheMaxBytes: cfg.Cache.MaxBytes, MaxConcurrent: cfg.Upstream.MaxConcurrent, RedisPrefix: cfg.Redis.Prefix,
+	}, s.now)
+	return register(s.registry, s.admin.Collectors())
+}
+
+// register registers every collector of cs.
+func register(reg prometheus.Registerer, cs []prometheus.Collector) error {
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -284,26 +308,26 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // through the drain. stop undoes it, once the fronts have stopped.
 func (s *Server) startBeside(ctx context.Context) (stop func(), err error) {
 	pctx, stopPublish := context.WithCancel(ctx)
-	waitPublish := s.runStatus(pctx)
+	waitPublish := s.admin.Run(pctx)
 	stop = func() {
 		stopPublish()
 		waitPublish()
 		s.upstream.CloseIdle()
 	}
-	admin, adminLn, err := s.adminServer()
+	srv, ln, err := s.admin.Listen()
 	if err != nil {
 		return stop, fmt.Errorf("admin.listen: %w", err)
 	}
-	if admin == nil {
+	if srv == nil {
 		return stop, nil
 	}
 	done := make(chan error, 1)
-	go func() { done <- admin.Serve(adminLn) }()
+	go func() { done <- srv.Serve(ln) }()
 	stopRest := stop
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		_ = admin.Shutdown(ctx)
+		_ = srv.Shutdown(ctx)
 		<-done
 		stopRest()
 	}, nil
@@ -311,6 +335,13 @@ func (s *Server) startBeside(ctx context.Context) (stop func(), err error) {
 
 // Handler is the edge as an http.Handler.
 func (s *Server) Handler() http.Handler { return s.front.Handler() }
+
+// AdminAddr is the admin listener's address once Serve has opened it, or "".
+func (s *Server) AdminAddr() string { return s.admin.Addr() }
+
+// ReloadFailed records a reload that did not get as far as Reload (the file
+// did not load or validate): the edge serves on with what it had.
+func (s *Server) ReloadFailed(err error) { s.admin.Reloaded(admin.ReloadFailed, err) }
 
 // Close releases what New started: the cache's background work, the
 // limiter's store, the upstream client, the native service's client and

@@ -1,4 +1,4 @@
-package proxy
+package admin
 
 import (
 	"crypto/hmac"
@@ -34,11 +34,11 @@ import (
 // adminCookie names the admin session cookie.
 const adminCookie = "tradergate_admin"
 
-// adminAuth checks the admin token, sent as `Authorization: Bearer <token>`
+// auth checks the admin token, sent as `Authorization: Bearer <token>`
 // (the scheme in any case, RFC 9110 section 11.1) or, on GET and HEAD, as
 // the login cookie. Its token and lifetime are replaced on reload
 // (configure).
-type adminAuth struct {
+type auth struct {
 	now    func() time.Time
 	secret [32]byte // of this process: cookies die with it
 	state  atomic.Pointer[adminState]
@@ -51,8 +51,8 @@ type adminState struct {
 	codec    *securecookie.SecureCookie // signs under the secret and the token
 }
 
-func newAdminAuth(c AdminConfig, now func() time.Time) *adminAuth {
-	a := &adminAuth{now: now}
+func newAuth(c Config, now func() time.Time) *auth {
+	a := &auth{now: now}
 	_, _ = rand.Read(a.secret[:]) // crypto/rand.Read never fails
 	a.configure(c)
 	return a
@@ -60,7 +60,7 @@ func newAdminAuth(c AdminConfig, now func() time.Time) *adminAuth {
 
 // configure takes the token and lifetime of c; a cookie signed under
 // another token no longer opens anything.
-func (a *adminAuth) configure(c AdminConfig) {
+func (a *auth) configure(c Config) {
 	mac := hmac.New(sha256.New, a.secret[:])
 	mac.Write([]byte(c.token))
 	// The cookie's own timestamp is of the wall clock, which tests cannot
@@ -71,10 +71,10 @@ func (a *adminAuth) configure(c AdminConfig) {
 }
 
 // open reports whether no token is set: every request is let through.
-func (a *adminAuth) open() bool { return len(a.state.Load().token) == 0 }
+func (a *auth) open() bool { return len(a.state.Load().token) == 0 }
 
 // tokenIs compares a presented token with the admin token in constant time.
-func (a *adminAuth) tokenIs(presented string) bool {
+func (a *auth) tokenIs(presented string) bool {
 	t := a.state.Load().token
 	return len(t) > 0 && subtle.ConstantTimeCompare([]byte(presented), t) == 1
 }
@@ -82,7 +82,7 @@ func (a *adminAuth) tokenIs(presented string) bool {
 // allowed reports whether r carries the token, or on a safe method a
 // session cookie signed under the token and issued less than its
 // lifetime ago.
-func (a *adminAuth) allowed(r *http.Request) bool {
+func (a *auth) allowed(r *http.Request) bool {
 	if h := r.Header.Get("Authorization"); h != "" {
 		key, ok := bearer(h)
 		return ok && a.tokenIs(key)
@@ -107,7 +107,7 @@ func (a *adminAuth) allowed(r *http.Request) bool {
 }
 
 // session is a new cookie value, issued now.
-func (a *adminAuth) session() (string, time.Duration, error) {
+func (a *auth) session() (string, time.Duration, error) {
 	st := a.state.Load()
 	v, err := st.codec.Encode(adminCookie, a.now().Unix())
 	return v, st.lifetime, err
@@ -115,7 +115,7 @@ func (a *adminAuth) session() (string, time.Duration, error) {
 
 // require refuses, with 401, a request to next without the token; a
 // browser asking for a page is sent to the login form instead.
-func (a *adminAuth) require(next http.Handler) http.Handler {
+func (a *auth) require(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if a.open() || a.allowed(r) {
 			next.ServeHTTP(w, r)
@@ -126,12 +126,12 @@ func (a *adminAuth) require(next http.Handler) http.Handler {
 			return
 		}
 		w.Header()["WWW-Authenticate"] = []string{`Bearer realm="tradergate-admin"`}
-		writeJSON(w, http.StatusUnauthorized, `{"status":"unauthorized"}`)
+		WriteJSON(w, http.StatusUnauthorized, `{"status":"unauthorized"}`)
 	})
 }
 
 // showLogin is GET /login.
-func (a *adminAuth) showLogin(w http.ResponseWriter, r *http.Request) {
+func (a *auth) showLogin(w http.ResponseWriter, r *http.Request) {
 	if a.open() {
 		http.NotFound(w, r) // nothing to log in to
 		return
@@ -141,7 +141,7 @@ func (a *adminAuth) showLogin(w http.ResponseWriter, r *http.Request) {
 
 // login is POST /login: the form's token, checked; a session cookie and
 // the status page when it is right, the form again when not.
-func (a *adminAuth) login(w http.ResponseWriter, r *http.Request) {
+func (a *auth) login(w http.ResponseWriter, r *http.Request) {
 	if a.open() {
 		http.NotFound(w, r)
 		return
@@ -203,3 +203,18 @@ const loginForm = `<form method="post" action="/login">
 <button type="submit">Log in</button>
 </form></body></html>
 `
+
+// maxTokenLen bounds the work an unauthenticated client can ask for, as
+// the client keys' bound does (proxy/auth.go).
+const maxTokenLen = 512
+
+// bearer extracts the token of "Bearer <token>"; the scheme is
+// case-insensitive (RFC 9110 section 11.1).
+func bearer(h string) (string, bool) {
+	const scheme = "bearer "
+	if len(h) <= len(scheme) || len(h) > len(scheme)+maxTokenLen || !strings.EqualFold(h[:len(scheme)], scheme) {
+		return "", false
+	}
+	token := strings.TrimSpace(h[len(scheme):])
+	return token, token != ""
+}

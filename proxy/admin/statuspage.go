@@ -1,4 +1,4 @@
-package proxy
+package admin
 
 import (
 	"context"
@@ -12,24 +12,24 @@ import (
 
 	"tradergate/cache"
 	"tradergate/proxy/native"
+	"tradergate/proxy/route"
 	"tradergate/proxy/status"
 )
 
 // The status page on the admin listener (GET /, /status, /status.json):
 // proxy/status renders it; this file feeds it. Its last-minute figures
-// come from the metrics' own counters (metrics.go, and the migration's
-// per-key count), read every few seconds by a status.Sampler: no request
-// is counted a second time for the page. A snapshot of the edge is taken
+// come from the metrics' own counters (proxy/metrics.go, and the
+// migration's per-key count: Parts.Counters), read every few seconds by
+// a status.Sampler: no request is counted a second time for the page. A snapshot of the edge is taken
 // when the page is asked for. With Redis, each replica publishes its
 // summary for the others' pages.
 
-// statusState is what the Server keeps for its page.
+// statusState is what the admin listener keeps for its page.
 type statusState struct {
 	sampler *status.Sampler
 	started time.Time
 	replica string
 	board   *status.Board // with Redis only
-	shadow  *shadowFleet  // with Redis only: GET /shadow's posts
 	// lastErr is the last legacy call's failure class, for the page.
 	mu      sync.Mutex
 	lastErr string
@@ -40,78 +40,85 @@ type statusState struct {
 // program running several edges) posts under a replica id of its own.
 var servers atomic.Int64
 
-func (s *Server) initStatus(routes []string) {
+// NewReplica is the id under which a new Server of this process posts
+// for the fleet: its host and process, numbered from the second Server
+// on.
+func NewReplica() string {
 	host, _ := os.Hostname()
-	s.status = statusState{
-		sampler: status.NewSampler(status.Counters{
-			Requests: s.metrics.requests, Durations: s.metrics.duration, Upstream: s.metrics.upstream,
-			Refused: s.metrics.refused, KeyRequests: s.migration.requests,
-		}, status.SamplerOptions{
-			Routes: routes,
+	replica := host + "-" + strconv.Itoa(os.Getpid())
+	if n := servers.Add(1); n > 1 {
+		replica += "-" + strconv.FormatInt(n, 10)
+	}
+	return replica
+}
+
+// initStatus starts the page's readings of the metrics' counters.
+func (a *Admin) initStatus() {
+	p := a.p
+	a.status = statusState{
+		sampler: status.NewSampler(p.Counters, status.SamplerOptions{
+			Routes: route.Names(),
 			Cache:  status.CacheLabels{Hit: cache.Hit.String(), Miss: cache.Miss.String(), Stale: cache.Stale.String()},
 		}),
 		started: time.Now(),
-		replica: host + "-" + strconv.Itoa(os.Getpid()),
+		replica: p.Replica,
 	}
-	if n := servers.Add(1); n > 1 {
-		s.status.replica += "-" + strconv.FormatInt(n, 10)
-	}
-	if s.fleet != nil {
-		s.status.board = status.NewBoard(s.fleet.Client(), status.BoardOptions{Prefix: s.cfg.Redis.Prefix})
-		s.status.shadow = newShadowFleet(s.fleet, s.status.replica, s.log)
+	if p.Fleet != nil {
+		a.status.board = status.NewBoard(p.Fleet.Client(), status.BoardOptions{Prefix: p.RedisPrefix})
 	}
 }
 
 // snapshot is the edge as the status page shows it, taken now.
-func (s *Server) snapshot() status.Snapshot {
+func (a *Admin) snapshot() status.Snapshot {
+	p := a.p
 	version, revision := buildInfo()
-	ok, _ := s.reloads.state()
-	s.reloads.mu.Lock()
-	cfgState := status.Config{Hash: s.configHash, LastReload: s.reloads.lastAt, ReloadOK: ok, ReloadError: s.reloads.lastErr}
-	s.reloads.mu.Unlock()
+	ok, _ := a.reloads.state()
+	a.reloads.mu.Lock()
+	cfgState := status.Config{Hash: p.ConfigHash, LastReload: a.reloads.lastAt, ReloadOK: ok, ReloadError: a.reloads.lastErr}
+	a.reloads.mu.Unlock()
 	snap := status.Snapshot{
-		Replica: s.status.replica,
+		Replica: a.status.replica,
 		Taken:   time.Now(),
-		Ready:   s.ready.Load(),
+		Ready:   p.Ready(),
 		Build:   status.Build{Version: version, Revision: revision, GoVersion: runtime.Version()},
-		Started: s.status.started,
+		Started: a.status.started,
 		Config:  cfgState,
 	}
-	s.status.sampler.Fill(&snap)
-	for _, r := range s.routes.Routes() {
+	a.status.sampler.Fill(&snap)
+	for _, r := range p.Routes {
 		sr := snap.Route(r.Name)
 		switch {
 		case sr == nil:
 		case r.EdgeBuilt:
 			sr.Breaker = "" // never sent upstream: no breaker to show
 		default:
-			sr.Breaker = s.upstream.BreakerState(r.Name)
+			sr.Breaker = p.Upstream.BreakerState(r.Name)
 		}
 	}
-	cs := s.cache.Stats()
-	snap.Cache.Entries, snap.Cache.Bytes, snap.Cache.MaxBytes = int64(cs.Entries), int64(cs.Bytes), s.cfg.Cache.MaxBytes
+	cs := p.Cache.Stats()
+	snap.Cache.Entries, snap.Cache.Bytes, snap.Cache.MaxBytes = int64(cs.Entries), int64(cs.Bytes), p.CacheMaxBytes
 	snap.Cache.CoalescedTotal = int64(cs.Coalesced)
-	if s.fleet != nil {
-		snap.Cache.L2 = status.L2{Present: true, Breaker: s.fleet.State()}
+	if p.Fleet != nil {
+		snap.Cache.L2 = status.L2{Present: true, Breaker: p.Fleet.State()}
 		if n := cs.L2Hits + cs.L2Stale + cs.L2Misses; n > 0 {
 			snap.Cache.L2.HitRatioTotal = float64(cs.L2Hits+cs.L2Stale) / float64(n)
 		}
 	}
-	retried, refused := s.upstream.RetryStats()
-	snap.Upstream.InFlight, snap.Upstream.MaxConcurrent = int64(s.upstream.InFlight()), int64(s.cfg.Upstream.MaxConcurrent)
+	retried, refused := p.Upstream.RetryStats()
+	snap.Upstream.InFlight, snap.Upstream.MaxConcurrent = int64(p.Upstream.InFlight()), int64(p.MaxConcurrent)
 	snap.Upstream.RetriesTotal, snap.Upstream.BudgetRefusedTotal = int64(retried), int64(refused)
-	s.status.mu.Lock()
-	snap.Upstream.LastError, snap.Upstream.LastErrorAt = s.status.lastErr, s.status.lastAt
-	s.status.mu.Unlock()
-	snap.Limits.StoreErrorsTotal = int64(s.limiter.StoreErrors())
+	a.status.mu.Lock()
+	snap.Upstream.LastError, snap.Upstream.LastErrorAt = a.status.lastErr, a.status.lastAt
+	a.status.mu.Unlock()
+	snap.Limits.StoreErrorsTotal = int64(p.Limiter.StoreErrors())
 	snap.Limits.Store = status.StoreOK
-	if s.limiter.Failing() {
+	if p.Limiter.Failing() {
 		snap.Limits.Store = status.StoreDown
 	}
-	for _, c := range s.tls.Certificates() {
+	for _, c := range p.TLS.Certificates() {
 		snap.TLS = append(snap.TLS, status.Cert{Names: c.Names, NotAfter: c.NotAfter})
 	}
-	snap.Native = nativeView(s.native.Report())
+	snap.Native = nativeView(p.Native.Report())
 	return snap
 }
 
@@ -141,26 +148,30 @@ func nativeView(rep native.Report) *status.Native {
 
 // statusHandler is the page's handler; secrets are scrubbed from anything
 // it shows, in case one found its way into an error text.
-func (s *Server) statusHandler() http.Handler {
-	return status.Handler(s.snapshot, status.Options{
-		Board: s.status.board,
-		Secrets: func() []string {
-			c := s.live.Load()
-			return []string{c.Upstream.Key, c.Admin.token, s.redisPassword, c.Native.Key}
-		},
-	})
+func (a *Admin) statusHandler() http.Handler {
+	return status.Handler(a.snapshot, status.Options{Board: a.status.board, Secrets: a.p.Secrets})
 }
 
-// runStatus reads the counters for the page every few seconds and, with
+// Run reads the counters for the page every few seconds and, with
 // Redis, posts this replica's summary to the fleet's board and its native
 // report for the fleet's GET /shadow, until ctx ends.
-func (s *Server) runStatus(ctx context.Context) (wait func()) {
+func (a *Admin) Run(ctx context.Context) (wait func()) {
 	var wg sync.WaitGroup
-	wg.Go(func() { s.status.sampler.Run(ctx) })
-	if s.status.board == nil {
+	wg.Go(func() { a.status.sampler.Run(ctx) })
+	if a.status.board == nil {
 		return wg.Wait
 	}
-	wg.Go(func() { s.status.board.Run(ctx, 5*time.Second, s.snapshot) })
-	wg.Go(func() { s.status.shadow.run(ctx, s.native.Report) })
+	wg.Go(func() { a.status.board.Run(ctx, 5*time.Second, a.snapshot) })
+	if a.p.Shadow != nil {
+		wg.Go(func() { a.p.Shadow.run(ctx, a.p.Native.Report) })
+	}
 	return wg.Wait
+}
+
+// UpstreamFailed records the last legacy call that failed, for the page:
+// its failure class, never its body.
+func (a *Admin) UpstreamFailed(failure string) {
+	a.status.mu.Lock()
+	defer a.status.mu.Unlock()
+	a.status.lastErr, a.status.lastAt = failure, time.Now()
 }

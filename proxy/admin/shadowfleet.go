@@ -1,4 +1,4 @@
-package proxy
+package admin
 
 import (
 	"context"
@@ -28,8 +28,8 @@ const (
 	shadowPostEvery = 5 * time.Second
 )
 
-// shadowFleet is the native.Aggregator of the fleet, on its Redis.
-type shadowFleet struct {
+// ShadowFleet is the native.Aggregator of the fleet, on its Redis.
+type ShadowFleet struct {
 	conn    *fleet.Conn
 	posts   *fleet.Posts
 	replica string
@@ -37,25 +37,16 @@ type shadowFleet struct {
 	ttl     atomic.Int64 // a post's expiry, a time.Duration
 }
 
-func newShadowFleet(conn *fleet.Conn, replica string, log *slog.Logger) *shadowFleet {
-	f := &shadowFleet{conn: conn, posts: conn.Posts("shadow"), replica: replica, log: log}
+func NewShadowFleet(conn *fleet.Conn, replica string, log *slog.Logger) *ShadowFleet {
+	f := &ShadowFleet{conn: conn, posts: conn.Posts("shadow"), replica: replica, log: log}
 	f.ttl.Store(int64(shadowPostTTL))
 	return f
-}
-
-// shadowAggregator is native.Options.Fleet: the fleet's, with Redis;
-// nil without.
-func (s *Server) shadowAggregator() native.Aggregator {
-	if s.status.shadow == nil {
-		return nil
-	}
-	return s.status.shadow
 }
 
 // Aggregate posts local, then merges it with every other replica's post;
 // each of the two round trips is bounded by redis.timeout. An error means
 // Redis did not answer: the caller shows local.
-func (f *shadowFleet) Aggregate(ctx context.Context, local native.Report) (native.Report, error) {
+func (f *ShadowFleet) Aggregate(ctx context.Context, local native.Report) (native.Report, error) {
 	ids, err := f.post(ctx, local, true)
 	if err != nil {
 		return native.Report{}, err
@@ -69,7 +60,7 @@ func (f *shadowFleet) Aggregate(ctx context.Context, local native.Report) (nativ
 
 // post writes rep as this replica's, with its id in the index, and with
 // members, returns the ids in the index.
-func (f *shadowFleet) post(ctx context.Context, rep native.Report, members bool) ([]string, error) {
+func (f *ShadowFleet) post(ctx context.Context, rep native.Report, members bool) ([]string, error) {
 	v, err := json.Marshal(native.ReplicaReport{Replica: f.replica, Report: rep})
 	if err != nil {
 		return nil, fmt.Errorf("shadow report of %s: %w", f.replica, err)
@@ -91,7 +82,7 @@ func (f *shadowFleet) post(ctx context.Context, rep native.Report, members bool)
 
 // read returns the posts of ids but this replica's; a post that does not
 // decode is left out, with a warning.
-func (f *shadowFleet) read(ctx context.Context, ids []string) ([]native.ReplicaReport, error) {
+func (f *ShadowFleet) read(ctx context.Context, ids []string) ([]native.ReplicaReport, error) {
 	others := slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return id == f.replica })
 	if len(others) == 0 {
 		return nil, nil
@@ -117,7 +108,7 @@ func (f *shadowFleet) read(ctx context.Context, ids []string) ([]native.ReplicaR
 // run posts src() now and every shadowPostEvery until ctx ends, so that
 // the replica shows in the others' reports when nobody asks it. A post
 // that fails is tried again at the next tick.
-func (f *shadowFleet) run(ctx context.Context, src func() native.Report) {
+func (f *ShadowFleet) run(ctx context.Context, src func() native.Report) {
 	t := time.NewTicker(shadowPostEvery)
 	defer t.Stop()
 	for {
@@ -131,3 +122,7 @@ func (f *shadowFleet) run(ctx context.Context, src func() native.Report) {
 		}
 	}
 }
+
+// SetPostTTL sets how long this replica's posts last, from its next post
+// on (tests shorten it).
+func (f *ShadowFleet) SetPostTTL(ttl time.Duration) { f.ttl.Store(int64(ttl)) }

@@ -1,10 +1,11 @@
-package proxy
+package admin
 
 import (
 	"runtime"
 	"runtime/debug"
 	"sync"
 	"time"
+	"tradergate/proxy/tlsedge"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -29,18 +30,18 @@ type reloads struct {
 
 // The results of a reload (tradergate_config_reloads_total{result}).
 const (
-	// reloadApplied: the configuration took effect whole.
-	reloadApplied = "applied"
-	// reloadRestartNeeded: what can be reloaded took effect; settings that
+	// ReloadApplied: the configuration took effect whole.
+	ReloadApplied = "applied"
+	// ReloadRestartNeeded: what can be reloaded took effect; settings that
 	// differ from what runs take effect only on restart, and a warning
 	// names them.
-	reloadRestartNeeded = "restart_needed"
-	// reloadFailed: nothing changed; the file did not load or validate,
+	ReloadRestartNeeded = "restart_needed"
+	// ReloadFailed: nothing changed; the file did not load or validate,
 	// or the cache refused it.
-	reloadFailed = "failed"
+	ReloadFailed = "failed"
 )
 
-var reloadResults = [...]string{reloadApplied, reloadRestartNeeded, reloadFailed}
+var reloadResults = [...]string{ReloadApplied, ReloadRestartNeeded, ReloadFailed}
 
 // started records the configuration loaded at start.
 func (r *reloads) started() {
@@ -79,9 +80,9 @@ func (r *reloads) state() (ok bool, lastOK time.Time) {
 	return r.ok, r.lastOK
 }
 
-// ReloadFailed records a reload that did not get as far as Reload (the file
-// did not load or validate): the edge serves on with what it had.
-func (s *Server) ReloadFailed(err error) { s.reloads.record(reloadFailed, err) }
+// Reloaded records a reload's result (one of the Reload* results), and
+// err when it failed.
+func (a *Admin) Reloaded(result string, err error) { a.reloads.record(result, err) }
 
 // buildInfo is the module version, VCS revision and Go version of this
 // binary.
@@ -100,8 +101,8 @@ func buildInfo() (version, revision string) {
 	return version, revision
 }
 
-// operatorCollectors are the collectors of this file's figures.
-func operatorCollectors(s *Server) []prometheus.Collector {
+// Collectors are the collectors of this file's figures.
+func (a *Admin) Collectors() []prometheus.Collector {
 	version, revision := buildInfo()
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "tradergate_build_info",
@@ -113,24 +114,24 @@ func operatorCollectors(s *Server) []prometheus.Collector {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "tradergate_ready",
 			Help: "1 while the replica serves and is not draining (/readyz), else 0.",
-		}, func() float64 { return b2f(s.ready.Load()) }),
+		}, func() float64 { return b2f(a.p.Ready()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "tradergate_config_last_reload_successful",
 			Help: "1 when the last configuration reload (or the start) succeeded, else 0.",
-		}, func() float64 { ok, _ := s.reloads.state(); return b2f(ok) }),
+		}, func() float64 { ok, _ := a.reloads.state(); return b2f(ok) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "tradergate_config_last_reload_success_timestamp_seconds",
 			Help: "When the configuration last loaded, Unix seconds.",
-		}, func() float64 { _, at := s.reloads.state(); return float64(at.UnixNano()) / 1e9 }),
+		}, func() float64 { _, at := a.reloads.state(); return float64(at.UnixNano()) / 1e9 }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "tradergate_cache_max_bytes",
 			Help: "cache.max_bytes, the bound of tradergate_cache_bytes.",
-		}, func() float64 { return float64(s.cfg.Cache.MaxBytes) }),
+		}, func() float64 { return float64(a.p.CacheMaxBytes) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "tradergate_upstream_max_concurrent",
 			Help: "upstream.max_concurrent, the bound of tradergate_upstream_in_flight.",
-		}, func() float64 { return float64(s.cfg.Upstream.MaxConcurrent) }),
-		&certCollector{s: s},
+		}, func() float64 { return float64(a.p.MaxConcurrent) }),
+		&certCollector{tls: a.p.TLS},
 	}
 	for i, result := range reloadResults {
 		cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{
@@ -139,7 +140,7 @@ func operatorCollectors(s *Server) []prometheus.Collector {
 				"settings that differ from what runs take effect only on restart, named in a warning log line); " +
 				"failed (nothing changed).",
 			ConstLabels: prometheus.Labels{"result": result},
-		}, func() float64 { return s.reloads.count(i) }))
+		}, func() float64 { return a.reloads.count(i) }))
 	}
 	return cs
 }
@@ -152,7 +153,7 @@ func b2f(b bool) float64 {
 }
 
 // certCollector reports each served certificate's expiry at scrape time.
-type certCollector struct{ s *Server }
+type certCollector struct{ tls *tlsedge.Edge }
 
 var descCertExpiry = prometheus.NewDesc("tradergate_tls_certificate_expiry_timestamp_seconds",
 	"When a certificate the edge serves expires (NotAfter), Unix seconds, by its first name.", []string{"name"}, nil)
@@ -160,7 +161,7 @@ var descCertExpiry = prometheus.NewDesc("tradergate_tls_certificate_expiry_times
 func (c *certCollector) Describe(ch chan<- *prometheus.Desc) { ch <- descCertExpiry }
 
 func (c *certCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, cert := range c.s.tls.Certificates() {
+	for _, cert := range c.tls.Certificates() {
 		ch <- prometheus.MustNewConstMetric(descCertExpiry, prometheus.GaugeValue, float64(cert.NotAfter.Unix()), cert.Name)
 	}
 }
