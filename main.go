@@ -40,6 +40,7 @@ import (
 	"tradergate/cache/configerr"
 	"tradergate/legacysim"
 	"tradergate/proxy"
+	"tradergate/proxy/config"
 )
 
 // embeddedConfig is config.yaml as shipped: the defaults `-demo` runs on.
@@ -179,7 +180,7 @@ func newKey(args []string, stdout io.Writer) error {
 
 // check is `tradergate check -config FILE`: the file loaded as start-up
 // and SIGHUP load it, every problem printed with its field and line, the
-// variables it names printed as set or unset (proxy.Check).
+// variables it names printed as set or unset (config.Check).
 func check(args []string, stdout, stderr io.Writer, getenv func(string) string) error {
 	fs := flag.NewFlagSet("tradergate check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -195,7 +196,7 @@ func check(args []string, stdout, stderr io.Writer, getenv func(string) string) 
 	if err != nil {
 		return fmt.Errorf("check: %w", err)
 	}
-	r := proxy.Check(data, getenv)
+	r := config.Check(data, getenv)
 	if err := r.Write(stdout, *path); err != nil {
 		return err
 	}
@@ -314,7 +315,7 @@ func newLogger(w io.Writer, level slog.Leveler) *slog.Logger {
 // cache.max_bytes), capped at 90% of a container's memory limit. Without a
 // limit Go lets the heap grow to twice what is live, and the cache is most
 // of what is live.
-func setMemoryLimit(cfg *proxy.Config, log *slog.Logger) {
+func setMemoryLimit(cfg *config.Config, log *slog.Logger) {
 	want := uint64(cfg.MemoryLimit())
 	provider := func() (uint64, error) {
 		limit := want
@@ -337,7 +338,7 @@ func setMemoryLimit(cfg *proxy.Config, log *slog.Logger) {
 // load reads, parses and validates the configuration, with the flags'
 // overrides and the demo's patch applied: the same steps at start and on
 // every reload.
-func (m *Main) load() (*proxy.Config, error) {
+func (m *Main) load() (*config.Config, error) {
 	data := embeddedConfig
 	if m.ConfigPath != "" {
 		var err error
@@ -347,7 +348,7 @@ func (m *Main) load() (*proxy.Config, error) {
 	}
 	sum := sha256.Sum256(data)
 	m.configHash = hex.EncodeToString(sum[:6])
-	cfg, err := proxy.ParseConfig(data)
+	cfg, err := config.Parse(data)
 	if err != nil {
 		return nil, configError(m.configName(), err)
 	}
@@ -455,7 +456,7 @@ func startDemo() (*demoHost, error) {
 // patch points cfg at the simulated host (its base URL and the edge's key
 // for it, through the returned getenv), serves the legacy paths, and adds
 // the demo client key on the "pro" plan, or the first plan there is.
-func (d *demoHost) patch(cfg *proxy.Config, getenv func(string) string) func(string) string {
+func (d *demoHost) patch(cfg *config.Config, getenv func(string) string) func(string) string {
 	cfg.Upstream.BaseURL = d.url
 	// The demo prints a working key: it answers this machine only.
 	cfg.Server.Listen = loopbackOnly(cfg.Server.Listen)
@@ -477,7 +478,7 @@ func (d *demoHost) patch(cfg *proxy.Config, getenv func(string) string) func(str
 	if _, ok := cfg.Plans[plan]; !ok && len(plans) > 0 {
 		plan = plans[0]
 	}
-	cfg.Keys = append(cfg.Keys, proxy.KeyConfig{ID: "demo", SHA256: proxy.HashKey(d.clientKey), Plan: plan, Routes: []string{"*"}})
+	cfg.Keys = append(cfg.Keys, config.KeyConfig{ID: "demo", SHA256: proxy.HashKey(d.clientKey), Plan: plan, Routes: []string{"*"}})
 	keyEnv := cfg.Upstream.KeyEnv
 	return func(name string) string {
 		if name == keyEnv {

@@ -24,6 +24,7 @@ import (
 
 	"tradergate/internal/testkit"
 	"tradergate/proxy"
+	"tradergate/proxy/config"
 )
 
 func TestHashKey(t *testing.T) {
@@ -210,7 +211,7 @@ func startMain(t *testing.T, m *Main, logs *testkit.LogBuffer) (addr string, sto
 func TestMemoryLimit(t *testing.T) {
 	prev := debug.SetMemoryLimit(-1)
 	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
-	cfg, err := proxy.ParseConfig(embeddedConfig)
+	cfg, err := config.Parse(embeddedConfig)
 	if err != nil {
 		t.Fatal(err)
 	}

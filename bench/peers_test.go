@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"tradergate/bench/load"
-	"tradergate/proxy"
+	"tradergate/proxy/config"
 )
 
 // TestPeerAndTLSScenarios checks the rows the peers, TLS and the fleet
@@ -243,7 +243,7 @@ func TestRenderTGConfigTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := proxy.ParseConfig(data)
+	c, err := config.Parse(data)
 	if err != nil {
 		t.Fatalf("tradergate refuses the TLS config: %v\n%s", err, data)
 	}

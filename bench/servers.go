@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"tradergate/bench/fixture"
-	"tradergate/proxy"
+	"tradergate/proxy/config"
 	"tradergate/proxy/front"
 )
 
@@ -147,7 +147,7 @@ func frontLimits() (front.Config, error) {
 	if err != nil {
 		return front.Config{}, err
 	}
-	c, err := proxy.ParseConfig(data)
+	c, err := config.Parse(data)
 	if err != nil {
 		return front.Config{}, fmt.Errorf("the benchmark's tradergate config: %w", err)
 	}

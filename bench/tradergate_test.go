@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"tradergate/cache"
-	"tradergate/proxy"
+	"tradergate/proxy/config"
 )
 
 func TestRenderTGConfig(t *testing.T) {
@@ -52,7 +52,7 @@ func TestRenderTGConfig(t *testing.T) {
 		maxBytes int64
 		fileMin  int // cache.sendfile_min_bytes as written
 	}{{full, defaultCacheBytes, 0}, {withRedis, defaultCacheBytes, 0}, {big, 1 << 30, 0}, {heap, defaultCacheBytes, -1}, {files, defaultCacheBytes, 1}} {
-		pc, err := proxy.ParseConfig(tc.cfg)
+		pc, err := config.Parse(tc.cfg)
 		if err != nil {
 			t.Errorf("tradergate refuses the config: %v\n%s", err, tc.cfg)
 		} else if pc.Cache.MaxBytes != tc.maxBytes {

@@ -30,6 +30,7 @@ import (
 
 	"tradergate/internal/testkit"
 	"tradergate/proxy"
+	"tradergate/proxy/config"
 )
 
 // The chart in helm/tradergate, rendered by the real helm over its default
@@ -401,7 +402,7 @@ func TestHelmTemplate(t *testing.T) {
 // the keys Secret appended (what the init container runs), the variables
 // of the container's env set, and the files it names created where the
 // pod mounts them. It must pass tradergate check.
-func checkConfig(t *testing.T, r rendered, text string) *proxy.Config {
+func checkConfig(t *testing.T, r rendered, text string) *config.Config {
 	t.Helper()
 	pod := r.deployment.Spec.Template.Spec
 	edge := container(t, pod.Containers, "tradergate")
@@ -419,7 +420,7 @@ func checkConfig(t *testing.T, r rendered, text string) *proxy.Config {
 	// Every file the configuration names is under a mount of the edge
 	// container; the test makes it in a folder of its own at the same
 	// path.
-	cfg, err := proxy.ParseConfig([]byte(data))
+	cfg, err := config.Parse([]byte(data))
 	if err != nil {
 		t.Fatalf("config.yaml does not parse: %v\n%s", err, text)
 	}
@@ -462,7 +463,7 @@ func checkConfig(t *testing.T, r rendered, text string) *proxy.Config {
 		}
 		env[e.Name] = "from-secret-" + e.Name
 	}
-	rep := proxy.Check([]byte(data), func(k string) string { return env[k] })
+	rep := config.Check([]byte(data), func(k string) string { return env[k] })
 	if len(rep.Problems) > 0 {
 		var out strings.Builder
 		_ = rep.Write(&out, "config.yaml")
@@ -624,7 +625,7 @@ func selects(selector, labels map[string]string) bool {
 func startRendered(t *testing.T, r rendered, env map[string]string) string {
 	t.Helper()
 	data := r.configMaps[r.deployment.Name].Data["config.yaml"] + ciKeys
-	cfg, err := proxy.ParseConfig([]byte(data))
+	cfg, err := config.Parse([]byte(data))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -687,7 +688,7 @@ func TestHelmProbesAnswer(t *testing.T) {
 func TestHelmAdminNeedsToken(t *testing.T) {
 	r := render(t, "")
 	cm := r.configMaps[r.deployment.Name].Data["config.yaml"]
-	cfg, err := proxy.ParseConfig([]byte(cm + ciKeys))
+	cfg, err := config.Parse([]byte(cm + ciKeys))
 	if err != nil {
 		t.Fatal(err)
 	}

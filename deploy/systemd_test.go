@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"tradergate/internal/testkit"
-	"tradergate/proxy"
+	"tradergate/proxy/config"
 )
 
 const unitFile = "systemd/tradergate.service"
@@ -100,7 +100,7 @@ func TestSystemdUnit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := proxy.ParseConfig(shipped)
+	cfg, err := config.Parse(shipped)
 	if err != nil {
 		t.Fatal(err)
 	}

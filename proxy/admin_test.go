@@ -12,14 +12,14 @@ import (
 
 	"tradergate/cache/configerr"
 	"tradergate/internal/testkit"
-	"tradergate/proxy"
+	"tradergate/proxy/config"
 )
 
 // With admin.token_env set, every admin path but the health checks needs
 // the token; a missing or wrong one is a 401.
 func TestAdminToken(t *testing.T) {
 	const token = "admin-token-0123456789"
-	e := newEdge(t, withConfig(func(c *proxy.Config) {
+	e := newEdge(t, withConfig(func(c *config.Config) {
 		c.Admin.Listen = "127.0.0.1:0"
 		c.Admin.Pprof = true
 		c.Admin.TokenEnv = "TEST_ADMIN_TOKEN"
@@ -59,7 +59,7 @@ func TestAdminToken(t *testing.T) {
 }
 
 func TestAdminTokenMustBeSet(t *testing.T) {
-	cfg, err := proxy.ParseConfig([]byte(testConfig("http://127.0.0.1:1/open-api") + "\n"))
+	cfg, err := config.Parse([]byte(testConfig("http://127.0.0.1:1/open-api") + "\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestAdminOpenListenerNeedsToken(t *testing.T) {
 		{"[::1]:9090", false, true},
 		{"localhost:9090", false, true},
 	} {
-		cfg, err := proxy.ParseConfig([]byte(testConfig("http://127.0.0.1:1/open-api")))
+		cfg, err := config.Parse([]byte(testConfig("http://127.0.0.1:1/open-api")))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,7 +116,7 @@ func TestAdminOpenListenerNeedsToken(t *testing.T) {
 // is HttpOnly and SameSite=Strict, and opens the pages on GET only.
 func TestAdminLogin(t *testing.T) {
 	const token = "admin-token-0123456789"
-	e := newEdge(t, withConfig(func(c *proxy.Config) {
+	e := newEdge(t, withConfig(func(c *config.Config) {
 		c.Admin.Listen = "127.0.0.1:0"
 		c.Admin.TokenEnv = "TEST_ADMIN_TOKEN"
 	}), withEnv("TEST_ADMIN_TOKEN", token))
@@ -195,7 +195,7 @@ func TestAdminLoginExpires(t *testing.T) {
 	const tokenA, tokenB = "admin-token-A-0123456789", "admin-token-B-0123456789"
 	env := map[string]string{"TRADERGATE_UPSTREAM_KEY": legacyKey, "ADMIN_A": tokenA, "ADMIN_B": tokenB}
 	clock := testkit.NewClock(time.Date(2027, 5, 1, 9, 0, 0, 0, time.UTC))
-	admin := func(c *proxy.Config) {
+	admin := func(c *config.Config) {
 		c.Admin.Listen = "127.0.0.1:0"
 		c.Admin.TokenEnv = "ADMIN_A"
 		c.Admin.SessionLifetime = time.Hour
@@ -261,7 +261,7 @@ func TestAdminLoginExpires(t *testing.T) {
 
 	// A reload that changes the token ends every login at once.
 	c = login(tokenA)
-	cfg, err := proxy.ParseConfig([]byte(testConfig(e.up.URL + "/open-api")))
+	cfg, err := config.Parse([]byte(testConfig(e.up.URL + "/open-api")))
 	if err != nil {
 		t.Fatal(err)
 	}

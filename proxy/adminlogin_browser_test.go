@@ -12,7 +12,7 @@ import (
 
 	"tradergate/internal/testkit"
 	"tradergate/internal/testkit/browsertest"
-	"tradergate/proxy"
+	"tradergate/proxy/config"
 )
 
 // The admin login form in a real browser: the status page without a login
@@ -23,7 +23,7 @@ import (
 func TestAdminLoginInABrowser(t *testing.T) {
 	const token = "admin-token-for-the-browser-0123"
 	var logs testkit.LogBuffer
-	e := newEdge(t, func(s *edgeSetup) { s.logger, s.accessLog = logs.Logger(), true }, withConfig(func(c *proxy.Config) {
+	e := newEdge(t, func(s *edgeSetup) { s.logger, s.accessLog = logs.Logger(), true }, withConfig(func(c *config.Config) {
 		c.Admin.Listen = "127.0.0.1:0"
 		c.Admin.TokenEnv = "TEST_ADMIN_TOKEN"
 	}), withEnv("TEST_ADMIN_TOKEN", token))

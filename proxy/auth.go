@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"tradergate/limits"
+	"tradergate/proxy/config"
 	"tradergate/proxy/route"
 )
 
@@ -47,7 +48,7 @@ type keySet struct {
 // maxKeyLen bounds the work an unauthenticated client can ask for.
 const maxKeyLen = 512
 
-func newKeySet(keys []KeyConfig, plans map[string]limits.Plan, routes []*route.Route) *keySet {
+func newKeySet(keys []config.KeyConfig, plans map[string]limits.Plan, routes []*route.Route) *keySet {
 	ks := &keySet{byHash: make(map[[sha256.Size]byte]*principal, len(keys))}
 	for _, k := range keys {
 		var h [sha256.Size]byte
@@ -55,7 +56,7 @@ func newKeySet(keys []KeyConfig, plans map[string]limits.Plan, routes []*route.R
 			continue // Validate refuses such keys before this runs.
 		}
 		p := &principal{KeyID: k.ID, Plan: k.Plan, Limit: plans[k.Plan], bucket: limits.NewBucket("key:" + k.ID),
-			legacyRetired: k.Legacy == legacyRetired}
+			legacyRetired: k.Legacy == config.LegacyRetired}
 		if k.Limit != nil {
 			p.Limit = *k.Limit
 		}

@@ -10,14 +10,14 @@ import (
 	"tradergate/internal/testkit"
 	"tradergate/internal/testkit/redistest"
 	"tradergate/limits"
-	"tradergate/proxy"
+	"tradergate/proxy/config"
 )
 
 // withAuthFailures sets limits.auth_failures, an anonymous allowance
 // large enough to stay out of the way, and trusts loopback's
 // X-Forwarded-For, so that a test can speak from several addresses.
 func withAuthFailures(requests int64) edgeOption {
-	return withConfig(func(c *proxy.Config) {
+	return withConfig(func(c *config.Config) {
 		c.Limits.AuthFailures = limits.Plan{Requests: requests, Window: time.Minute}
 		c.Limits.Anonymous = limits.Plan{Requests: 1000, Window: time.Minute}
 		c.Limits.TrustedProxies = []string{"127.0.0.1"}

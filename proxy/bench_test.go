@@ -11,12 +11,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"tradergate/proxy/config"
 
 	"github.com/valyala/fasthttp"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-
-	"tradergate/proxy"
 )
 
 // discard is a ResponseWriter that keeps nothing, so a benchmark measures
@@ -35,7 +34,7 @@ func (d *discard) WriteHeader(int)             {}
 func benchEdge(b *testing.B) *edge { return benchEdgeWith(b) }
 
 func benchEdgeWith(b *testing.B, opts ...edgeOption) *edge {
-	return newEdge(b, append([]edgeOption{withLimitedKey(1<<50, time.Hour), withConfig(func(c *proxy.Config) {
+	return newEdge(b, append([]edgeOption{withLimitedKey(1<<50, time.Hour), withConfig(func(c *config.Config) {
 		c.Upstream.PerSecond = 1e9
 		c.Upstream.MaxConcurrent = 1 << 20
 	})}, opts...)...)
@@ -69,7 +68,7 @@ func BenchmarkHit(b *testing.B) {
 	// exporter): what tracing costs a hit. Tracing off is "fast".
 	traced := benchEdgeWith(b, func(s *edgeSetup) {
 		s.spans = sdktrace.NewSimpleSpanProcessor(tracetest.NewNoopExporter())
-	}, withConfig(func(c *proxy.Config) { c.Tracing.SamplingRatio = 0.01 })).srv.FastHandler()
+	}, withConfig(func(c *config.Config) { c.Tracing.SamplingRatio = 0.01 })).srv.FastHandler()
 	fast, std := e.srv.FastHandler(), e.srv.Handler()
 	for _, p := range pages {
 		for _, gz := range []bool{false, true} {

@@ -20,7 +20,7 @@ import (
 	"tradergate/internal/testkit"
 	"tradergate/legacysim"
 	"tradergate/limits"
-	"tradergate/proxy"
+	"tradergate/proxy/config"
 	"tradergate/proxy/route"
 )
 
@@ -249,7 +249,7 @@ func TestBookPagesComeFromTheCache(t *testing.T) {
 }
 
 func TestBookErrors(t *testing.T) {
-	e := bookEdge(t, withConfig(func(c *proxy.Config) { c.OrderBook.MaxEvents = 50 }))
+	e := bookEdge(t, withConfig(func(c *config.Config) { c.OrderBook.MaxEvents = 50 }))
 	token := e.sim.Markets()[0].Tokens[0]
 	at := time.Now().Add(-90 * time.Minute).UnixMilli()
 	for _, tc := range []struct {
@@ -406,7 +406,7 @@ func TestBookSettledTimesShareTheirPages(t *testing.T) {
 // agree with a client's own rebuild.
 func TestBookAlignedAnswersEqualExact(t *testing.T) {
 	aligned := bookEdge(t)
-	exact := bookEdge(t, withConfig(func(c *proxy.Config) { c.OrderBook.Align = -1 }))
+	exact := bookEdge(t, withConfig(func(c *config.Config) { c.OrderBook.Align = -1 }))
 	token := aligned.sim.Markets()[1].Tokens[1]
 	events := allEvents(t, aligned, token)
 	first, last := events[0].Timestamp, events[len(events)-1].Timestamp
@@ -464,7 +464,7 @@ func TestBookChargedPerPage(t *testing.T) {
 
 	// A plan of one request: the rebuild passes the rate limit step, and
 	// its second page is past the allowance.
-	tight := bookEdge(t, withConfig(func(c *proxy.Config) { c.Plans["pro"] = limits.Plan{Requests: 1, Window: time.Hour} }))
+	tight := bookEdge(t, withConfig(func(c *config.Config) { c.Plans["pro"] = limits.Plan{Requests: 1, Window: time.Hour} }))
 	resp, body = tight.get(path(at))
 	failure(t, resp, body, 429, "Rate limit exceeded")
 	if resp.Header.Get("Retry-After") == "" || remaining(resp) != 0 {

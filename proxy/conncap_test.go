@@ -15,13 +15,13 @@ import (
 	"golang.org/x/net/http2"
 
 	"tradergate/internal/testkit"
-	"tradergate/proxy"
+	"tradergate/proxy/config"
 )
 
 // withConnCap sets server.max_connections and
 // server.max_connections_per_address.
 func withConnCap(total, perAddr int) edgeOption {
-	return withConfig(func(c *proxy.Config) {
+	return withConfig(func(c *config.Config) {
 		c.Server.MaxConnections, c.Server.MaxConnectionsPerAddress = total, perAddr
 	})
 }
@@ -176,7 +176,7 @@ func TestConnectionCapOverTLS(t *testing.T) {
 	pair.Write(t, certFile, keyFile)
 	te := startTLSEdge(t, tlsSetup{
 		yaml: "mode: files\ncert_file: " + strconv.Quote(certFile) + "\nkey_file: " + strconv.Quote(keyFile) + "\nhttp_listen: \"\"\n",
-		edit: func(c *proxy.Config) { c.Server.MaxConnections, c.Server.MaxConnectionsPerAddress = 2, -1 },
+		edit: func(c *config.Config) { c.Server.MaxConnections, c.Server.MaxConnectionsPerAddress = 2, -1 },
 	})
 	path := "/v1/tx/" + te.sim.TradeTxs()[0]
 	cfg := &tls.Config{RootCAs: pair.Pool(), ServerName: edgeName}

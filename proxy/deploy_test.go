@@ -12,7 +12,7 @@ import (
 	"tradergate/internal/testkit/promtest"
 	"tradergate/internal/testkit/redistest"
 	"tradergate/legacysim"
-	"tradergate/proxy"
+	"tradergate/proxy/config"
 )
 
 // deploy/'s dashboard and alert rules, against a real Prometheus scraping
@@ -27,7 +27,7 @@ func TestDashboardAndAlertsAgainstALiveEdge(t *testing.T) {
 	testkit.SelfSigned(t, "edge", time.Now().Add(30*24*time.Hour), edgeName).Write(t, certFile, keyFile)
 	te := startTLSEdge(t, tlsSetup{
 		yaml: "mode: files\nhttp_listen: \"\"\ncert_file: " + strconv.Quote(certFile) + "\nkey_file: " + strconv.Quote(keyFile),
-		edit: func(c *proxy.Config) {
+		edit: func(c *config.Config) {
 			c.Admin.Listen = "127.0.0.1:0"
 			c.Redis.Addrs, c.Redis.Timeout = []string{r.Addr()}, 2*time.Second
 			c.Upstream.Breaker.MinRequests = 2

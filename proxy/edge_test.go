@@ -19,6 +19,7 @@ import (
 	"tradergate/internal/testkit"
 	"tradergate/legacysim"
 	"tradergate/proxy"
+	"tradergate/proxy/config"
 )
 
 // Keys of the test edge, in plain text here only.
@@ -37,7 +38,7 @@ type edge struct {
 	up    *httptest.Server
 	srv   *proxy.Server
 	front *frontEnd
-	cfg   *proxy.Config
+	cfg   *config.Config
 	// addr is the client listener; stop ends Serve, wait returns what it
 	// returned.
 	addr string
@@ -58,7 +59,7 @@ type edgeSetup struct {
 	sim  legacysim.Config
 	wrap func(http.Handler) http.Handler // around legacysim
 	now  func() time.Time                // the edge's clock
-	cfg  []func(*proxy.Config)
+	cfg  []func(*config.Config)
 	env  map[string]string
 	// logger and accessLog are the edge's log options.
 	logger    *slog.Logger
@@ -73,7 +74,7 @@ type edgeSetup struct {
 type edgeOption func(*edgeSetup)
 
 // withConfig edits the parsed configuration before it is validated.
-func withConfig(f func(*proxy.Config)) edgeOption {
+func withConfig(f func(*config.Config)) edgeOption {
 	return func(s *edgeSetup) { s.cfg = append(s.cfg, f) }
 }
 
@@ -142,7 +143,7 @@ func newEdge(t testing.TB, opts ...edgeOption) *edge {
 		up = httptest.NewServer(upstream)
 		t.Cleanup(up.Close)
 	}
-	cfg, err := proxy.ParseConfig([]byte(testConfig(up.URL + "/open-api")))
+	cfg, err := config.Parse([]byte(testConfig(up.URL + "/open-api")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,8 +387,8 @@ func TestUpstreamErrors(t *testing.T) {
 		{"legacy 503", legacysim.Faults{FailStatus: 503}, nil, 502, "Upstream error", ""},
 		{"malformed body", legacysim.Faults{Malformed: true}, nil, 502, "Invalid upstream response", ""},
 		{"truncated body", legacysim.Faults{Truncate: true}, nil, 502, "Upstream error", ""},
-		{"body over the cap", legacysim.Faults{PadBytes: 8 << 10}, []edgeOption{withConfig(func(c *proxy.Config) { c.Upstream.MaxBodyBytes = 4 << 10 })}, 502, "Upstream response too large", ""},
-		{"timeout", legacysim.Faults{Hang: true}, []edgeOption{withConfig(func(c *proxy.Config) { c.Upstream.Timeout = 200 * time.Millisecond })}, 504, "Upstream timeout", ""},
+		{"body over the cap", legacysim.Faults{PadBytes: 8 << 10}, []edgeOption{withConfig(func(c *config.Config) { c.Upstream.MaxBodyBytes = 4 << 10 })}, 502, "Upstream response too large", ""},
+		{"timeout", legacysim.Faults{Hang: true}, []edgeOption{withConfig(func(c *config.Config) { c.Upstream.Timeout = 200 * time.Millisecond })}, 504, "Upstream timeout", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -417,7 +418,7 @@ func TestUpstreamErrors(t *testing.T) {
 		failure(t, resp, body, 502, "Upstream unreachable")
 	})
 	t.Run("wrong edge credential", func(t *testing.T) {
-		e := newEdge(t, withConfig(func(c *proxy.Config) { c.Upstream.KeyEnv = "WRONG_KEY_VAR" }))
+		e := newEdge(t, withConfig(func(c *config.Config) { c.Upstream.KeyEnv = "WRONG_KEY_VAR" }))
 		resp, body := e.get("/v1/tx/" + e.sim.TradeTxs()[0])
 		failure(t, resp, body, 502, "Upstream rejected the gateway's credential")
 		if bytes.Contains(body, []byte("not-the-legacy-key")) {
@@ -463,7 +464,7 @@ func TestUpstreamCompressionNone(t *testing.T) {
 	plain := newEdge(t, sim)
 	w := "/v1/trader/" + plain.sim.Wallets()[0] + "/activity?limit=7"
 	_, want := plain.get(w)
-	none := func(c *proxy.Config) { c.Upstream.Compression = "none" }
+	none := func(c *config.Config) { c.Upstream.Compression = "none" }
 
 	e := newEdge(t, sim, withConfig(none))
 	resp, body := e.get(w)

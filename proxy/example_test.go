@@ -11,19 +11,3 @@ func ExampleHashKey() {
 	fmt.Println(proxy.HashKey("hello"))
 	// Output: 2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824
 }
-
-// ParseConfig decodes strictly and fills defaults; Validate returns every
-// problem at once (a configerr.List), each naming its field, placed on its
-// line and column when the file holds it.
-func ExampleParseConfig() {
-	cfg, err := proxy.ParseConfig([]byte("upstream:\n  base_url: ftp://legacy\n"))
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	fmt.Println(cfg.Validate(func(string) string { return "" }))
-	// Output:
-	// line 1:1: upstream.key_env: environment variable TRADERGATE_UPSTREAM_KEY (the edge's legacy API key) is not set
-	// line 2:3: upstream.base_url: must be an http(s) URL without query or credentials, got "ftp://legacy"
-	// keys: at least one key is required (hash one with `tradergate hash-key`)
-}

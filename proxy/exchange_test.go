@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"tradergate/internal/testkit"
+	"tradergate/proxy/config"
 	"tradergate/proxy/route"
 	"tradergate/proxy/wire"
 )
@@ -18,7 +19,7 @@ import (
 // whatever the step had set, but keeps the fields every answer carries.
 func TestPanicIsA500AndALogLine(t *testing.T) {
 	var logs testkit.LogBuffer
-	s := &Server{cfg: &Config{}, log: logs.Logger(), now: time.Now, routes: route.NewTable()}
+	s := &Server{cfg: &config.Config{}, log: logs.Logger(), now: time.Now, routes: route.NewTable()}
 	var err error
 	if s.metrics, err = newMetrics(prometheus.NewRegistry(), s); err != nil {
 		t.Fatal(err)
@@ -79,7 +80,7 @@ func TestRequestIDKeptOrMade(t *testing.T) {
 // the stack.
 func TestKeyLookupAllocatesNothing(t *testing.T) {
 	key := strings.Repeat("k", maxKeyLen)
-	ks := newKeySet([]KeyConfig{{ID: "long", SHA256: HashKey(key), Plan: "free"}}, nil, nil)
+	ks := newKeySet([]config.KeyConfig{{ID: "long", SHA256: HashKey(key), Plan: "free"}}, nil, nil)
 	auth := "Bearer " + key
 	if ks.lookup(auth) == nil {
 		t.Fatal("the key is not found")

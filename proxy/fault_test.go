@@ -15,7 +15,7 @@ import (
 
 	"tradergate/internal/testkit"
 	"tradergate/legacysim"
-	"tradergate/proxy"
+	"tradergate/proxy/config"
 	"tradergate/proxy/route"
 	"tradergate/proxy/upstream"
 )
@@ -51,7 +51,7 @@ func TestFaultLegacyDown(t *testing.T) {
 }
 
 func TestFaultLegacyHangsAndIsSlow(t *testing.T) {
-	short := withConfig(func(c *proxy.Config) { c.Upstream.Timeout = 300 * time.Millisecond })
+	short := withConfig(func(c *config.Config) { c.Upstream.Timeout = 300 * time.Millisecond })
 	for _, f := range []legacysim.Faults{{Hang: true}, {Latency: 3 * time.Second}} {
 		e := newEdge(t, short)
 		e.sim.SetFaults(f)
@@ -93,7 +93,7 @@ func TestFaultRetriesAndBudget(t *testing.T) {
 	})
 	t.Run("500 and malformed bodies are answers, not retried", func(t *testing.T) {
 		for _, f := range []legacysim.Faults{{FailStatus: 500}, {Malformed: true}, {PadBytes: 64 << 10}} {
-			e := newEdge(t, withConfig(func(c *proxy.Config) { c.Upstream.MaxBodyBytes = 32 << 10 }))
+			e := newEdge(t, withConfig(func(c *config.Config) { c.Upstream.MaxBodyBytes = 32 << 10 }))
 			e.sim.SetFaults(f)
 			resp, _ := e.get(activity(e, 0))
 			if resp.StatusCode != 502 || e.sim.Stats().Requests != 1 {
@@ -113,7 +113,7 @@ func TestFaultRetriesAndBudget(t *testing.T) {
 		noteFaults(t, 1, 1)
 	})
 	t.Run("the budget caps retries in an outage", func(t *testing.T) {
-		e := newEdge(t, withConfig(func(c *proxy.Config) {
+		e := newEdge(t, withConfig(func(c *config.Config) {
 			c.Upstream.Retry.BudgetRatio = 0.1
 			c.Upstream.Retry.BudgetReserve = 5
 			c.Upstream.Breaker.MinRequests = 1000 // keep the breaker out of it
@@ -135,7 +135,7 @@ func TestFaultRetriesAndBudget(t *testing.T) {
 
 func TestFault5xxStormOpensTheBreaker(t *testing.T) {
 	edgeClock := testkit.NewClock(time.Now())
-	e := newEdge(t, withClock(edgeClock.Now), withConfig(func(c *proxy.Config) {
+	e := newEdge(t, withClock(edgeClock.Now), withConfig(func(c *config.Config) {
 		c.Upstream.Retry.MaxAttempts = 1
 		// The two warm-up calls count too: 2 good + 4 failed = 6 calls,
 		// 4/6 >= 0.6 trips on the fourth failure and not before.
@@ -255,7 +255,7 @@ func serveEdge(t *testing.T, e *edge) (addr string, stop context.CancelFunc, wai
 }
 
 func TestFaultSlowClient(t *testing.T) {
-	e := newEdge(t, withConfig(func(c *proxy.Config) { c.Server.ReadHeaderTimeout = 200 * time.Millisecond }))
+	e := newEdge(t, withConfig(func(c *config.Config) { c.Server.ReadHeaderTimeout = 200 * time.Millisecond }))
 	addr, _, _ := serveEdge(t, e)
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -379,7 +379,7 @@ func TestFaultShutdownUnderLoad(t *testing.T) {
 }
 
 func TestFaultShutdownDeadline(t *testing.T) {
-	e := newEdge(t, withConfig(func(c *proxy.Config) { c.Server.ShutdownTimeout = 500 * time.Millisecond }))
+	e := newEdge(t, withConfig(func(c *config.Config) { c.Server.ShutdownTimeout = 500 * time.Millisecond }))
 	e.sim.SetFaults(legacysim.Faults{Hang: true})
 	addr, stop, wait := serveEdge(t, e)
 	const n = 5

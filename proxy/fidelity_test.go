@@ -10,10 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"tradergate/proxy/config"
 
 	"golang.org/x/net/http2"
-
-	"tradergate/proxy"
 )
 
 // rawExchange sends req on a new connection and reads the whole answer
@@ -56,7 +55,7 @@ func headerBlock(t *testing.T, answer string) (status string, fields map[string]
 // spelled as the document spells them, the JSON envelope, and on a
 // legacy path variant B with Deprecation, Sunset and the successor Link.
 func TestFrontRefusalsFollowTheContract(t *testing.T) {
-	e := newEdge(t, withLegacy(), withConfig(func(c *proxy.Config) {
+	e := newEdge(t, withLegacy(), withConfig(func(c *config.Config) {
 		// Longer than the test waits: a refusal must not wait for it.
 		c.Server.ReadHeaderTimeout, c.Server.ReadTimeout = time.Minute, time.Minute
 	}))

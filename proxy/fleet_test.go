@@ -14,7 +14,7 @@ import (
 	"tradergate/internal/testkit"
 	"tradergate/internal/testkit/redistest"
 	"tradergate/legacysim"
-	"tradergate/proxy"
+	"tradergate/proxy/config"
 )
 
 // fleetOf starts n replicas over one Redis, in front of one legacy host.
@@ -60,7 +60,7 @@ func TestFleetSharesOneQuota(t *testing.T) {
 
 // withClusterRedis points the edge at a Redis Cluster.
 func withClusterRedis(addrs []string) edgeOption {
-	return withConfig(func(c *proxy.Config) {
+	return withConfig(func(c *config.Config) {
 		c.Redis.Addrs = addrs
 		c.Redis.Timeout = 2 * time.Second
 	})

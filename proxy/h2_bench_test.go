@@ -19,7 +19,7 @@ import (
 	"golang.org/x/net/http2/hpack"
 
 	"tradergate/internal/testkit"
-	"tradergate/proxy"
+	"tradergate/proxy/config"
 	"tradergate/proxy/tlsedge"
 )
 
@@ -79,7 +79,7 @@ func h2BenchEdge(b *testing.B) (*edge, string) {
 	certFile, keyFile := filepath.Join(dir, "edge.crt"), filepath.Join(dir, "edge.key")
 	testkit.SelfSigned(b, "bench", time.Now().Add(24*time.Hour), edgeName).Write(b, certFile, keyFile)
 	noPlain := ""
-	e := benchEdgeWith(b, withConfig(func(c *proxy.Config) {
+	e := benchEdgeWith(b, withConfig(func(c *config.Config) {
 		c.Server.TLS = tlsedge.Config{Mode: tlsedge.ModeFiles, CertFile: certFile, KeyFile: keyFile,
 			HTTPListen: &noPlain}
 	}))

@@ -18,7 +18,7 @@ import (
 	"golang.org/x/net/http2/hpack"
 
 	"tradergate/internal/testkit"
-	"tradergate/proxy"
+	"tradergate/proxy/config"
 )
 
 // Many streams on one HTTP/2 connection, answered at once, small pages
@@ -104,7 +104,7 @@ func TestH2AbuseIsCutAndCounted(t *testing.T) {
 	kp.Write(t, certFile, keyFile)
 	te := startTLSEdge(t, tlsSetup{
 		yaml: "mode: files\ncert_file: " + strconv.Quote(certFile) + "\nkey_file: " + strconv.Quote(keyFile) + "\nhttp_listen: \"\"",
-		edit: func(c *proxy.Config) { c.Admin.Listen = "127.0.0.1:0" },
+		edit: func(c *config.Config) { c.Admin.Listen = "127.0.0.1:0" },
 	})
 	if err := te.serving(t, httpsClient(t, kp.Pool(), edgeName)); err != nil {
 		t.Fatal(err)

@@ -2,13 +2,12 @@ package proxy
 
 import (
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"tradergate/cache/configerr"
+	"tradergate/proxy/config"
 	"tradergate/proxy/route"
 )
 
@@ -19,98 +18,6 @@ import (
 // resource; once retired (past the sunset, during a brownout, or for a
 // key marked retired) it is 410 Gone. docs/OPERATING.md "Migrating clients" has the
 // steps.
-
-// LegacyConfig is the legacy section. Everything in it is reloaded on
-// SIGHUP.
-type LegacyConfig struct {
-	// Enabled serves the legacy paths (/open-api/v1/...) at the edge; zero:
-	// off, and those paths are 404 as any unknown path.
-	Enabled bool `yaml:"enabled"`
-	// Deprecation is when the legacy API was (or will be) deprecated, RFC
-	// 3339, sent as the Deprecation header. Required when Enabled.
-	Deprecation string `yaml:"deprecation"`
-	// Sunset is when the legacy paths stop answering, RFC 3339: from then
-	// on every legacy call is 410. Zero: no date set (no Sunset header).
-	// Not before Deprecation.
-	Sunset string `yaml:"sunset"`
-	// GuideURL is the migration guide, an absolute http(s) URL, linked as
-	// rel="deprecation" (and rel="sunset" once a sunset is set); zero: no
-	// such links.
-	GuideURL string `yaml:"guide_url"`
-	// Brownouts are scheduled windows in which legacy calls are already
-	// 410, so that clients notice before the sunset; zero: none.
-	Brownouts []Brownout `yaml:"brownouts"`
-
-	// Parsed by validate.
-	deprecation, sunset time.Time
-}
-
-// Brownout is one scheduled window of 410s.
-type Brownout struct {
-	// Start is RFC 3339. Required.
-	Start string `yaml:"start"`
-	// Duration is how long it lasts. Required, positive.
-	Duration time.Duration `yaml:"duration"`
-
-	start time.Time
-}
-
-// The values of keys[].legacy.
-const (
-	legacyAllow   = "allow"
-	legacyRetired = "retired"
-)
-
-// validate reports every problem of the legacy section and of the keys'
-// legacy fields, each naming its field path. It parses the times.
-func (c *LegacyConfig) validate(keys []KeyConfig) error {
-	var errs configerr.List
-	add := func(field, msg string) { errs.Add("legacy."+field, "%s", msg) }
-	parse := func(field, v string, into *time.Time) bool {
-		t, err := time.Parse(time.RFC3339, v)
-		if err != nil {
-			add(field, "must be an RFC 3339 time such as 2026-12-01T00:00:00Z, got \""+v+"\"")
-			return false
-		}
-		*into = t
-		return true
-	}
-	switch {
-	case c.Deprecation != "":
-		parse("deprecation", c.Deprecation, &c.deprecation)
-	case c.Enabled:
-		add("deprecation", "is required when legacy.enabled is true: the Deprecation header states it")
-	}
-	if c.Sunset != "" && parse("sunset", c.Sunset, &c.sunset) && !c.deprecation.IsZero() && c.sunset.Before(c.deprecation) {
-		add("sunset", "must not be before legacy.deprecation ("+c.Deprecation+")")
-	}
-	if c.GuideURL != "" {
-		u, err := url.Parse(c.GuideURL)
-		// It goes between < and > in a Link header: nothing there may end
-		// or split the field.
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || strings.ContainsAny(c.GuideURL, "<>\" \t\r\n") {
-			add("guide_url", "must be an absolute http or https URL, got \""+c.GuideURL+"\"")
-		}
-	}
-	for i := range c.Brownouts {
-		b := &c.Brownouts[i]
-		f := "brownouts[" + strconv.Itoa(i) + "]"
-		if b.Start == "" {
-			add(f+".start", "is required (RFC 3339)")
-		} else {
-			parse(f+".start", b.Start, &b.start)
-		}
-		if b.Duration <= 0 {
-			add(f+".duration", "must be positive, got "+b.Duration.String())
-		}
-	}
-	for i, k := range keys {
-		if k.Legacy != "" && k.Legacy != legacyAllow && k.Legacy != legacyRetired {
-			errs.Add("keys["+strconv.Itoa(i)+"].legacy", "must be allow or retired, got %q", k.Legacy)
-		}
-	}
-	return errs.Err()
-}
 
 // legacyPolicy is the legacy section as the steps read it: made once per
 // (re)load, read by every legacy request, never written.
@@ -126,15 +33,16 @@ type legacyPolicy struct {
 
 type window struct{ start, end time.Time }
 
-func newLegacyPolicy(c LegacyConfig) *legacyPolicy {
-	p := &legacyPolicy{enabled: c.Enabled, sunset: c.sunset, guide: c.GuideURL}
-	if !c.deprecation.IsZero() {
+func newLegacyPolicy(c config.LegacyConfig) *legacyPolicy {
+	deprecation, sunset := c.Times()
+	p := &legacyPolicy{enabled: c.Enabled, sunset: sunset, guide: c.GuideURL}
+	if !deprecation.IsZero() {
 		// RFC 9745 section 2.1: a Structured Field Date.
-		p.deprecation = "@" + strconv.FormatInt(c.deprecation.Unix(), 10)
+		p.deprecation = "@" + strconv.FormatInt(deprecation.Unix(), 10)
 	}
-	if !c.sunset.IsZero() {
+	if !sunset.IsZero() {
 		// RFC 8594 section 3: an HTTP-date.
-		p.sunsetValue = c.sunset.UTC().Format(http.TimeFormat)
+		p.sunsetValue = sunset.UTC().Format(http.TimeFormat)
 	}
 	if c.GuideURL != "" {
 		// RFC 9745 section 3: rel="deprecation" points at what tells a
@@ -144,12 +52,13 @@ func newLegacyPolicy(c LegacyConfig) *legacyPolicy {
 		// a sunset is set. It never points at the successor, which has
 		// its own relation.
 		p.links = "<" + c.GuideURL + `>; rel="deprecation"`
-		if !c.sunset.IsZero() {
+		if !sunset.IsZero() {
 			p.links += ", <" + c.GuideURL + `>; rel="sunset"`
 		}
 	}
 	for _, b := range c.Brownouts {
-		p.brownouts = append(p.brownouts, window{b.start, b.start.Add(b.Duration)})
+		start := b.StartTime()
+		p.brownouts = append(p.brownouts, window{start, start.Add(b.Duration)})
 	}
 	slices.SortFunc(p.brownouts, func(a, b window) int { return a.start.Compare(b.start) })
 	return p

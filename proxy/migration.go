@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"tradergate/proxy/admin"
+	"tradergate/proxy/config"
 	"tradergate/proxy/fleet"
 	"tradergate/proxy/route"
 )
@@ -77,7 +78,7 @@ type routeUse struct{ n, last atomic.Int64 }
 
 type routeSent struct{ n, last int64 }
 
-func newMigration(reg prometheus.Registerer, cfg *Config, routes []*route.Route, conn *fleet.Conn, log *slog.Logger) (*migration, error) {
+func newMigration(reg prometheus.Registerer, cfg *config.Config, routes []*route.Route, conn *fleet.Conn, log *slog.Logger) (*migration, error) {
 	m := &migration{
 		routes: routes,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -103,7 +104,7 @@ func newMigration(reg prometheus.Registerer, cfg *Config, routes []*route.Route,
 // configure applies the legacy section and makes the series of every
 // configured key, so that a key that never called shows as 0. A key that
 // leaves the configuration keeps its counts.
-func (m *migration) configure(cfg *Config) {
+func (m *migration) configure(cfg *config.Config) {
 	m.policy.Store(newLegacyPolicy(cfg.Legacy))
 	for _, k := range cfg.Keys {
 		m.use(k.ID)
@@ -337,7 +338,7 @@ type routeMigrateR struct {
 }
 
 // report builds the report of the running configuration cfg.
-func (m *migration) report(ctx context.Context, cfg *Config) migrationReport {
+func (m *migration) report(ctx context.Context, cfg *config.Config) migrationReport {
 	p := m.policy.Load()
 	rep := migrationReport{Scope: "replica", Enabled: p.enabled, Keys: []keyMigrationR{}}
 	if cfg.Legacy.Deprecation != "" {
@@ -351,7 +352,7 @@ func (m *migration) report(ctx context.Context, cfg *Config) migrationReport {
 	}
 	legacyOf := map[string]string{}
 	for _, k := range cfg.Keys {
-		legacyOf[k.ID] = cmp.Or(k.Legacy, legacyAllow)
+		legacyOf[k.ID] = cmp.Or(k.Legacy, config.LegacyAllow)
 	}
 	m.mu.RLock()
 	ids := make([]string, 0, len(m.keys))

@@ -18,7 +18,7 @@ import (
 	"tradergate/internal/testkit"
 	"tradergate/internal/testkit/redistest"
 	"tradergate/legacysim"
-	"tradergate/proxy"
+	"tradergate/proxy/config"
 )
 
 // The legacy section of the migration tests.
@@ -29,9 +29,9 @@ const (
 )
 
 // withLegacy serves the legacy paths, deprecated, with a sunset and a guide.
-func withLegacy(edit ...func(*proxy.LegacyConfig)) edgeOption {
-	return withConfig(func(c *proxy.Config) {
-		c.Legacy = proxy.LegacyConfig{Enabled: true, Deprecation: deprecatedAt, Sunset: sunsetAt, GuideURL: guideURL}
+func withLegacy(edit ...func(*config.LegacyConfig)) edgeOption {
+	return withConfig(func(c *config.Config) {
+		c.Legacy = config.LegacyConfig{Enabled: true, Deprecation: deprecatedAt, Sunset: sunsetAt, GuideURL: guideURL}
 		for _, f := range edit {
 			f(&c.Legacy)
 		}
@@ -267,9 +267,9 @@ func TestLegacyErrorsAreVariantB(t *testing.T) {
 }
 
 // reload applies cfg edits to the edge's configuration, as SIGHUP does.
-func (e *edge) reload(edits ...func(*proxy.Config)) {
+func (e *edge) reload(edits ...func(*config.Config)) {
 	e.t.Helper()
-	cfg, err := proxy.ParseConfig([]byte(testConfig(e.up.URL + "/open-api")))
+	cfg, err := config.Parse([]byte(testConfig(e.up.URL + "/open-api")))
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -289,9 +289,9 @@ func (e *edge) reload(edits ...func(*proxy.Config)) {
 func TestLegacyRetirement(t *testing.T) {
 	t0 := time.Date(2027, 3, 1, 12, 0, 0, 0, time.UTC)
 	clock := testkit.NewClock(t0)
-	brownout := func(l *proxy.LegacyConfig) {
+	brownout := func(l *config.LegacyConfig) {
 		l.Sunset = "2027-03-01T14:00:00Z"
-		l.Brownouts = []proxy.Brownout{{Start: "2027-03-01T12:10:00Z", Duration: 30 * time.Minute}}
+		l.Brownouts = []config.Brownout{{Start: "2027-03-01T12:10:00Z", Duration: 30 * time.Minute}}
 	}
 	e := newEdge(t, withClock(clock.Now), withLegacy(brownout))
 	w := e.sim.Wallets()[0]
@@ -324,18 +324,18 @@ func TestLegacyRetirement(t *testing.T) {
 		t.Errorf("/v1 past the legacy sunset: %d %s", resp.StatusCode, body)
 	}
 
-	e.reload(withLegacyConfig(func(l *proxy.LegacyConfig) { l.Sunset = "2027-09-01T00:00:00Z" }))
+	e.reload(withLegacyConfig(func(l *config.LegacyConfig) { l.Sunset = "2027-09-01T00:00:00Z" }))
 	wantLink = "<" + successor + `>; rel="successor-version", <` + guideURL + `>; rel="deprecation", <` + guideURL + `>; rel="sunset"`
 	expect("sunset moved by a reload", 200, "")
 
-	retire := func(c *proxy.Config) { c.Keys[0].Legacy = "retired" }
-	e.reload(withLegacyConfig(func(l *proxy.LegacyConfig) { l.Sunset = "" }), retire)
+	retire := func(c *config.Config) { c.Keys[0].Legacy = "retired" }
+	e.reload(withLegacyConfig(func(l *config.LegacyConfig) { l.Sunset = "" }), retire)
 	wantLink = "<" + successor + `>; rel="successor-version", <` + guideURL + `>; rel="deprecation"`
 	expect("retired key", 410, "This API is retired for this API key; use "+successor+" instead")
 	if resp, _ := e.get(successor); resp.StatusCode != 200 {
 		t.Errorf("/v1 of a retired key: %d", resp.StatusCode)
 	}
-	e.reload(withLegacyConfig(func(l *proxy.LegacyConfig) { l.Sunset = "" }))
+	e.reload(withLegacyConfig(func(l *config.LegacyConfig) { l.Sunset = "" }))
 	expect("key allowed again", 200, "")
 
 	// Legacy paths off: unknown paths, in variant A.
@@ -348,9 +348,9 @@ func TestLegacyRetirement(t *testing.T) {
 }
 
 // withLegacyConfig is withLegacy for reload's edits.
-func withLegacyConfig(edit func(*proxy.LegacyConfig)) func(*proxy.Config) {
-	return func(c *proxy.Config) {
-		c.Legacy = proxy.LegacyConfig{Enabled: true, Deprecation: deprecatedAt, Sunset: sunsetAt, GuideURL: guideURL}
+func withLegacyConfig(edit func(*config.LegacyConfig)) func(*config.Config) {
+	return func(c *config.Config) {
+		c.Legacy = config.LegacyConfig{Enabled: true, Deprecation: deprecatedAt, Sunset: sunsetAt, GuideURL: guideURL}
 		edit(&c.Legacy)
 	}
 }
@@ -358,25 +358,25 @@ func withLegacyConfig(edit func(*proxy.LegacyConfig)) func(*proxy.Config) {
 func TestLegacyConfigValidation(t *testing.T) {
 	tests := []struct {
 		name string
-		edit func(*proxy.Config)
+		edit func(*config.Config)
 		want string
 	}{
-		{"sunset before deprecation", withLegacyConfig(func(l *proxy.LegacyConfig) { l.Sunset = "2025-01-01T00:00:00Z" }),
+		{"sunset before deprecation", withLegacyConfig(func(l *config.LegacyConfig) { l.Sunset = "2025-01-01T00:00:00Z" }),
 			"legacy.sunset: must not be before legacy.deprecation (" + deprecatedAt + ")"},
-		{"no deprecation", withLegacyConfig(func(l *proxy.LegacyConfig) { l.Deprecation = "" }),
+		{"no deprecation", withLegacyConfig(func(l *config.LegacyConfig) { l.Deprecation = "" }),
 			"legacy.deprecation: is required when legacy.enabled is true: the Deprecation header states it"},
-		{"bad time", withLegacyConfig(func(l *proxy.LegacyConfig) { l.Sunset = "tomorrow" }),
+		{"bad time", withLegacyConfig(func(l *config.LegacyConfig) { l.Sunset = "tomorrow" }),
 			`legacy.sunset: must be an RFC 3339 time such as 2026-12-01T00:00:00Z, got "tomorrow"`},
-		{"guide not absolute", withLegacyConfig(func(l *proxy.LegacyConfig) { l.GuideURL = "/guide" }),
+		{"guide not absolute", withLegacyConfig(func(l *config.LegacyConfig) { l.GuideURL = "/guide" }),
 			`legacy.guide_url: must be an absolute http or https URL, got "/guide"`},
-		{"brownout without duration", withLegacyConfig(func(l *proxy.LegacyConfig) {
-			l.Brownouts = []proxy.Brownout{{Start: "2027-01-01T00:00:00Z"}}
+		{"brownout without duration", withLegacyConfig(func(l *config.LegacyConfig) {
+			l.Brownouts = []config.Brownout{{Start: "2027-01-01T00:00:00Z"}}
 		}), "legacy.brownouts[0].duration: must be positive, got 0s"},
-		{"key legacy value", func(c *proxy.Config) { c.Keys[1].Legacy = "never" },
+		{"key legacy value", func(c *config.Config) { c.Keys[1].Legacy = "never" },
 			`keys[1].legacy: must be allow or retired, got "never"`},
 	}
 	for _, tc := range tests {
-		cfg, err := proxy.ParseConfig([]byte(testConfig("http://127.0.0.1:1/open-api")))
+		cfg, err := config.Parse([]byte(testConfig("http://127.0.0.1:1/open-api")))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -388,7 +388,7 @@ func TestLegacyConfigValidation(t *testing.T) {
 		}
 	}
 	// The file form: times unquoted, as YAML would write them.
-	cfg, err := proxy.ParseConfig([]byte(testConfig("http://127.0.0.1:1/open-api") + `
+	cfg, err := config.Parse([]byte(testConfig("http://127.0.0.1:1/open-api") + `
 legacy:
   enabled: true
   deprecation: 2026-12-01T00:00:00Z

@@ -17,6 +17,7 @@ import (
 	"tradergate/legacysim"
 	"tradergate/normalize"
 	"tradergate/proxy"
+	"tradergate/proxy/config"
 	"tradergate/proxy/native"
 	"tradergate/proxy/route"
 )
@@ -123,7 +124,7 @@ func (n *nativeHost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func withNative(n *nativeHost, routes map[string]native.RouteConfig, edit func(*native.Config)) edgeOption {
 	return func(s *edgeSetup) {
 		s.env["TRADERGATE_NATIVE_KEY"] = nativeKey
-		withConfig(func(c *proxy.Config) {
+		withConfig(func(c *config.Config) {
 			c.Admin.Listen = "127.0.0.1:0"
 			c.Native = native.Config{BaseURL: n.srv.URL, KeyEnv: "TRADERGATE_NATIVE_KEY", Routes: copyRoutes(routes)}
 			if edit != nil {
@@ -158,7 +159,7 @@ func TestNativeOptionCopiesTheRoutes(t *testing.T) {
 	sample := 0.5
 	routes := map[string]native.RouteConfig{"tx": {Sample: &sample}}
 	opt := withNative(n, routes, nil)
-	var cfgs [2]proxy.Config
+	var cfgs [2]config.Config
 	var wg sync.WaitGroup
 	for i := range cfgs {
 		wg.Go(func() {
@@ -361,9 +362,9 @@ func TestNativeCanarySplitsKeysStickily(t *testing.T) {
 	n := newNativeHost(t)
 	e := newEdge(t, withSim(nativeSim()), withClock(testkit.NewClock(nativeBase).Now),
 		withNative(n, map[string]native.RouteConfig{"wallet_address": {Mode: native.ModeCanary, Percent: 30}}, nil),
-		withConfig(func(c *proxy.Config) {
+		withConfig(func(c *config.Config) {
 			for i := range keys {
-				c.Keys = append(c.Keys, proxy.KeyConfig{ID: fmt.Sprintf("k%d", i), SHA256: proxy.HashKey(fmt.Sprintf("canary-key-%04d", i)), Plan: "pro", Routes: []string{"*"}})
+				c.Keys = append(c.Keys, config.KeyConfig{ID: fmt.Sprintf("k%d", i), SHA256: proxy.HashKey(fmt.Sprintf("canary-key-%04d", i)), Plan: "pro", Routes: []string{"*"}})
 			}
 		}))
 	// Every request a miss of its own: an address nobody has.
@@ -548,9 +549,9 @@ func TestNativeRollbackAndReload(t *testing.T) {
 // The native section is validated like every other, and reloads without
 // a restart but for native.shadow.
 func TestNativeConfig(t *testing.T) {
-	parse := func(t *testing.T, extra string) (*proxy.Config, error) {
+	parse := func(t *testing.T, extra string) (*config.Config, error) {
 		t.Helper()
-		cfg, err := proxy.ParseConfig([]byte(testConfig("http://legacy.invalid/open-api") + extra))
+		cfg, err := config.Parse([]byte(testConfig("http://legacy.invalid/open-api") + extra))
 		if err != nil {
 			return nil, err
 		}

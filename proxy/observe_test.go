@@ -14,10 +14,11 @@ import (
 
 	"tradergate/internal/testkit"
 	"tradergate/proxy"
+	"tradergate/proxy/config"
 )
 
 // withAdmin opens the admin listener on a free loopback port.
-var withAdmin = withConfig(func(c *proxy.Config) { c.Admin.Listen = "127.0.0.1:0" })
+var withAdmin = withConfig(func(c *config.Config) { c.Admin.Listen = "127.0.0.1:0" })
 
 func getText(t *testing.T, url string) (int, string) {
 	t.Helper()
@@ -117,7 +118,7 @@ func TestMetricsCountWhatWasSent(t *testing.T) {
 }
 
 func TestHealthAndReadinessThroughShutdown(t *testing.T) {
-	e := newEdge(t, withAdmin, withConfig(func(c *proxy.Config) { c.Server.DrainDelay = 400 * time.Millisecond }))
+	e := newEdge(t, withAdmin, withConfig(func(c *config.Config) { c.Server.DrainDelay = 400 * time.Millisecond }))
 	addr, stop, wait := serveEdge(t, e)
 	testkit.Eventually(t, "the admin listener", func() bool { return e.srv.AdminAddr() != "" })
 	admin := "http://" + e.srv.AdminAddr()

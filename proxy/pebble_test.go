@@ -24,6 +24,7 @@ import (
 
 	"tradergate/internal/testkit"
 	"tradergate/proxy"
+	"tradergate/proxy/config"
 )
 
 // Mode acme end to end against Pebble, Let's Encrypt's ACME test server
@@ -417,7 +418,7 @@ func TestACMEStartupFailsWithoutCertificate(t *testing.T) {
 func TestACMECachedCertificateOutlivesCA(t *testing.T) {
 	p := startPebble(t, pebbleSetup{})
 	storage := t.TempDir()
-	backdate := func(c *proxy.Config) { proxy.BackdateACMEOrders(c, 80*24*time.Hour) } // 10 of 90 days left
+	backdate := func(c *config.Config) { proxy.BackdateACMEOrders(c, 80*24*time.Hour) } // 10 of 90 days left
 	first := startTLSEdge(t, tlsSetup{yaml: acmeBlock(p, edgeName, storage, ""), edit: backdate})
 	client := httpsClient(t, p.roots, edgeName)
 	first.waitHTTPS(t, client)

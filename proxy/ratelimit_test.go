@@ -13,14 +13,15 @@ import (
 	"tradergate/legacysim"
 	"tradergate/limits"
 	"tradergate/proxy"
+	"tradergate/proxy/config"
 )
 
 const keyLimited = "test-key-limited"
 
 // withLimitedKey adds a key whose own allowance overrides its plan's.
 func withLimitedKey(requests int64, window time.Duration) edgeOption {
-	return withConfig(func(c *proxy.Config) {
-		c.Keys = append(c.Keys, proxy.KeyConfig{ID: "limited", SHA256: proxy.HashKey(keyLimited), Plan: "free",
+	return withConfig(func(c *config.Config) {
+		c.Keys = append(c.Keys, config.KeyConfig{ID: "limited", SHA256: proxy.HashKey(keyLimited), Plan: "free",
 			Routes: []string{"*"}, Limit: &limits.Plan{Requests: requests, Window: window}})
 	})
 }
@@ -30,7 +31,7 @@ func withLimitedKey(requests int64, window time.Duration) edgeOption {
 // loaded test machine would be served by the fail mode instead (tested on
 // its own in TestRateLimitRedisDown).
 func withRedis(addr string) edgeOption {
-	return withConfig(func(c *proxy.Config) {
+	return withConfig(func(c *config.Config) {
 		c.Redis.Addrs = []string{addr}
 		c.Redis.Timeout = 2 * time.Second
 	})
@@ -132,7 +133,7 @@ func TestRateLimitRedisDown(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			r := redistest.Start(t)
 			e := newEdge(t, withLimitedKey(100, time.Minute), withRedis(r.Addr()),
-				withConfig(func(c *proxy.Config) { c.Limits.OnStoreError = mode }))
+				withConfig(func(c *config.Config) { c.Limits.OnStoreError = mode }))
 			auth := []string{"Authorization", "Bearer " + keyLimited}
 			tx := "/v1/tx/" + e.sim.TradeTxs()[0]
 			if resp, _ := e.do(http.MethodGet, tx, auth...); resp.StatusCode != 200 {
@@ -159,7 +160,7 @@ func TestRateLimitRedisDown(t *testing.T) {
 }
 
 func TestAnonymousBucketAndTrustedProxies(t *testing.T) {
-	anon := withConfig(func(c *proxy.Config) { c.Limits.Anonymous = limits.Plan{Requests: 3, Window: time.Minute} })
+	anon := withConfig(func(c *config.Config) { c.Limits.Anonymous = limits.Plan{Requests: 3, Window: time.Minute} })
 	t.Run("bad keys are limited per address", func(t *testing.T) {
 		e := newEdge(t, anon)
 		for i := range 3 {
@@ -182,7 +183,7 @@ func TestAnonymousBucketAndTrustedProxies(t *testing.T) {
 		}
 	})
 	t.Run("trusted proxy", func(t *testing.T) {
-		e := newEdge(t, anon, withConfig(func(c *proxy.Config) { c.Limits.TrustedProxies = []string{"127.0.0.1/32", "::1/128"} }))
+		e := newEdge(t, anon, withConfig(func(c *config.Config) { c.Limits.TrustedProxies = []string{"127.0.0.1/32", "::1/128"} }))
 		for range 3 {
 			e.do(http.MethodGet, "/v1/nothing", "X-Forwarded-For", "203.0.113.7")
 		}
@@ -196,7 +197,7 @@ func TestAnonymousBucketAndTrustedProxies(t *testing.T) {
 }
 
 func TestShieldCapsLegacyConcurrency(t *testing.T) {
-	e := newEdge(t, withConfig(func(c *proxy.Config) {
+	e := newEdge(t, withConfig(func(c *config.Config) {
 		c.Upstream.MaxConcurrent = 5
 		c.Upstream.QueueTimeout = 20 * time.Second
 	}))
@@ -219,7 +220,7 @@ func TestShieldCapsLegacyConcurrency(t *testing.T) {
 	}
 
 	t.Run("queue timeout", func(t *testing.T) {
-		e := newEdge(t, withConfig(func(c *proxy.Config) {
+		e := newEdge(t, withConfig(func(c *config.Config) {
 			c.Upstream.MaxConcurrent = 1
 			c.Upstream.QueueTimeout = 50 * time.Millisecond
 			c.Upstream.Timeout = time.Second

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"tradergate/internal/testkit"
-	"tradergate/proxy"
+	"tradergate/proxy/config"
 )
 
 // Reload warns about restart-only settings by comparing with what runs: a
@@ -43,13 +43,13 @@ func TestReloadWarnsAgainstWhatRuns(t *testing.T) {
 func TestReloadNamesSectionsThatNeedARestart(t *testing.T) {
 	tests := []struct {
 		name, want string
-		edit       func(c *proxy.Config)
+		edit       func(c *config.Config)
 	}{
-		{"redis", "redis.addrs", func(c *proxy.Config) { c.Redis.Addrs = []string{"127.0.0.1:1"} }},
-		{"tracing", "tracing.sampling_ratio", func(c *proxy.Config) { c.Tracing.SamplingRatio = 0.5 }},
-		{"orderbook", "orderbook.max_events", func(c *proxy.Config) { c.OrderBook.MaxEvents = 7 }},
-		{"upstream", "upstream.timeout", func(c *proxy.Config) { c.Upstream.Timeout += time.Second }},
-		{"cache", "cache.max_bytes", func(c *proxy.Config) { c.Cache.MaxBytes *= 2 }},
+		{"redis", "redis.addrs", func(c *config.Config) { c.Redis.Addrs = []string{"127.0.0.1:1"} }},
+		{"tracing", "tracing.sampling_ratio", func(c *config.Config) { c.Tracing.SamplingRatio = 0.5 }},
+		{"orderbook", "orderbook.max_events", func(c *config.Config) { c.OrderBook.MaxEvents = 7 }},
+		{"upstream", "upstream.timeout", func(c *config.Config) { c.Upstream.Timeout += time.Second }},
+		{"cache", "cache.max_bytes", func(c *config.Config) { c.Cache.MaxBytes *= 2 }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

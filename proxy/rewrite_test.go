@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"tradergate/proxy"
+	"tradergate/proxy/config"
 	"tradergate/proxy/upstream"
 )
 
@@ -220,7 +220,7 @@ func expectedKeys(bkeys []string, combo, tx bool) []string {
 func TestRewriteEveryEndpoint(t *testing.T) {
 	for _, scale := range []string{upstream.PriceScaleCents, upstream.PriceScaleUnit} {
 		t.Run(scale, func(t *testing.T) {
-			e := newEdge(t, withConfig(func(c *proxy.Config) { c.Upstream.PriceScale = scale }))
+			e := newEdge(t, withConfig(func(c *config.Config) { c.Upstream.PriceScale = scale }))
 			shift := scale == upstream.PriceScaleCents
 			w := pickWallet(t, e)
 			m := e.sim.Markets()[0]

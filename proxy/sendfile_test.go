@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"tradergate/internal/testkit"
-	"tradergate/proxy"
+	"tradergate/proxy/config"
 )
 
 // wireAnswer is what a test compares of an answer read off the wire.
@@ -70,8 +70,8 @@ func TestPageFilesOnTheWire(t *testing.T) {
 	clk := testkit.NewClock(time.Now())
 	// No upper bound: the ~500 KB identity page is sent from its file too,
 	// in several sendfile calls (it is longer than the socket's buffer).
-	files := newEdge(t, withClock(clk.Now), withConfig(func(c *proxy.Config) { c.Cache.SendfileMaxBytes = -1 }))
-	heap := newEdge(t, withClock(clk.Now), withUpstreamOf(files), withConfig(func(c *proxy.Config) { c.Cache.SendfileMinBytes = -1 }))
+	files := newEdge(t, withClock(clk.Now), withConfig(func(c *config.Config) { c.Cache.SendfileMaxBytes = -1 }))
+	heap := newEdge(t, withClock(clk.Now), withUpstreamOf(files), withConfig(func(c *config.Config) { c.Cache.SendfileMinBytes = -1 }))
 	token := files.sim.Markets()[0].Tokens[0]
 	big := "/v1/orderbook/events?tokenId=" + url.QueryEscape(token) + "&limit=1000"
 	small := "/v1/trader/wallet-address/" + files.sim.Wallets()[0]

@@ -26,6 +26,7 @@ import (
 	"tradergate/docs"
 	"tradergate/limits"
 	"tradergate/proxy/admin"
+	"tradergate/proxy/config"
 	"tradergate/proxy/fleet"
 	"tradergate/proxy/front"
 	"tradergate/proxy/native"
@@ -61,8 +62,8 @@ type Options struct {
 
 // Server is the edge.
 type Server struct {
-	cfg       *Config                // as started: the settings fixed until restart
-	live      atomic.Pointer[Config] // as last loaded, for Reload to compare
+	cfg       *config.Config                // as started: the settings fixed until restart
+	live      atomic.Pointer[config.Config] // as last loaded, for Reload to compare
 	log       *slog.Logger
 	accessLog bool
 	now       func() time.Time
@@ -105,7 +106,7 @@ type Server struct {
 }
 
 // New builds the edge from a validated configuration.
-func New(cfg *Config, opt Options) (*Server, error) {
+func New(cfg *config.Config, opt Options) (*Server, error) {
 	s := &Server{
 		cfg:        cfg,
 		log:        opt.Logger,
@@ -139,7 +140,7 @@ func New(cfg *Config, opt Options) (*Server, error) {
 
 // build makes the parts New starts, in order; Close releases whichever of
 // them exist, so a part that fails leaves nothing running.
-func (s *Server) build(cfg *Config, opt Options) error {
+func (s *Server) build(cfg *config.Config, opt Options) error {
 	lopt := limits.Options{Now: s.now, Logger: s.log}
 	if cfg.Redis.Enabled() {
 		conn, err := fleet.Open(cfg.Redis, opt.Getenv, fleet.Options{Logger: s.log})
@@ -189,11 +190,7 @@ func (s *Server) build(cfg *Config, opt Options) error {
 	if s.limiter, err = limits.New(cfg.Limits, cfg.Plans, lopt); err != nil {
 		return err
 	}
-	sized := cfg.MemoryLimit()
-	if sized <= 0 { // -1, none: the default limit's size all the same
-		sized = cfg.Cache.MaxBytes + cfg.Cache.MaxBytes/2 + memoryLimitSlack
-	}
-	s.front = front.New(cfg.Server, s, front.Options{Log: s.log, Traced: s.trace != nil, TLS: s.tls, MemoryLimit: sized})
+	s.front = front.New(cfg.Server, s, front.Options{Log: s.log, Traced: s.trace != nil, TLS: s.tls, MemoryLimit: cfg.SizedMemoryLimit()})
 	if s.metrics, err = newMetrics(s.registry, s); err != nil {
 		return err
 	}

@@ -14,8 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"tradergate/proxy"
+	"tradergate/proxy/config"
 )
 
 // soakFor is how long TestSoak runs: two minutes under CI without the race
@@ -39,7 +38,7 @@ func TestSoak(t *testing.T) {
 	}
 	// A small cache, full within the warm-up: after it the edge's memory
 	// must hold still, not grow toward a cache bound far away.
-	e := newEdge(t, withLimitedKey(1<<40, time.Hour), withConfig(func(c *proxy.Config) { c.Cache.MaxBytes = 4 << 20 }))
+	e := newEdge(t, withLimitedKey(1<<40, time.Hour), withConfig(func(c *config.Config) { c.Cache.MaxBytes = 4 << 20 }))
 	sim := e.sim
 	hits := []string{"/v1/tx/" + sim.TradeTxs()[0], "/v1/trader/" + sim.Wallets()[0] + "/positions/closed"}
 	var (

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"tradergate/internal/testkit/redistest"
-	"tradergate/proxy"
+	"tradergate/proxy/config"
 )
 
 // A busy Redis is not a dead one: on a saturated machine, where every
@@ -18,7 +18,7 @@ import (
 // by spinning goroutines; at the default redis.timeout and cache.l2.timeout.
 func TestFleetStampedeOnABusyMachine(t *testing.T) {
 	r := redistest.Start(t)
-	fleet := fleetOf(t, 3, r.Addr(), withConfig(func(c *proxy.Config) {
+	fleet := fleetOf(t, 3, r.Addr(), withConfig(func(c *config.Config) {
 		c.Redis.Timeout = 0 // the defaults, not withRedis's generous one
 		c.Redis.ApplyDefaults()
 	}))

@@ -14,7 +14,7 @@ import (
 	"tradergate/internal/testkit/browsertest"
 	"tradergate/internal/testkit/redistest"
 	"tradergate/legacysim"
-	"tradergate/proxy"
+	"tradergate/proxy/config"
 	"tradergate/proxy/status"
 )
 
@@ -22,8 +22,11 @@ import (
 // a 429 and a breaker opened by a failing legacy route, the page shows the
 // breaker open on that route, a hit ratio above zero and the 429 counted.
 func TestStatusPageOfALiveEdge(t *testing.T) {
-	e := newEdge(t, withAdmin, withLimitedKey(3, time.Minute), withConfig(func(c *proxy.Config) {
+	e := newEdge(t, withAdmin, withLimitedKey(3, time.Minute), withConfig(func(c *config.Config) {
 		c.Upstream.Breaker.MinRequests = 2
+		// Open until the page is read: a browser starting on a busy
+		// machine can take longer than the default 5s.
+		c.Upstream.Breaker.OpenTimeout = time.Minute
 		c.Upstream.Retry.MaxAttempts = 1
 	}))
 	testkit.Eventually(t, "the admin listener", func() bool { return e.srv.AdminAddr() != "" })
@@ -109,7 +112,7 @@ func statusJSON(t *testing.T, e *edge) status.Snapshot {
 // ready, from the first page on.
 func TestStatusPageReadyIsOneFact(t *testing.T) {
 	r := redistest.Start(t)
-	e := newEdge(t, withAdmin, withRedis(r.Addr()), withConfig(func(c *proxy.Config) {
+	e := newEdge(t, withAdmin, withRedis(r.Addr()), withConfig(func(c *config.Config) {
 		c.Upstream.Breaker.MinRequests = 2
 		c.Upstream.Retry.MaxAttempts = 1
 	}))

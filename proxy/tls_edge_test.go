@@ -22,6 +22,7 @@ import (
 	"tradergate/internal/testkit"
 	"tradergate/legacysim"
 	"tradergate/proxy"
+	"tradergate/proxy/config"
 )
 
 // TLS at the edge: mode files, the plain-HTTP listener, HSTS and
@@ -52,7 +53,7 @@ type tlsSetup struct {
 	// ln is the TLS listener; nil: a new one on a free loopback port.
 	ln net.Listener
 	// edit changes the parsed configuration before it is validated.
-	edit func(*proxy.Config)
+	edit func(*config.Config)
 }
 
 func startTLSEdge(t *testing.T, s tlsSetup) *tlsEdge {
@@ -62,7 +63,7 @@ func startTLSEdge(t *testing.T, s tlsSetup) *tlsEdge {
 	t.Cleanup(up.Close)
 	block := "  tls:\n    " + strings.ReplaceAll(strings.TrimSpace(s.yaml), "\n", "\n    ") + "\n"
 	yaml := strings.Replace(testConfig(up.URL+"/open-api"), "server:\n", "server:\n"+block, 1)
-	cfg, err := proxy.ParseConfig([]byte(yaml))
+	cfg, err := config.Parse([]byte(yaml))
 	if err != nil {
 		t.Fatalf("%v\n%s", err, yaml)
 	}

@@ -15,7 +15,7 @@ import (
 
 	"tradergate/internal/testkit"
 	"tradergate/internal/testkit/redistest"
-	"tradergate/proxy"
+	"tradergate/proxy/config"
 	"tradergate/proxy/route"
 )
 
@@ -71,7 +71,7 @@ func (x *toxi) accept(t *testing.T) {
 
 // withToxiLegacy puts a Toxiproxy between the edge and its legacy host.
 func withToxiLegacy(t *testing.T, out **toxi) edgeOption {
-	return withConfig(func(c *proxy.Config) {
+	return withConfig(func(c *config.Config) {
 		u, err := url.Parse(c.Upstream.BaseURL)
 		if err != nil {
 			t.Fatal(err)
@@ -181,7 +181,7 @@ func TestToxiLegacyFaults(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var x *toxi
-			e := newEdge(t, withToxiLegacy(t, &x), withConfig(func(c *proxy.Config) {
+			e := newEdge(t, withToxiLegacy(t, &x), withConfig(func(c *config.Config) {
 				c.Upstream.Timeout = time.Second
 				c.Upstream.Retry.MaxAttempts = 1
 			}))
@@ -215,7 +215,7 @@ func TestToxiRedisOutages(t *testing.T) {
 	r := redistest.Start(t)
 	x := newToxi(t, r.Addr())
 	clk := testkit.NewClock(time.Now())
-	fleet := fleetOf(t, 2, x.addr(), withClock(clk.Now), withLimitedKey(20, time.Minute), withConfig(func(c *proxy.Config) {
+	fleet := fleetOf(t, 2, x.addr(), withClock(clk.Now), withLimitedKey(20, time.Minute), withConfig(func(c *config.Config) {
 		c.Redis.Timeout = 100 * time.Millisecond
 		c.Limits.FleetSize = 2
 	}))
@@ -270,7 +270,7 @@ func TestToxiRedisOutages(t *testing.T) {
 func TestToxiRedisHangLatencyReset(t *testing.T) {
 	r := redistest.Start(t)
 	x := newToxi(t, r.Addr())
-	fleet := fleetOf(t, 2, x.addr(), withConfig(func(c *proxy.Config) { c.Redis.Timeout = 100 * time.Millisecond }))
+	fleet := fleetOf(t, 2, x.addr(), withConfig(func(c *config.Config) { c.Redis.Timeout = 100 * time.Millisecond }))
 	cfg := fleet[0].cfg
 	// slack is the legacy host's answer and the scheduling of a loaded
 	// test machine, under -race.

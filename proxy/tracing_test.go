@@ -5,10 +5,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"tradergate/proxy/config"
 
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-
-	"tradergate/proxy"
 )
 
 // With tracing on, a miss is a request span with the cache lookup, the
@@ -19,7 +18,7 @@ func TestTracingSpanTrees(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	var mu sync.Mutex
 	var seen []string
-	e := newEdge(t, func(s *edgeSetup) { s.spans = rec }, withConfig(func(c *proxy.Config) { c.Tracing.SamplingRatio = 1 }),
+	e := newEdge(t, func(s *edgeSetup) { s.spans = rec }, withConfig(func(c *config.Config) { c.Tracing.SamplingRatio = 1 }),
 		withUpstream(func(next http.Handler) http.Handler {
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				mu.Lock()

@@ -11,6 +11,7 @@ import (
 	"tradergate/internal/testkit"
 	"tradergate/legacysim"
 	"tradergate/proxy"
+	"tradergate/proxy/config"
 )
 
 // Keys of the test edge, in plain text here only.
@@ -57,7 +58,7 @@ func newEdgeWrapped(t *testing.T, timeout, extra string, wrap func(http.Handler)
 	}
 	up := httptest.NewServer(h)
 	t.Cleanup(up.Close)
-	cfg, err := proxy.ParseConfig([]byte(`
+	cfg, err := config.Parse([]byte(`
 server:
   listen: "127.0.0.1:0"
 admin:

@@ -1,4 +1,4 @@
-package proxy
+package config
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 )
 
 // `tradergate check`: a configuration file judged as the edge judges it at
-// start and on SIGHUP (ParseConfig, then Validate), plus the files it names
+// start and on SIGHUP (Parse, then Validate), plus the files it names
 // loaded as serving loads them, so that a reload is tried before it is
 // sent. Nothing here decides what is valid: the problems are the values
 // start-up would refuse with, each already naming its field and placed
@@ -49,7 +49,7 @@ type EnvVar struct {
 // file names; their values never reach the report.
 func Check(data []byte, getenv func(string) string) CheckReport {
 	var r CheckReport
-	cfg, err := ParseConfig(data)
+	cfg, err := Parse(data)
 	if err != nil {
 		r.Problems.Append(err)
 		return r

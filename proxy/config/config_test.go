@@ -1,4 +1,4 @@
-package proxy
+package config
 
 import (
 	"strings"
@@ -27,7 +27,7 @@ func env(vals map[string]string) func(string) string {
 }
 
 func TestConfigValid(t *testing.T) {
-	c, err := ParseConfig([]byte(validConfig))
+	c, err := Parse([]byte(validConfig))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := ParseConfig([]byte(tc.edit(validConfig)))
+			c, err := Parse([]byte(tc.edit(validConfig)))
 			if err == nil {
 				err = c.Validate(tc.getenv)
 			}

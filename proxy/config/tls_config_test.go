@@ -1,4 +1,4 @@
-package proxy
+package config
 
 import (
 	"errors"
@@ -16,21 +16,21 @@ func withTLS(block string) string {
 }
 
 func TestTLSConfigDefaults(t *testing.T) {
-	c, err := ParseConfig([]byte(validConfig))
+	c, err := Parse([]byte(validConfig))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if tc := c.Server.TLS; tc.Mode != tlsedge.ModeOff || tc.CA != tlsedge.CAProduction || tc.HTTPListen == nil || *tc.HTTPListen != ":80" || tc.HSTSMaxAge != 0 {
 		t.Errorf("defaults: %+v", tc)
 	}
-	c, err = ParseConfig([]byte(withTLS(`http_listen: ""`)))
+	c, err = Parse([]byte(withTLS(`http_listen: ""`)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if l := c.Server.TLS.HTTPListen; l == nil || *l != "" {
 		t.Errorf("http_listen \"\" must stay empty (no listener), got %v", l)
 	}
-	c, err = ParseConfig([]byte(withTLS("mode: acme\ndomains: [API.Example.com.]\nemail: ops@example.com\nca: staging")))
+	c, err = Parse([]byte(withTLS("mode: acme\ndomains: [API.Example.com.]\nemail: ops@example.com\nca: staging")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestTLSConfigErrorsNameTheField(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := ParseConfig([]byte(withTLS(tc.block)))
+			c, err := Parse([]byte(withTLS(tc.block)))
 			if err == nil {
 				err = c.Validate(okEnv)
 			}
@@ -95,7 +95,7 @@ func TestTLSConfigErrorsNameTheField(t *testing.T) {
 		})
 	}
 	t.Run("unknown field", func(t *testing.T) {
-		_, err := ParseConfig([]byte(withTLS("mode: files\ncertfile: a.crt")))
+		_, err := Parse([]byte(withTLS("mode: files\ncertfile: a.crt")))
 		if err == nil || !strings.Contains(err.Error(), "server.tls.certfile: unknown field") {
 			t.Errorf("ParseConfig = %v", err)
 		}

@@ -1,4 +1,15 @@
-package proxy
+// Package config is the configuration file of the edge: the Config that
+// gathers each package's section (each package owns its section as a
+// plain struct, its field comments saying what the zero value means),
+// the sections no other package owns (keys, plans, legacy, log), the
+// strict decoding that names an unknown field by its path (yaml.go), the
+// checks that span sections, `tradergate check` (check.go), and what a
+// reload cannot apply (reload.go).
+//
+// It only reads and judges a file: it must not start anything nor hold
+// state of a running edge (proxy.Server applies a Config; proxy.Reload
+// applies what can change).
+package config
 
 import (
 	"cmp"
@@ -65,6 +76,16 @@ func (c *Config) MemoryLimit() int64 {
 	return c.Cache.MaxBytes + c.Cache.MaxBytes/2 + memoryLimitSlack
 }
 
+// SizedMemoryLimit is the memory limit what is sized from it (the
+// default connection cap) is sized by when the process has none:
+// MemoryLimit, or, with none set (-1), the default's size all the same.
+func (c *Config) SizedMemoryLimit() int64 {
+	if l := c.MemoryLimit(); l > 0 {
+		return l
+	}
+	return c.Cache.MaxBytes + c.Cache.MaxBytes/2 + memoryLimitSlack
+}
+
 // memoryLimitSlack is what the default Go memory limit adds to 1.5 x
 // cache.max_bytes. The resident size a replica should be given is 1.5 x
 // cache.max_bytes + 64 MiB (docs/SCALING.md, "Memory per replica"); the Go limit
@@ -104,9 +125,9 @@ type KeyConfig struct {
 	Legacy string `yaml:"legacy"`
 }
 
-// ParseConfig decodes a configuration file strictly (unknown fields are
+// Parse decodes a configuration file strictly (unknown fields are
 // errors) and fills defaults. It does not validate; call Validate.
-func ParseConfig(data []byte) (*Config, error) {
+func Parse(data []byte) (*Config, error) {
 	var c Config
 	doc, err := decodeStrict(data, &c)
 	if err != nil {

@@ -1,4 +1,4 @@
-package proxy_test
+package config_test
 
 import (
 	"bytes"
@@ -14,13 +14,14 @@ import (
 	"tradergate/cache/configerr"
 	"tradergate/internal/testkit"
 	"tradergate/proxy"
+	"tradergate/proxy/config"
 )
 
 // shippedConfig is config.yaml as shipped, with one key: the shipped file
 // has none, and a file without keys does not start.
 func shippedConfig(t *testing.T) string {
 	t.Helper()
-	data, err := os.ReadFile("../config.yaml")
+	data, err := os.ReadFile("../../config.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,12 +34,12 @@ func getenvOf(vals map[string]string) func(string) string {
 
 func TestCheckShippedConfig(t *testing.T) {
 	cfg := shippedConfig(t)
-	r := proxy.Check([]byte(cfg), getenvOf(map[string]string{"TRADERGATE_UPSTREAM_KEY": "up"}))
+	r := config.Check([]byte(cfg), getenvOf(map[string]string{"TRADERGATE_UPSTREAM_KEY": "up"}))
 	if len(r.Problems) > 0 || r.Config == nil {
 		t.Fatalf("problems in config.yaml: %v", r.Problems)
 	}
 	line := lineOf(t, cfg, "  key_env:")
-	if want := (proxy.EnvVar{Field: "upstream.key_env", Name: "TRADERGATE_UPSTREAM_KEY", Set: true, Line: line}); len(r.Env) != 1 || r.Env[0] != want {
+	if want := (config.EnvVar{Field: "upstream.key_env", Name: "TRADERGATE_UPSTREAM_KEY", Set: true, Line: line}); len(r.Env) != 1 || r.Env[0] != want {
 		t.Errorf("env = %+v, want %+v", r.Env, want)
 	}
 	want := fmt.Sprintf("config.yaml:%d: note: upstream.key_env: environment variable TRADERGATE_UPSTREAM_KEY is set\nconfig.yaml: OK\n", line)
@@ -95,7 +96,7 @@ redis:
 log:
   level: loud
 `
-	r := proxy.Check([]byte(bad), getenvOf(nil))
+	r := config.Check([]byte(bad), getenvOf(nil))
 	want := []problem{
 		{2, 3, "server.listen", `must be host:port, got "nope"`, ""},
 		{3, 1, "upstream.key_env", "environment variable TRADERGATE_UPSTREAM_KEY (the edge's legacy API key) is not set", ""},
@@ -131,7 +132,7 @@ func TestCheckRefusesWhatStartRefuses(t *testing.T) {
 		{`listen: "127.0.0.1:9090"`, `listen: "127.0.0.1:70000"`, "admin.listen", `port 70000 is out of range (0 to 65535), got "127.0.0.1:70000"`},
 	} {
 		cfg := strings.Replace(shippedConfig(t), tc.from, tc.to, 1)
-		r := proxy.Check([]byte(cfg), env)
+		r := config.Check([]byte(cfg), env)
 		if len(r.Problems) != 1 || r.Problems[0].Path != tc.path || r.Problems[0].Msg != tc.msg || r.Problems[0].Line != lineOf(t, cfg, "  "+tc.to) {
 			t.Errorf("%s: problems %v, want %s: %s on its line", tc.to, r.Problems, tc.path, tc.msg)
 		}
@@ -140,7 +141,7 @@ func TestCheckRefusesWhatStartRefuses(t *testing.T) {
 
 // reportHas writes r for the file name and fails unless it holds every
 // piece of want; it returns the report.
-func reportHas(t *testing.T, r proxy.CheckReport, name string, want ...string) string {
+func reportHas(t *testing.T, r config.CheckReport, name string, want ...string) string {
 	t.Helper()
 	var out strings.Builder
 	if err := r.Write(&out, name); err != nil {
@@ -176,7 +177,7 @@ func TestCheckDecodeErrors(t *testing.T) {
 		{"empty", "", []problem{{Msg: "config is empty"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := proxy.Check([]byte(tc.file), getenvOf(nil))
+			r := config.Check([]byte(tc.file), getenvOf(nil))
 			got := problemsOf(r.Problems)
 			if tc.name == "unknown section" && len(got) == 1 {
 				got[0].Hint = "" // the list of every section is long
@@ -188,7 +189,7 @@ func TestCheckDecodeErrors(t *testing.T) {
 	}
 	// yaml.v3 gives a syntax error's line only in its text: the error
 	// is passed on whole, as the file's.
-	r := proxy.Check([]byte("server:\n  listen: [\n"), getenvOf(nil))
+	r := config.Check([]byte("server:\n  listen: [\n"), getenvOf(nil))
 	if len(r.Problems) != 1 || r.Problems[0].Path != "" || !strings.Contains(r.Problems[0].Msg, "line 2: did not find expected node content") {
 		t.Errorf("syntax error: %+v", r.Problems)
 	}
@@ -245,7 +246,7 @@ func TestCheckLoadsFiles(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := withTLS(tc.tls)
-			r := proxy.Check([]byte(cfg), env)
+			r := config.Check([]byte(cfg), env)
 			if tc.field == "" {
 				if len(r.Problems) > 0 {
 					t.Fatalf("problems: %v", r.Problems)
@@ -276,7 +277,7 @@ func TestCheckNeverPrintsEnvValues(t *testing.T) {
 		"TRADERGATE_UPSTREAM_KEY": "upstream-secret-9f3a",
 		"ADMIN_TOKEN":             "short-tok", // too short: a problem
 	}
-	r := proxy.Check([]byte(cfg), getenvOf(secrets))
+	r := config.Check([]byte(cfg), getenvOf(secrets))
 	out := reportHas(t, r, "config.yaml",
 		"note: upstream.key_env: environment variable TRADERGATE_UPSTREAM_KEY is set",
 		"note: admin.token_env: environment variable ADMIN_TOKEN is set",
