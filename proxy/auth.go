@@ -9,6 +9,7 @@ import (
 	"tradergate/limits"
 	"tradergate/proxy/config"
 	"tradergate/proxy/route"
+	"tradergate/proxy/wire"
 )
 
 // Authentication at the edge (docs/CONTRACT.md "Authentication"). Auth comes
@@ -102,15 +103,15 @@ func HashKey(key string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// authenticate resolves the caller's key to a principal. It does not refuse
+// authenticate resolves the caller's key to a principal, nil for none. It does not refuse
 // anything: the limiter first charges the request to the key or, for a
 // missing or unknown key, to the client's address, and requireKey answers
 // 401 after that.
-func (s *Server) authenticate(x *exchange) {
-	if x.Authorizations > 1 {
-		return // ambiguous: no key is taken, requireKey says why
+func (s *Server) authenticate(r *wire.Request) *principal {
+	if r.Authorizations > 1 {
+		return nil // ambiguous: no key is taken, requireKey says why
 	}
-	x.principal = s.keys.Load().lookup(x.Authorization)
+	return s.keys.Load().lookup(r.Authorization)
 }
 
 // requireKey answers a request without a valid key: 400 when it sent

@@ -4,14 +4,16 @@ import (
 	"net/http"
 
 	"tradergate/proxy/route"
+	"tradergate/proxy/wire"
 )
 
 // openAPIPath serves the contract as an OpenAPI document
 // (docs/CONTRACT.md#openapi), embedded by package docs.
 const openAPIPath = "/v1/openapi.json"
 
-// isOpenAPI reports whether x asks for the OpenAPI document.
-func isOpenAPI(x *exchange) bool { return x.Path == openAPIPath && !x.legacy }
+// isOpenAPI reports whether r asks for the OpenAPI document (never on a
+// legacy path).
+func isOpenAPI(r *wire.Request, legacy bool) bool { return r.Path == openAPIPath && !legacy }
 
 // serveOpenAPI answers GET /v1/openapi.json without a key: the document is
 // public, the same for everyone. The request is charged to the client's

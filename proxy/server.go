@@ -1,9 +1,18 @@
-// Package proxy is the HTTP edge: the Server, the chain of steps a request
-// takes (request id and metrics, auth, rate limits, routing, the cache),
-// the one error table, the admin listener, metrics and the configuration.
-// The contract as data is in proxy/route, the legacy host's client in
-// proxy/upstream, TLS in proxy/tlsedge; docs/ARCHITECTURE.md walks the
-// whole way of a request.
+// Package proxy is the edge: the Server and the chain of steps a request
+// takes once a front has read it (Server.serve lists them, each in the
+// file its name says): the request id, metrics and the access log, the
+// legacy paths, auth, rate limits, routing, the migration counts, serving
+// from the cache and the order book, and the one error table. It owns
+// what the steps learn on the way (exchange.go) and builds the parts
+// (New) and applies a configuration (Reload).
+//
+// It must not touch a connection or an HTTP library: the fronts
+// (proxy/front) read requests into a wire.Request and write the
+// wire.Answer the steps build (proxy/wire), and call the steps only
+// through Server.Exchange. The admin listener is proxy/admin's, the
+// configuration file proxy/config's; the contract as data is in
+// proxy/route, the legacy host's client in proxy/upstream, TLS in
+// proxy/tlsedge. docs/ARCHITECTURE.md walks the whole way of a request.
 package proxy
 
 import (
@@ -247,8 +256,10 @@ func register(reg prometheus.Registerer, cs []prometheus.Collector) error {
 
 // serve is the request's way through the edge, outermost first
 // (docs/ARCHITECTURE.md "The way of a request"). Each step is a method in
-// the file named beside it, working on the exchange a front filled in; a
-// step that answers ends the way, and the front writes the answer.
+// the file named beside it, working on the exchange a front filled in (a
+// step that needs only part of it is handed that part, and returns what
+// it learns); a step that answers ends the way, and the front writes the
+// answer.
 func (s *Server) serve(x *exchange) {
 	s.begin(x)               // observe.go: request id, clock
 	defer s.finish(x)        // observe.go: metrics, access log; sees every answer
@@ -258,10 +269,10 @@ func (s *Server) serve(x *exchange) {
 		s.refuse(x) // refuse.go: what the front could not read; charged to the address
 		return
 	}
-	openAPI := isOpenAPI(x) // openapi.go: the public document, charged to the address
+	openAPI := isOpenAPI(&x.Request, x.legacy) // openapi.go: the public document, charged to the address
 	if !openAPI {
-		s.authenticate(x)    // auth.go: Bearer key -> principal
-		if !s.guardKeys(x) { // authguard.go: wrong keys counted per address; 429 once spent
+		x.principal = s.authenticate(&x.Request) // auth.go: Bearer key -> principal
+		if !s.guardKeys(x) {                     // authguard.go: wrong keys counted per address; 429 once spent
 			return
 		}
 	}
