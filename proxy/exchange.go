@@ -111,11 +111,14 @@ func (s *Server) pooledExchange(ctx context.Context) *exchange {
 	return x
 }
 
-// In, Serve, Out and Release are the exchange as a front drives it
+// In, Serve and Release are the exchange as a front drives it
 // (wire.Exchange).
 func (x *exchange) In() *wire.Request { return &x.Request }
-func (x *exchange) Serve()            { x.srv.serve(x) }
-func (x *exchange) Out() *wire.Answer { return &x.Answer }
+
+func (x *exchange) Serve() *wire.Answer {
+	x.srv.serve(x)
+	return &x.Answer
+}
 
 // Release gives a pooled x back to the pool, cleared; for one of its own
 // it does nothing. The caller must not touch x, nor any string made from

@@ -27,8 +27,7 @@ import (
 func (e *Edge) serveFast(ctx *fasthttp.RequestCtx) {
 	x := e.steps.Exchange(e.baseContext(), true)
 	e.readFast(x.In(), ctx)
-	x.Serve()
-	e.writeFast(x.Out(), ctx) // copies every header value: x may go back now
+	e.writeFast(x.Serve(), ctx) // copies every header value: x may go back now
 	x.Release()
 }
 
@@ -248,8 +247,7 @@ func (e *Edge) errorFast(ctx *fasthttp.RequestCtx, err error) {
 	default:
 		r.Refused = wire.RefusedMalformed
 	}
-	x.Serve()
-	e.writeFast(x.Out(), ctx)
+	e.writeFast(x.Serve(), ctx)
 }
 
 // fastServer is the fasthttp server of the client listener, with the

@@ -19,8 +19,7 @@ func (e *Edge) serveH2(st *h2edge.Stream) {
 	x := e.steps.Exchange(st.Context(), true)
 	r := x.In()
 	e.readH2(r, st)
-	x.Serve()
-	if a := x.Out(); a.Status != wire.StatusClientClosed { // else the stream is gone
+	if a := x.Serve(); a.Status != wire.StatusClientClosed { // else the stream is gone
 		e.writeH2(r, a, st) // copies every field value: x may go back now
 	}
 	x.Release()

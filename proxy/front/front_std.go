@@ -60,8 +60,7 @@ func (e *Edge) serveStd(w http.ResponseWriter, r *http.Request) {
 	if headerBytes(r) > e.cfg.MaxHeaderBytes {
 		x.Refused = wire.RefusedHeaderTooLarge
 	}
-	ex.Serve()
-	a := ex.Out()
+	a := ex.Serve()
 	if a.Status == wire.StatusClientClosed {
 		return // nobody is listening
 	}

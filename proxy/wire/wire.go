@@ -32,16 +32,15 @@ type Steps interface {
 }
 
 // Exchange is one request's way through the steps, as a front drives it:
-// fill In, Serve, write Out, Release.
+// fill In, Serve, write the answer Serve returns, Release.
 type Exchange interface {
 	// In is the request, which the front fills before Serve; from Serve
 	// on, nothing writes it.
 	In() *Request
-	// Serve runs the chain of steps (proxy.Server.serve). Nothing is
-	// written to the connection before it returns.
-	Serve()
-	// Out is the answer the steps built, for the front to write.
-	Out() *Answer
+	// Serve runs the chain of steps (proxy.Server.serve) and returns the
+	// answer they built, for the front to write. Nothing is written to
+	// the connection before it returns.
+	Serve() *Answer
 	// Release gives a pooled exchange back. The front must not touch
 	// it, nor any string made from its memory, again.
 	Release()
