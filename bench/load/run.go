@@ -35,6 +35,12 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	case ModeIdle:
 		return runIdle(ctx, &s)
 	}
+	switch {
+	case s.TLS != nil && s.TLS.HTTP2:
+		return runH2(ctx, &s)
+	case s.Rate > 0:
+		return runOpenH1(ctx, &s)
+	}
 	return runTimed(ctx, &s)
 }
 
@@ -210,26 +216,7 @@ func runTimed(ctx context.Context, s *Spec) (*Result, error) {
 	res.Status = map[int]int64{}
 	for _, w := range workers {
 		h.Merge(&w.hist)
-		for code, n := range w.status {
-			if n > 0 {
-				res.Status[code] += n
-			}
-		}
-		t := &w.stats
-		res.Requests += t.requests
-		res.Errors += t.errors
-		res.TransportErrors += t.transport
-		res.BodyBytes += t.body
-		res.CacheSampled += t.cacheSampled
-		res.CacheUnexpected += t.cacheUnexpected
-		res.Handshakes += t.handshakes
-		res.Resumed += t.resumed
-		for k, v := range t.cache {
-			if res.Cache == nil {
-				res.Cache = map[string]int64{}
-			}
-			res.Cache[k] += v
-		}
+		w.stats.addTo(res, w.status[:])
 	}
 	res.Latency = summarize(&h)
 	if res.Window > 0 {
