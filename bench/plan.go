@@ -63,7 +63,7 @@ func (b *bench) estimate(scs []*scenario, rows []row) time.Duration {
 			d += time.Duration(sc.conns)*time.Second/2000 + idleSettle + 2*time.Second
 			continue
 		}
-		d += b.warmupOf(sc) + b.opt.duration + 1500*time.Millisecond // start, warm, stop
+		d += b.warmupOf(sc) + b.windowOf(sc) + 1500*time.Millisecond // start, warm, stop
 		// Pages stored before the window, at an assumed 4,000 misses a second
 		// (a 2-CPU machine's rate, docs/BENCHMARKS.md, Scenarios).
 		d += time.Duration(sc.prefill) * time.Second / 4000
@@ -93,6 +93,9 @@ func scenarioByName(scs []*scenario, name string) *scenario {
 func (b *bench) runMatrix(ctx context.Context, chosen []*scenario, rows []row) []row {
 	reps := make([][]row, len(rows))
 	for rep := range b.opt.repeat {
+		// The fixed-rate rows take their shares of this repetition's
+		// closed-loop rates, measured right before them.
+		clear(b.maxRates)
 		for i := range rows {
 			if rows[i].Skipped != "" {
 				continue
@@ -130,6 +133,9 @@ func (b *bench) runPlanned(ctx context.Context, chosen []*scenario, r row, i, n,
 	}
 	fmt.Fprintf(b.stderr, "[%d/%d]%s %s on %s… ", i+1, n, tag, r.Scenario, r.name())
 	r = b.runRow(ctx, sc, r.Server)
+	if sc.latencyGroup != "" && sc.rate == nil && r.Failed == "" && r.Server == kindNginx {
+		b.maxRates[sc.name] = r.RPS
+	}
 	if r.Failed != "" {
 		fmt.Fprintln(b.stderr, "FAILED:", firstLine(r.Failed))
 	} else {

@@ -97,6 +97,10 @@ type Spec struct {
 	// series named in Metrics; "": not read.
 	MetricsURL string
 	Metrics    []string
+	// Histograms are unlabelled histograms of MetricsURL whose buckets are
+	// read at the window's edges (Result.Histograms): the Go runtime's
+	// scheduling latencies and GC pauses.
+	Histograms []string
 	// Timeout bounds one request; zero: 10s.
 	Timeout time.Duration
 	// Rate, when positive, makes the run open loop (openloop.go):
@@ -267,6 +271,10 @@ type Result struct {
 	// window's edges (a summary's or histogram's as name_sum and
 	// name_count); a series the server does not export is absent.
 	MetricsBefore, MetricsAfter map[string]float64
+	// Histograms are the window's counts of Spec.Histograms, cumulative
+	// by bucket as exposed; a histogram the server does not export is
+	// absent.
+	Histograms map[string][]Bucket `json:",omitempty"`
 	// Protocol is the application protocol h2load negotiated (ModeH2load):
 	// "h2" or "http/1.1".
 	Protocol string
