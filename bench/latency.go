@@ -189,7 +189,7 @@ func runtimeNote(res *load.Result) string {
 
 // fmtSeconds writes a bucket bound in seconds as a latency.
 func fmtSeconds(s float64) string {
-	if math.IsInf(s, 1) {
+	if s >= load.InfBound {
 		return "∞"
 	}
 	return fmtLatency(s * 1e6)

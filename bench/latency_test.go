@@ -1,7 +1,6 @@
 package main
 
 import (
-	"math"
 	"os"
 	"os/exec"
 	"slices"
@@ -158,7 +157,7 @@ func TestRuntimeNote(t *testing.T) {
 		MetricsBefore: map[string]float64{metricGCCycles: 10, metricGCAssist: 0.01, metricGCCPU: 0.1},
 		MetricsAfter:  map[string]float64{metricGCCycles: 30, metricGCAssist: 0.03, metricGCCPU: 0.2},
 		Histograms: map[string][]load.Bucket{
-			metricSchedLatency: {{Le: 1e-6, Count: 900}, {Le: 1e-3, Count: 999}, {Le: math.Inf(1), Count: 1000}},
+			metricSchedLatency: {{Le: 1e-6, Count: 900}, {Le: 1e-3, Count: 999}, {Le: load.InfBound, Count: 1000}},
 		},
 	}
 	n := runtimeNote(res)

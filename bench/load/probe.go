@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -89,7 +90,8 @@ func (p *probe) scrape(ctx context.Context) (map[string]float64, map[string][]Bu
 }
 
 // Bucket is one bucket of a Prometheus histogram: the count of values at
-// or below Le (cumulative, as exposed).
+// or below Le (cumulative, as exposed). The +Inf bucket's Le is InfBound,
+// which JSON can carry.
 type Bucket struct {
 	Le    float64
 	Count float64
@@ -127,12 +129,18 @@ func ParseHistograms(text []byte, names []string) map[string][]Bucket {
 		}
 		bound, err1 := strconv.ParseFloat(string(le), 64)
 		count, err2 := strconv.ParseFloat(string(f[0]), 64)
+		if math.IsInf(bound, 1) {
+			bound = InfBound
+		}
 		if err1 == nil && err2 == nil {
 			out[name] = append(out[name], Bucket{bound, count})
 		}
 	}
 	return out
 }
+
+// InfBound stands for the +Inf bucket's bound.
+const InfBound = math.MaxFloat64
 
 // HistogramDelta is what a histogram counted between two readings of
 // its cumulative buckets, bucket by bucket (still cumulative); nil when
@@ -154,7 +162,7 @@ func HistogramDelta(before, after []Bucket) []Bucket {
 // BucketQuantile is the upper bound of the bucket holding the q-th
 // quantile (0..1) of a cumulative histogram: the value at or below which
 // that share of the counts lie, at the buckets' resolution. Zero when
-// empty; +Inf when it lies in the last bucket.
+// empty; InfBound when it lies in the +Inf bucket.
 func BucketQuantile(b []Bucket, q float64) float64 {
 	if len(b) == 0 || b[len(b)-1].Count <= 0 {
 		return 0
