@@ -324,12 +324,14 @@ type answerFacts struct {
 	gcRun     int64 // ns the GC mark workers ran within it
 	idle      int64 // ns no P ran within it
 	schedWait int64 // the longest scheduling latency that ended within it, ns
+	unsent    int64 // ns from due to sent: queued in the load generator
 }
 
 // answerGroup sums answerFacts over a group of answers.
 type answerGroup struct {
 	n, mark                           int
 	latency, stw, assist, gcRun, idle int64
+	unsent                            int64
 	schedWaits                        []int64
 	minLatency                        int64
 }
@@ -347,6 +349,7 @@ func (g *answerGroup) add(a answerFacts) {
 	g.assist += a.assist
 	g.gcRun += a.gcRun
 	g.idle += a.idle
+	g.unsent += a.unsent
 	g.schedWaits = append(g.schedWaits, a.schedWait)
 }
 
@@ -365,7 +368,7 @@ type traceReport struct {
 // analyzeTrace lays the answers of a fixed-rate window (due µs after
 // windowStart, latency µs) over the trace's facts, and compares the
 // slowest 1% with all of them.
-func analyzeTrace(f *traceFacts, windowStart time.Time, answers [][2]int64) traceReport {
+func analyzeTrace(f *traceFacts, windowStart time.Time, answers [][3]int64) traceReport {
 	var rep traceReport
 	base := windowStart.UnixNano()
 	var facts []answerFacts
@@ -381,6 +384,7 @@ func analyzeTrace(f *traceFacts, windowStart time.Time, answers [][2]int64) trac
 		af := answerFacts{
 			latency: to - from, mark: overlap(f.mark, from, to) > 0, stw: overlap(f.stw, from, to),
 			assist: overlap(f.assist, from, to), gcRun: overlap(f.gcRun, from, to), idle: (to - from) - overlap(f.busy, from, to),
+			unsent: a[2] * 1000,
 		}
 		i, _ := slices.BinarySearchFunc(f.waits, from, func(w wait, t int64) int { return cmp.Compare(w.to, t) })
 		for ; i < len(f.waits) && f.waits[i].to < to; i++ {
@@ -450,8 +454,9 @@ func (r traceReport) String() string {
 	}{{fmt.Sprintf("slowest 1%% (%d answers, %s and up)", r.slow.n, us(r.slow.minLatency)), r.slow}, {fmt.Sprintf("all %d answers", r.all.n), r.all}} {
 		x := g.g
 		slices.Sort(x.schedWaits)
-		fmt.Fprintf(&b, "%s: mean latency %s; %.0f%% overlapped a GC mark phase; of their waiting time %.1f%% GC mark workers running, %.1f%% mark assists, %.1f%% stop-the-world, %.1f%% no P running (waiting outside the Go scheduler: kernel, network, load generator); longest scheduling latency within each, median %s, max %s\n",
-			g.name, us(x.latency/int64(x.n)), pct(int64(x.mark), int64(x.n)), pct(x.gcRun, x.latency), pct(x.assist, x.latency), pct(x.stw, x.latency), pct(x.idle, x.latency),
+		other := x.latency - x.idle - x.gcRun - x.stw
+		fmt.Fprintf(&b, "%s: mean latency %s; %.0f%% overlapped a GC mark phase; of their time waiting, the edge's P ran goroutines other than the GC's (other answers, the runtime's timers and poller) %.1f%% (mark assists in them %.1f%%), GC mark workers %.1f%%, stopped the world %.1f%%, and ran nothing %.1f%% (the edge idle: the request not yet read, in the kernel or not yet sent); %.1f%% of it before the request was sent (its connection busy with the answer before, or the load generator late); longest scheduling latency within each, median %s, max %s\n",
+			g.name, us(x.latency/int64(x.n)), pct(int64(x.mark), int64(x.n)), pct(other, x.latency), pct(x.assist, x.latency), pct(x.gcRun, x.latency), pct(x.stw, x.latency), pct(x.idle, x.latency), pct(x.unsent, x.latency),
 			us(x.schedWaits[len(x.schedWaits)/2]), us(x.schedWaits[len(x.schedWaits)-1]))
 	}
 	return b.String()

@@ -54,8 +54,9 @@ type h2conn struct {
 // h2stream is one request in flight.
 type h2stream struct {
 	due       time.Time // open loop: when it was due; closed loop: sent
-	measuring bool      // open loop: due in the window
-	sample    bool      // read X-Cache
+	sent      time.Time
+	measuring bool // open loop: due in the window
+	sample    bool // read X-Cache
 	resp      response
 }
 
@@ -318,7 +319,7 @@ func (w *h2worker) done(st *h2stream, err error) {
 		}
 	}
 	if w.open && w.spec.KeepAnswers {
-		w.kept = append(w.kept, openAnswer{st.due.Sub(w.win.from).Microseconds(), d.Microseconds()})
+		w.kept = append(w.kept, openAnswer{st.due.Sub(w.win.from).Microseconds(), d.Microseconds(), st.sent.Sub(st.due).Microseconds()})
 	}
 }
 
@@ -371,6 +372,7 @@ func (w *h2worker) issue(st *h2stream, t *openTally) {
 	w.n++
 	st.sample = (w.spec.CheckCache != "" || w.spec.SampleCache) && w.n%w.spec.SampleEvery == 0
 	c := w.c
+	st.sent = time.Now()
 	if err := c.send(w.spec.Addr, req, w.fields, st); err != nil {
 		c.nc.Close()
 		c.mu.Lock()

@@ -57,10 +57,11 @@ type openTally struct {
 }
 
 // openAnswer is one answer of a run that keeps them (Spec.KeepAnswers):
-// when its request was due, after the window opened, and its latency, in
-// microseconds.
+// when its request was due, after the window opened, its latency, and how
+// long after it was due it was sent (its connection busy with the answer
+// before, or the load generator late), in microseconds.
 type openAnswer struct {
-	due, latency int64
+	due, latency, sent int64
 }
 
 // runOpenH1 sends s.Rate requests a second over s.Connections keep-alive
@@ -151,10 +152,10 @@ func finishOpen(res *Result, s *Spec, h *Histogram, tallies []openTally, answers
 	if s.KeepAnswers {
 		for _, a := range answers {
 			for _, x := range a {
-				res.Answers = append(res.Answers, [2]int64{x.due, x.latency})
+				res.Answers = append(res.Answers, [3]int64{x.due, x.latency, x.sent})
 			}
 		}
-		slices.SortFunc(res.Answers, func(a, b [2]int64) int { return int(a[0] - b[0]) })
+		slices.SortFunc(res.Answers, func(a, b [3]int64) int { return int(a[0] - b[0]) })
 	}
 }
 
@@ -204,7 +205,8 @@ func (w *worker) runOpen(ctx context.Context, sch schedule, k int, win window, t
 		req := w.pick.next()
 		w.n++
 		sample := (w.spec.CheckCache != "" || w.spec.SampleCache) && w.n%w.spec.SampleEvery == 0
-		resp, err := w.c.roundTrip(req, time.Now().Add(w.spec.Timeout), sample)
+		sent := time.Now()
+		resp, err := w.c.roundTrip(req, sent.Add(w.spec.Timeout), sample)
 		d := time.Since(due)
 		if err != nil {
 			w.c.close()
@@ -222,7 +224,7 @@ func (w *worker) runOpen(ctx context.Context, sch schedule, k int, win window, t
 		if measuring {
 			w.record(resp, d, sample)
 			if w.spec.KeepAnswers {
-				kept = append(kept, openAnswer{due.Sub(win.from).Microseconds(), d.Microseconds()})
+				kept = append(kept, openAnswer{due.Sub(win.from).Microseconds(), d.Microseconds(), sent.Sub(due).Microseconds()})
 			}
 		}
 	}
