@@ -60,7 +60,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.tradergate, "tradergate", "", "use this tradergate binary instead of building the working tree")
 	fs.IntVar(&o.repeat, "repeat", 1, "run the whole matrix this many times, rows interleaved, and report each row's median run")
 	fs.StringVar(&o.latencyPage, "latency-page", "activity20-gzip", "hit page of the latency rows: tx, activity20 or orderbook1000, each also with -gzip")
-	fs.StringVar(&o.trace, "trace", "", "after the table, run this fixed-rate row (e.g. latency-h1-75) once more on tradergate under a Go execution trace, and report what its slowest answers waited on")
+	fs.StringVar(&o.trace, "trace", "", "after the table, run this row (a fixed-rate one, e.g. latency-h1-75, or a plain HTTP/1.1 hit row, e.g. hit-activity20-gzip) once more on tradergate under a Go execution trace, and report what its slowest answers waited on")
 	fs.IntVar(&o.nice, "nice", 0, "run every server and the load generator under nice -n N (negative needs root): on a shared machine, keeps other work off the pinned CPUs")
 	err := fs.Parse(args)
 	if err != nil {
@@ -111,13 +111,13 @@ func parseServers(list string) ([]serverKind, error) {
 }
 
 // checkLatencyFlags refuses a latency page that is not a hit row's, and a
-// traced row that is not a fixed-rate one.
+// traced row that is neither a fixed-rate row nor a plain hit row.
 func checkLatencyFlags(page, trace string) error {
 	base := strings.TrimSuffix(page, "-gzip")
 	if base != "tx" && base != "activity20" && base != "orderbook1000" {
 		return fmt.Errorf("-latency-page %q: want tx, activity20 or orderbook1000, each also with -gzip", page)
 	}
-	if trace == "" {
+	if trace == "" || strings.HasPrefix(trace, "hit-") && !strings.HasSuffix(trace, "-redis") {
 		return nil
 	}
 	for _, g := range latencyGroups() {
@@ -127,5 +127,5 @@ func checkLatencyFlags(page, trace string) error {
 			}
 		}
 	}
-	return fmt.Errorf("-trace %q: want a fixed-rate row, latency-<h1|tls-h1|tls-h2>-<25|50|75>", trace)
+	return fmt.Errorf("-trace %q: want a fixed-rate row, latency-<h1|tls-h1|tls-h2>-<25|50|75>, or a plain hit row, hit-<page>", trace)
 }

@@ -16,9 +16,12 @@ import (
 	"time"
 
 	"golang.org/x/exp/trace"
+
+	"tradergate/bench/load"
 )
 
-// traceRow runs a fixed-rate row (-trace) once more on tradergate, outside
+// traceRow runs a fixed-rate row or a plain hit row (-trace) once more on
+// tradergate, outside
 // the table (tracing costs the server a little), under a Go execution
 // trace of its window taken from the edge's pprof listener, keeping every
 // answer's due time and latency; then lays the slowest answers beside what
@@ -38,12 +41,15 @@ func (b *bench) traceRow(ctx context.Context, w io.Writer, scs []*scenario, rows
 }
 
 func (b *bench) traceRun(ctx context.Context, sc *scenario) (string, error) {
-	if sc == nil || sc.rate == nil {
-		return "", errors.New("not a fixed-rate row of this run (is it in -only?)")
+	if sc == nil || sc.mode != load.ModeList || sc.proto.h2load() || sc.proto == protoGoH2 && sc.rate == nil || !slices.Contains(sc.servers, kindTradergate) {
+		return "", errors.New("not a fixed-rate row or a plain hit row of tradergate in this run (is it in -only?)")
 	}
-	rate, err := b.latencyRate(sc)
-	if err != nil {
-		return "", err
+	var rate float64
+	if sc.rate != nil {
+		var err error
+		if rate, err = b.latencyRate(sc); err != nil {
+			return "", err
+		}
 	}
 	tag := "trace-" + sc.name
 	b.procs.setTag(tag)
@@ -89,7 +95,11 @@ func (b *bench) traceRun(ctx context.Context, sc *scenario) (string, error) {
 		return "", fmt.Errorf("%s: %w", path, err)
 	}
 	text := fmt.Sprintf("source: Go execution trace of tradergate from its pprof listener (%s; go tool trace %s)\n", path, path)
-	text += fmt.Sprintf("row: %s at %.0f req/s, %d answers, p50 %s, p99 %s, p99.9 %s, max %s\n", sc.name, rate, res.Requests,
+	loop := fmt.Sprintf("open loop at %.0f req/s", rate)
+	if rate == 0 {
+		loop = fmt.Sprintf("closed loop, %.0f req/s; a request is due when sent", res.RPS)
+	}
+	text += fmt.Sprintf("row: %s, %s, %d answers, p50 %s, p99 %s, p99.9 %s, max %s\n", sc.name, loop, res.Requests,
 		fmtLatency(micros(res.Latency.P50)), fmtLatency(micros(res.Latency.P99)), fmtLatency(micros(res.Latency.P999)), fmtLatency(micros(res.Latency.Max)))
 	return text + analyzeTrace(facts, res.WindowStart, res.Answers).String(), nil
 }

@@ -81,6 +81,25 @@ func TestOpenLoopSeesPauses(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkPaused(t, res, 200)
+
+	// A closed loop keeps its answers too, each due when it was sent, and
+	// sees a pause only in the answers in flight when it began.
+	res, err = Run(context.Background(), Spec{
+		Addr: strings.TrimPrefix(srv.URL, "http://"), Mode: ModeList, URLs: []string{"/v1/tx"}, Connections: 4,
+		Warmup: 100 * time.Millisecond, Duration: 300 * time.Millisecond, ServerCPU: -1, LoadCPU: -1, KeepAnswers: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(res.Answers)) != res.Requests || res.Requests == 0 || res.WindowStart.IsZero() {
+		t.Fatalf("closed loop: %d answers kept of %d", len(res.Answers), res.Requests)
+	}
+	for _, a := range res.Answers {
+		// A request sent in the warm-up counts when answered in the window.
+		if a[0]+a[1] < 0 || a[0] > res.Window.Microseconds() || a[2] != 0 {
+			t.Fatalf("closed-loop answer %v outside its window of %v", a, res.Window)
+		}
+	}
 }
 
 // checkPaused checks an open-loop run of pausingHandler(100ms, 20ms) at

@@ -55,6 +55,10 @@ type worker struct {
 	status [600]int64
 	stats  tally
 	n      int
+	// kept are the window's answers, with Spec.KeepAnswers: sent after
+	// windowStart (a closed loop's request is due when it is sent).
+	kept        []openAnswer
+	windowStart *atomic.Int64
 }
 
 // tally holds a worker's counts in the window.
@@ -121,6 +125,9 @@ func (w *worker) run(ctx context.Context, phase *atomic.Int32) {
 			continue
 		}
 		w.record(resp, d, sample)
+		if w.spec.KeepAnswers {
+			w.kept = append(w.kept, openAnswer{(start.UnixNano() - w.windowStart.Load()) / 1e3, d.Microseconds(), 0})
+		}
 	}
 }
 
@@ -173,6 +180,10 @@ func runTimed(ctx context.Context, s *Spec) (*Result, error) {
 	}
 
 	var phase atomic.Int32
+	var windowStart atomic.Int64
+	for _, w := range workers {
+		w.windowStart = &windowStart
+	}
 	var wg sync.WaitGroup
 	// finished closes when every worker has stopped: a bounded sequence
 	// ran out, which ends the run early.
@@ -194,14 +205,16 @@ func runTimed(ctx context.Context, s *Spec) (*Result, error) {
 		startWorkers()
 		waitFor(ctx, s.Warmup, finished)
 		before = p.read(ctx)
+		windowStart.Store(time.Now().UnixNano())
 		phase.Store(phaseMeasure)
 	} else {
 		// No warm-up: every request counts, the first ones included.
 		before = p.read(ctx)
+		windowStart.Store(time.Now().UnixNano())
 		phase.Store(phaseMeasure)
 		startWorkers()
 	}
-	t0 := time.Now()
+	t0 := time.Unix(0, windowStart.Load())
 	waitFor(ctx, s.Duration, finished)
 	phase.Store(phaseDone)
 	res.Window = time.Since(t0)
@@ -214,14 +227,14 @@ func runTimed(ctx context.Context, s *Spec) (*Result, error) {
 	p.fill(res, before, after)
 	var h Histogram
 	res.Status = map[int]int64{}
-	for _, w := range workers {
+	answers := make([][]openAnswer, len(workers))
+	for i, w := range workers {
 		h.Merge(&w.hist)
 		w.stats.addTo(res, w.status[:])
+		answers[i] = w.kept
 	}
-	res.Latency = summarize(&h)
-	if res.Window > 0 {
-		res.RPS = float64(res.Requests) / res.Window.Seconds()
-	}
+	res.WindowStart = t0
+	finishOpen(res, s, &h, nil, answers, window{})
 	return res, nil
 }
 

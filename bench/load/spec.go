@@ -112,9 +112,10 @@ type Spec struct {
 	// Streams bounds the requests in flight on one HTTP/2 connection
 	// (TLS.HTTP2); zero: 10, as the h2load rows run.
 	Streams int
-	// KeepAnswers keeps every answer of an open-loop window, when it was
-	// due and how long it took (Result.Answers), to be laid beside a
-	// runtime trace of the server.
+	// KeepAnswers keeps every answer of the window, when it was due (in a
+	// closed loop, sent) and how long it took (Result.Answers), to be laid
+	// beside a runtime trace of the server. ModeList, ModeZipf and
+	// ModeSequence over HTTP/1.1, and open-loop HTTP/2.
 	KeepAnswers bool
 
 	// TLS, when set, makes every connection a TLS 1.3 one (ModeList,
