@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
+	"runtime"
+	rtrace "runtime/trace"
 	"slices"
 	"strings"
 	"testing"
@@ -186,7 +189,7 @@ func TestAnalyzeTrace(t *testing.T) {
 		gcRun: []span{{ms(500.1), ms(502)}},
 		// The P runs all the time but for 1ms at 800.
 		busy:  []span{{ms(-100), ms(800)}, {ms(801), ms(1100)}},
-		waits: []wait{{span{ms(500.1), ms(502)}, false}},
+		waits: []wait{{span{ms(500.1), ms(502)}, false, wakeSysmon}},
 	}
 	var answers [][3]int64
 	// 1000 answers, one every ms, 50µs each, except the 10 due at
@@ -212,12 +215,58 @@ func TestAnalyzeTrace(t *testing.T) {
 		t.Fatalf("slow shares: mark %.2f gc workers %.2f idle %.2f\n%s", mark, gcRun, idle, rep)
 	}
 	s := rep.String()
-	for _, want := range []string{"slowest 1% (11 answers", "1 GC cycles", "all 1001 answers"} {
+	for _, want := range []string{"slowest 1% (11 answers", "1 GC cycles", "all 1001 answers", "1 by sysmon's netpoll (after 10ms without a poll) (waited to run p50 1.90ms"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("report lacks %q:\n%s", want, s)
 		}
 	}
 	if o := overlap(mergeSpans([]span{{5, 10}, {0, 6}, {20, 30}}), 3, 25); o != 12 {
 		t.Errorf("overlap %d, want 12", o)
+	}
+}
+
+// readTrace reads a trace this Go writes: the clock snapshot, a forced GC
+// cycle's mark phase and pause, the P's busy time, goroutines woken by
+// one another.
+func TestReadTraceOfThisProcess(t *testing.T) {
+	var buf bytes.Buffer
+	if err := rtrace.Start(&buf); err != nil {
+		t.Skip("a trace is already running:", err)
+	}
+	before := time.Now()
+	ch := make(chan int)
+	done := make(chan struct{})
+	go func() {
+		for v := range ch {
+			_ = v
+		}
+		close(done)
+	}()
+	for i := range 1000 {
+		ch <- i
+	}
+	close(ch)
+	<-done
+	runtime.GC()
+	rtrace.Stop()
+	f, err := readTrace(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.mark) == 0 || len(f.stw) == 0 || len(f.busy) == 0 || len(f.waits) == 0 {
+		t.Fatalf("mark %d stw %d busy %d waits %d", len(f.mark), len(f.stw), len(f.busy), len(f.waits))
+	}
+	// On the wall clock: within the test's own time.
+	if f.from < before.Add(-time.Second).UnixNano() || f.to > time.Now().UnixNano() || f.mark[0].from < f.from {
+		t.Fatalf("trace from %v to %v, mark at %v, test began %v", time.Unix(0, f.from), time.Unix(0, f.to), time.Unix(0, f.mark[0].from), before)
+	}
+	woken := 0
+	for _, w := range f.waits {
+		if w.by == wakeGoroutine {
+			woken++
+		}
+	}
+	if woken == 0 {
+		t.Fatal("no goroutine woken by another")
 	}
 }

@@ -136,7 +136,25 @@ type span struct{ from, to int64 }
 type wait struct {
 	span
 	gc bool // a GC mark worker
+	// by is what made the goroutine runnable (wakeSources).
+	by int
 }
+
+// What makes a goroutine runnable, as the trace tells it apart. A
+// goroutine waiting for the network is found ready by the scheduler's
+// poll of the network, which it makes only when it has nothing else to
+// run; or, when the P has not polled for 10ms, by sysmon (off any P). Many
+// wakeups by sysmon mean the P never ran out of work: answers whose
+// requests had arrived waited for it to notice them.
+const (
+	wakeOther     = iota // created, preempted, yielded
+	wakeScheduler        // the scheduler's netpoll, on a P
+	wakeSysmon           // sysmon's netpoll, off any P
+	wakeGoroutine        // another goroutine (a channel, a lock, a timer)
+	wakeSources
+)
+
+var wakeNames = [wakeSources]string{"other", "the scheduler's netpoll", "sysmon's netpoll (after 10ms without a poll)", "another goroutine"}
 
 // traceFacts are what a trace says about the intervals that matter to a
 // slow answer, on the wall clock (the trace's clock snapshot maps them).
@@ -198,7 +216,11 @@ func readTrace(r io.Reader) (*traceFacts, error) {
 	}
 	open := map[rangeKey]int64{}
 	running := map[trace.GoID]int64{}
-	runnable := map[trace.GoID]int64{}
+	type ready struct {
+		at int64
+		by int
+	}
+	runnable := map[trace.GoID]ready{}
 	procRunning := map[trace.ProcID]int64{}
 	for i, ev := range events {
 		t := wall(ev.Time())
@@ -231,7 +253,7 @@ func readTrace(r io.Reader) (*traceFacts, error) {
 			switch st.Resource.Kind {
 			case trace.ResourceGoroutine:
 				id := st.Resource.Goroutine()
-				_, to := st.Goroutine()
+				was, to := st.Goroutine()
 				if from, ok := running[id]; ok && to != trace.GoRunning {
 					delete(running, id)
 					if workers[id] {
@@ -240,11 +262,21 @@ func readTrace(r io.Reader) (*traceFacts, error) {
 				}
 				switch to {
 				case trace.GoRunnable:
-					runnable[id] = t
+					by := wakeOther
+					switch {
+					case was != trace.GoWaiting:
+					case ev.Proc() == trace.NoProc:
+						by = wakeSysmon
+					case ev.Goroutine() == trace.NoGoroutine:
+						by = wakeScheduler
+					default:
+						by = wakeGoroutine
+					}
+					runnable[id] = ready{t, by}
 				case trace.GoRunning:
 					running[id] = t
-					if from, ok := runnable[id]; ok {
-						f.waits = append(f.waits, wait{span{from, t}, workers[id]})
+					if r, ok := runnable[id]; ok {
+						f.waits = append(f.waits, wait{span{r.at, t}, workers[id], r.by})
 					}
 					delete(runnable, id)
 				}
@@ -373,6 +405,9 @@ type traceReport struct {
 	stwLongest       int64
 	waitP99, waitMax int64 // scheduling latencies in the window
 	waitMaxGC        bool
+	// wakes are the window's scheduling latencies by what made the
+	// goroutine runnable (wakeSources), sorted.
+	wakes [wakeSources][]int64
 }
 
 // analyzeTrace lays the answers of a fixed-rate window (due µs after
@@ -431,10 +466,14 @@ func analyzeTrace(f *traceFacts, windowStart time.Time, answers [][3]int64) trac
 		if w.to > winFrom && w.from < winTo {
 			d := w.to - w.from
 			ws = append(ws, d)
+			rep.wakes[w.by] = append(rep.wakes[w.by], d)
 			if d > rep.waitMax {
 				rep.waitMax, rep.waitMaxGC = d, w.gc
 			}
 		}
+	}
+	for i := range rep.wakes {
+		slices.Sort(rep.wakes[i])
 	}
 	if len(ws) > 0 {
 		slices.Sort(ws)
@@ -458,6 +497,17 @@ func (r traceReport) String() string {
 	us := func(ns int64) string { return fmtLatency(float64(ns) / 1e3) }
 	fmt.Fprintf(&b, "window in the trace: %d answers (%d outside it); %d GC cycles, %.1f%% of the time in a mark phase (longest %s), longest stop-the-world %s; goroutine scheduling latency p99 %s, max %s%s\n",
 		r.answers, r.outside, r.cycles, 100*r.markShare, us(r.markLongest), us(r.stwLongest), us(r.waitP99), us(r.waitMax), map[bool]string{true: " (a GC worker)", false: ""}[r.waitMaxGC])
+	var wakes []string
+	for by, ws := range r.wakes {
+		if len(ws) == 0 || by == wakeOther {
+			continue
+		}
+		q := func(p float64) string { return us(ws[min(len(ws)-1, int(p*float64(len(ws))))]) }
+		wakes = append(wakes, fmt.Sprintf("%d by %s (waited to run p50 %s, p99 %s, max %s)", len(ws), wakeNames[by], q(0.5), q(0.99), us(ws[len(ws)-1])))
+	}
+	if len(wakes) > 0 {
+		fmt.Fprintf(&b, "goroutines made runnable: %s\n", strings.Join(wakes, "; "))
+	}
 	for _, g := range []struct {
 		name string
 		g    answerGroup
