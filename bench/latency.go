@@ -148,7 +148,8 @@ func latencyMetrics() []string {
 // runtimeNote says what the edge's runtime did over a latency row's
 // window: GC cycles and their CPU by kind, and the quantiles of its
 // scheduling latencies and stop-the-world pauses, at the exported
-// buckets' resolution (powers of two).
+// buckets' resolution: client_golang keeps about one runtime bucket per
+// power of ten, so a quantile here is the bound of its decade.
 func runtimeNote(res *load.Result) string {
 	if res.MetricsAfter == nil || res.MetricsBefore == nil {
 		return ""
