@@ -61,7 +61,8 @@ func latencyGroups() []latencyGroup {
 }
 
 // fixedRate is a latency row's schedule: share × the req/s nginx reached
-// on base, the group's closed-loop row, in the same repetition.
+// on base, the group's closed-loop row, the first time the run measured
+// it.
 type fixedRate struct {
 	base  string
 	share float64
@@ -115,7 +116,7 @@ func latencyScenarios(f fixture.Fixtures, page string) []*scenario {
 func (b *bench) latencyRate(sc *scenario) (float64, error) {
 	maxRPS := b.maxRates[sc.rate.base]
 	if maxRPS <= 0 {
-		return 0, fmt.Errorf("no rate to take a share of: the nginx row of %s has no figure in this repetition (is nginx installed, and in -servers and -only?)", sc.rate.base)
+		return 0, fmt.Errorf("no rate to take a share of: the nginx row of %s has no figure yet (is nginx installed, and in -servers and -only?)", sc.rate.base)
 	}
 	return sc.rate.share * maxRPS, nil
 }

@@ -84,9 +84,9 @@ type bench struct {
 	pageSizes  []string
 	notes      []string
 	seq        int
-	// maxRates are the req/s of the latency groups' closed-loop rows in
-	// the current repetition, by scenario: what the fixed-rate rows take
-	// their shares of.
+	// maxRates are the req/s of the latency groups' closed-loop rows, by
+	// scenario, as first measured in the run: what the fixed-rate rows
+	// take their shares of.
 	maxRates map[string]float64
 	// nofile is the limit on open files the servers and the load
 	// generator inherit (raised to the hard limit); 0 when unknown.

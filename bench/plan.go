@@ -93,9 +93,6 @@ func scenarioByName(scs []*scenario, name string) *scenario {
 func (b *bench) runMatrix(ctx context.Context, chosen []*scenario, rows []row) []row {
 	reps := make([][]row, len(rows))
 	for rep := range b.opt.repeat {
-		// The fixed-rate rows take their shares of this repetition's
-		// closed-loop rates, measured right before them.
-		clear(b.maxRates)
 		for i := range rows {
 			if rows[i].Skipped != "" {
 				continue
@@ -133,7 +130,11 @@ func (b *bench) runPlanned(ctx context.Context, chosen []*scenario, r row, i, n,
 	}
 	fmt.Fprintf(b.stderr, "[%d/%d]%s %s on %s… ", i+1, n, tag, r.Scenario, r.name())
 	r = b.runRow(ctx, sc, r.Server)
-	if sc.latencyGroup != "" && sc.rate == nil && r.Failed == "" && r.Server == kindNginx {
+	// The fixed-rate rows take their shares of the first closed-loop rate
+	// the run measured on their row: every repetition then runs the same
+	// schedule, and its figures are comparable with the others'. Later
+	// repetitions of the closed-loop row are reported beside it.
+	if sc.latencyGroup != "" && sc.rate == nil && r.Failed == "" && r.Server == kindNginx && b.maxRates[sc.name] == 0 {
 		b.maxRates[sc.name] = r.RPS
 	}
 	if r.Failed != "" {
