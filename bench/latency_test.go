@@ -270,3 +270,14 @@ func TestReadTraceOfThisProcess(t *testing.T) {
 		t.Fatal("no goroutine woken by another")
 	}
 }
+
+// slowShares are the slow group's figures as shares: of its answers that
+// overlapped a mark phase, and of its waiting time the GC workers' and
+// the idle P's.
+func (r traceReport) slowShares() (mark, gcRun, idle float64) {
+	s := r.slow
+	if s.n == 0 || s.latency == 0 {
+		return 0, 0, 0
+	}
+	return float64(s.mark) / float64(s.n), float64(s.gcRun) / float64(s.latency), float64(s.idle) / float64(s.latency)
+}

@@ -178,7 +178,7 @@ func TestSpecRefusesRateOffList(t *testing.T) {
 		{Addr: "127.0.0.1:1", Mode: ModeList, URLs: []string{"/"}, Rate: 10, Duration: time.Second, TLS: &TLSSpec{CAFile: "x", NewConnection: true}},
 	} {
 		s.applyDefaults()
-		if err := s.validate(); err == nil || !strings.Contains(err.Error(), "Rate") {
+		if err := s.validate(); err == nil || !strings.Contains(err.Error(), "rate:") {
 			t.Errorf("%+v: err = %v", s, err)
 		}
 	}

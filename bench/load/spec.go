@@ -219,7 +219,7 @@ func (s *Spec) validate() error {
 		return errors.New("TLS: HTTP2 is for ModeIdle and for ModeList on kept connections")
 	}
 	if s.Rate < 0 || (s.Rate > 0 && (s.Mode != ModeList || s.TLS != nil && s.TLS.NewConnection)) {
-		return errors.New("Rate: a positive rate, with ModeList on kept connections only")
+		return errors.New("rate: a positive Rate, with ModeList on kept connections only")
 	}
 	if s.TLS != nil && s.TLS.Resume && !s.TLS.NewConnection {
 		return errors.New("TLS: Resume needs NewConnection (a kept connection resumes nothing)")
