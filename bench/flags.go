@@ -30,6 +30,10 @@ type options struct {
 	tradergate         string
 	nice               int
 	repeat             int
+	// latencyPage is the hit page of the latency rows; trace names the
+	// fixed-rate row whose tradergate run is traced after the table.
+	latencyPage string
+	trace       string
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -40,7 +44,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured load before each window")
 	fs.IntVar(&o.connections, "connections", 32, "keep-alive connections of the load generator")
 	fs.StringVar(&o.out, "out", "bench/results", "directory for the table (Markdown, JSON), logs and profiles; relative to the module root")
-	fs.StringVar(&o.only, "only", "", "run only scenarios whose name starts with one of these (comma-separated): hit, hit-tx, hit-activity20, hit-orderbook1000, fleet, miss, miss-full, stampede, first-gzip-hit, zipf, zipf100k, tls, tls-h2, tls-h1, tls-new-conn, tls-resumed, idle, idle-h1, idle-h2; sweep (the page size sweep, page files against the heap: only when named)")
+	fs.StringVar(&o.only, "only", "", "run only scenarios whose name starts with one of these (comma-separated): hit, hit-tx, hit-activity20, hit-orderbook1000, fleet, miss, miss-full, stampede, first-gzip-hit, zipf, zipf100k, tls, tls-h2, tls-h1, tls-new-conn, tls-resumed, latency (fixed-rate latency: latency-h1, latency-tls-h1, latency-tls-h2), idle, idle-h1, idle-h2; sweep (the page size sweep, page files against the heap: only when named)")
 	cpus := fs.String("cpus", "1,0", "server CPU, load generator CPU")
 	servers := fs.String("servers", "", "run only the rows of these servers (comma-separated): tradergate, ceiling-fasthttp, ceiling, ceiling+headers, nginx, nginx-tuned, varnish, passthrough, legacysim")
 	fs.BoolVar(&o.pprof, "pprof", false, "after the table, profile tradergate's CPU on hit-activity20, miss and miss-full; with -only, on the first hit row and the miss rows chosen (admin pprof when served, else perf)")
@@ -55,6 +59,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the Zipf mix")
 	fs.StringVar(&o.tradergate, "tradergate", "", "use this tradergate binary instead of building the working tree")
 	fs.IntVar(&o.repeat, "repeat", 1, "run the whole matrix this many times, rows interleaved, and report each row's median run")
+	fs.StringVar(&o.latencyPage, "latency-page", "activity20-gzip", "hit page of the latency rows: tx, activity20 or orderbook1000, each also with -gzip")
+	fs.StringVar(&o.trace, "trace", "", "after the table, run this row (a fixed-rate one, e.g. latency-h1-75, or a plain HTTP/1.1 hit row, e.g. hit-activity20-gzip) once more on tradergate under a Go execution trace, and report what its slowest answers waited on")
 	fs.IntVar(&o.nice, "nice", 0, "run every server and the load generator under nice -n N (negative needs root): on a shared machine, keeps other work off the pinned CPUs")
 	err := fs.Parse(args)
 	if err != nil {
@@ -62,6 +68,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if err := checkLatencyFlags(o.latencyPage, o.trace); err != nil {
+		return o, err
 	}
 	if o.servers, err = parseServers(*servers); err != nil {
 		return o, err
@@ -99,4 +108,24 @@ func parseServers(list string) ([]serverKind, error) {
 		out = append(out, k)
 	}
 	return out, nil
+}
+
+// checkLatencyFlags refuses a latency page that is not a hit row's, and a
+// traced row that is neither a fixed-rate row nor a plain hit row.
+func checkLatencyFlags(page, trace string) error {
+	base := strings.TrimSuffix(page, "-gzip")
+	if base != "tx" && base != "activity20" && base != "orderbook1000" {
+		return fmt.Errorf("-latency-page %q: want tx, activity20 or orderbook1000, each also with -gzip", page)
+	}
+	if trace == "" || strings.HasPrefix(trace, "hit-") && !strings.HasSuffix(trace, "-redis") {
+		return nil
+	}
+	for _, g := range latencyGroups() {
+		for _, share := range latencyShares {
+			if trace == fmt.Sprintf("latency-%s-%.0f", g.name, share*100) {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("-trace %q: want a fixed-rate row, latency-<h1|tls-h1|tls-h2>-<25|50|75>, or a plain hit row, hit-<page>", trace)
 }

@@ -84,6 +84,10 @@ type bench struct {
 	pageSizes  []string
 	notes      []string
 	seq        int
+	// maxRates are the req/s of the latency groups' closed-loop rows, by
+	// scenario, as first measured in the run: what the fixed-rate rows
+	// take their shares of.
+	maxRates map[string]float64
 	// nofile is the limit on open files the servers and the load
 	// generator inherit (raised to the hard limit); 0 when unknown.
 	nofile uint64
@@ -118,6 +122,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		simKey:     randomKey("sim"),
 		clientKey:  randomKey("tg_bench"),
 		tgSections: map[string]bool{"admin": true, "log": true, "conncap": true},
+		maxRates:   map[string]float64{},
 	}
 	if err := b.prepareDirs(); err != nil {
 		return err
@@ -136,7 +141,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	scs := buildScenarios(b.fixtures, scenarioOptions{
 		zipfKeys: opt.zipfKeys, firstGzipPages: opt.firstGzipPages, l2Pages: opt.l2Pages, stampedeRounds: opt.stampedeRounds, stampedeConns: opt.stampedeClients,
-		stampedeDelay: opt.stampedeDelay, seed: opt.seed, idleConns: opt.idleConnections,
+		stampedeDelay: opt.stampedeDelay, seed: opt.seed, idleConns: opt.idleConnections, latencyPage: opt.latencyPage,
 	})
 	var chosen []*scenario
 	for _, sc := range scs {
@@ -170,6 +175,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var profiles []profileResult
 	if opt.pprof && ctx.Err() == nil {
 		profiles = b.profiles(ctx, stdout, scs, chosen)
+	}
+	if opt.trace != "" && ctx.Err() == nil {
+		profiles = append(profiles, b.traceRow(ctx, stdout, scs, rows))
 	}
 	if err := b.writeResults(meta, rows, verdicts, profiles); err != nil {
 		return err
@@ -275,6 +283,9 @@ func (b *bench) setUp(ctx context.Context) error {
 func printResults(w io.Writer, rows []row, verdicts []verdict) error {
 	fmt.Fprintln(w)
 	if err := writeTable(w, rows); err != nil {
+		return err
+	}
+	if err := writeLatencyTable(w, rows); err != nil {
 		return err
 	}
 	fmt.Fprintln(w)

@@ -63,7 +63,7 @@ func (b *bench) estimate(scs []*scenario, rows []row) time.Duration {
 			d += time.Duration(sc.conns)*time.Second/2000 + idleSettle + 2*time.Second
 			continue
 		}
-		d += b.warmupOf(sc) + b.opt.duration + 1500*time.Millisecond // start, warm, stop
+		d += b.warmupOf(sc) + b.windowOf(sc) + 1500*time.Millisecond // start, warm, stop
 		// Pages stored before the window, at an assumed 4,000 misses a second
 		// (a 2-CPU machine's rate, docs/BENCHMARKS.md, Scenarios).
 		d += time.Duration(sc.prefill) * time.Second / 4000
@@ -130,6 +130,13 @@ func (b *bench) runPlanned(ctx context.Context, chosen []*scenario, r row, i, n,
 	}
 	fmt.Fprintf(b.stderr, "[%d/%d]%s %s on %s… ", i+1, n, tag, r.Scenario, r.name())
 	r = b.runRow(ctx, sc, r.Server)
+	// The fixed-rate rows take their shares of the first closed-loop rate
+	// the run measured on their row: every repetition then runs the same
+	// schedule, and its figures are comparable with the others'. Later
+	// repetitions of the closed-loop row are reported beside it.
+	if sc.latencyGroup != "" && sc.rate == nil && r.Failed == "" && r.Server == kindNginx && b.maxRates[sc.name] == 0 {
+		b.maxRates[sc.name] = r.RPS
+	}
 	if r.Failed != "" {
 		fmt.Fprintln(b.stderr, "FAILED:", firstLine(r.Failed))
 	} else {

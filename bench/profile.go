@@ -18,7 +18,8 @@ import (
 // profiles profiles tradergate on the hit path (the 20-item page) and the
 // miss path (on a filling and on a full cache), printing the top of each.
 // With -only it profiles what was chosen instead: the first hit row (so
-// that one page's hit can be profiled alone) and the miss rows. A hit row
+// that one page's hit can be profiled alone), the miss rows and the rows
+// of a TLS connection per request (the handshake's cost). A hit row
 // is profiled on the fasthttp ceiling too, under the same load, so that
 // what the edge adds to the bare server can be read off the two side by
 // side. A row with the limiter's Redis store is not profiled: the profile
@@ -32,12 +33,12 @@ func (b *bench) profiles(ctx context.Context, w io.Writer, scs, chosen []*scenar
 			switch {
 			case strings.HasPrefix(sc.name, "hit-") && sc.label() == "" && !hit:
 				names, hit = append(names, sc.name), true
-			case sc.name == "miss" || sc.name == "miss-full":
+			case sc.name == "miss" || sc.name == "miss-full" || sc.name == "tls-new-conn" || sc.name == "tls-resumed":
 				names = append(names, sc.name)
 			}
 		}
 		if len(names) == 0 {
-			fmt.Fprintln(w, "\n== profile: none of the rows chosen with -only is a hit or miss row ==")
+			fmt.Fprintln(w, "\n== profile: none of the rows chosen with -only is a hit, miss or new-connection row ==")
 		}
 	}
 	var out []profileResult

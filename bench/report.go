@@ -23,11 +23,19 @@ type row struct {
 	Failed  string `json:"failed,omitempty"`
 	Skipped string `json:"skipped,omitempty"`
 
-	RPS      float64 `json:"rps"`
-	P50us    float64 `json:"p50_us"`
-	P99us    float64 `json:"p99_us"`
-	Requests int64   `json:"requests"`
-	Errors   int64   `json:"errors"`
+	RPS   float64 `json:"rps"`
+	P50us float64 `json:"p50_us"`
+	P99us float64 `json:"p99_us"`
+	// P999us and MaxUs are the 99.9th percentile and the largest latency;
+	// Rate is a fixed-rate row's schedule, req/s (latency.go), and
+	// RunP99us, RunP999us each repetition's figures, as RunCPUus.
+	P999us    float64   `json:"p999_us,omitempty"`
+	MaxUs     float64   `json:"max_us,omitempty"`
+	Rate      float64   `json:"rate,omitempty"`
+	RunP99us  []float64 `json:"p99_us_runs,omitempty"`
+	RunP999us []float64 `json:"p999_us_runs,omitempty"`
+	Requests  int64     `json:"requests"`
+	Errors    int64     `json:"errors"`
 	// CPUus is server CPU microseconds per request: busy ticks of the
 	// pinned server CPU in /proc/stat over the window, per request.
 	CPUus float64 `json:"cpu_us_per_req"`
@@ -112,6 +120,10 @@ func (r *row) fill(sc *scenario, res *load.Result, hz int) {
 	r.Result = res
 	r.RPS, r.Requests, r.Errors = res.RPS, res.Requests, res.Errors
 	r.P50us, r.P99us = micros(res.Latency.P50), micros(res.Latency.P99)
+	r.latencyNotes(res)
+	if n := runtimeNote(res); n != "" && sc.latencyGroup != "" {
+		r.Notes = append(r.Notes, n)
+	}
 	if res.Requests > 0 {
 		r.BytesPerResp = float64(res.BodyBytes) / float64(res.Requests)
 		perReq := 1e6 / float64(hz) / float64(res.Requests)
@@ -172,7 +184,8 @@ func (r *row) fill(sc *scenario, res *load.Result, hz int) {
 		r.RoundsWanted = sc.rounds
 	}
 	if sc.mode != load.ModeStampede && sc.mode != load.ModeIdle && res.CPUMeasured {
-		if r.ServerBusy < 0.9 {
+		// A fixed-rate row is below saturation on purpose.
+		if r.ServerBusy < 0.9 && res.Rate <= 0 {
 			r.Notes = append(r.Notes, fmt.Sprintf("server CPU only %.0f%% busy: not saturated", 100*r.ServerBusy))
 		}
 		if r.LoadBusy > 0.97 {
@@ -422,6 +435,11 @@ func combine(reps []row) row {
 	if ok[0].Stampede {
 		key = func(r row) float64 { return r.P50us }
 	}
+	if ok[0].Rate > 0 {
+		// Every run of a fixed-rate row answers its schedule: the median
+		// tail is its figure.
+		key = func(r row) float64 { return r.P99us }
+	}
 	slices.SortFunc(ok, func(a, b row) int { return cmp.Compare(key(a), key(b)) })
 	out := ok[(len(ok)-1)/2]
 	out.Runs = len(reps)
@@ -431,8 +449,12 @@ func combine(reps []row) row {
 			out.RunCPUus[i] = r.CPUus
 		}
 	}
+	latencyRuns(&out, reps)
 	if len(ok) > 1 {
 		spread := fmt.Sprintf("median of %d runs (req/s %.0f–%.0f)", len(ok), ok[0].RPS, ok[len(ok)-1].RPS)
+		if out.Rate > 0 {
+			spread = fmt.Sprintf("median of %d runs by p99 (p99 %s–%s)", len(ok), fmtLatency(ok[0].P99us), fmtLatency(ok[len(ok)-1].P99us))
+		}
 		if out.Stampede {
 			spread = fmt.Sprintf("median of %d runs (p50 %s–%s)", len(ok), fmtLatency(ok[0].P50us), fmtLatency(ok[len(ok)-1].P50us))
 		}

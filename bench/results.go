@@ -126,6 +126,7 @@ func writeMarkdown(w *bytes.Buffer, m meta, rows []row, verdicts []verdict, prof
 	fmt.Fprintf(w, "`%s` at %s; %s, %s, %s; %s; %s per row after %s of warm-up, %d connections.\n\n",
 		m.Command, m.Commit, m.GoVersion, m.Kernel, m.CPUModel, m.CPUs, m.Duration, m.Warmup, m.Connections)
 	writeMarkdownTable(w, rows)
+	writeMarkdownLatency(w, rows)
 	fmt.Fprintln(w, "\n## Targets")
 	fmt.Fprintln(w)
 	for _, v := range verdicts {

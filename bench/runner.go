@@ -72,6 +72,12 @@ func (b *bench) runRow(ctx context.Context, sc *scenario, kind serverKind) row {
 		defer func() { _ = b.setUpstreamLatency(context.WithoutCancel(ctx), 0) }()
 	}
 	spec := b.spec(sc, kind, srv, prefix)
+	if sc.rate != nil {
+		if spec.Rate, err = b.latencyRate(sc); err != nil {
+			r.Failed = err.Error()
+			return r
+		}
+	}
 	res, err := b.runLoad(ctx, spec, string(kind))
 	if err != nil {
 		r.Failed = "load: " + err.Error()
@@ -116,7 +122,7 @@ func (b *bench) spec(sc *scenario, kind serverKind, srv *server, prefix string) 
 		Seed:        b.opt.seed,
 		Connections: b.opt.connections,
 		Warmup:      b.warmupOf(sc),
-		Duration:    b.opt.duration,
+		Duration:    b.windowOf(sc),
 		Rounds:      sc.rounds,
 		ServerCPU:   b.opt.serverCPU,
 		LoadCPU:     b.opt.loadCPU,
@@ -152,6 +158,9 @@ func (b *bench) spec(sc *scenario, kind serverKind, srv *server, prefix string) 
 		// h2load reads no headers: the warm-up made the page a hit.
 		s.Mode, s.URLs, s.CheckCache, s.SampleCache = load.ModeH2load, nil, "", false
 		s.Command = h2loadCommand(b.h2load, sc.proto, "https://"+srv.addr+prefix+sc.urls[0], s.Headers, sc.gzip, s.Connections, s.Warmup, s.Duration)
+	case protoGoH1TLS, protoGoH2:
+		s.TLS = &load.TLSSpec{CAFile: b.cert.cert, ServerName: tlsServerName, HTTP2: sc.proto == protoGoH2}
+		s.Streams = h2loadStreams
 	case protoNewConn, protoResumed:
 		s.TLS = &load.TLSSpec{CAFile: b.cert.cert, ServerName: tlsServerName, NewConnection: true, Resume: sc.proto == protoResumed}
 	case protoIdleH1, protoIdleH2:
@@ -162,6 +171,10 @@ func (b *bench) spec(sc *scenario, kind serverKind, srv *server, prefix string) 
 		if s.MetricsURL != "" {
 			s.Metrics = idleMetrics()
 		}
+	}
+	if sc.latencyGroup != "" && s.MetricsURL != "" {
+		s.Metrics = append(s.Metrics, latencyMetrics()...)
+		s.Histograms = latencyHistograms()
 	}
 	// The legacy host as the server under test is its own upstream; the
 	// ceiling has none.
@@ -178,6 +191,15 @@ func (b *bench) warmupOf(sc *scenario) time.Duration {
 		return 0
 	}
 	return max(b.opt.warmup, sc.warmup)
+}
+
+// windowOf is sc's measured time: -duration, or the scenario's own when
+// shorter.
+func (b *bench) windowOf(sc *scenario) time.Duration {
+	if sc.window > 0 {
+		return min(sc.window, b.opt.duration)
+	}
+	return b.opt.duration
 }
 
 // warm requests every URL of a list scenario before the clock starts, and

@@ -48,6 +48,14 @@ type scenario struct {
 	latency time.Duration
 	// warmup, when longer than -warmup, is this scenario's unmeasured load.
 	warmup time.Duration
+	// window, when set, is this scenario's measured time, or -duration
+	// when that is shorter (the latency rows, latency.go).
+	window time.Duration
+	// latencyGroup names the protocol group of a latency row ("h1",
+	// "tls-h1", "tls-h2"); rate, on its fixed-rate rows, is the schedule,
+	// a share of the rate nginx reached on the group's closed-loop row.
+	latencyGroup string
+	rate         *fixedRate
 	// prefill, when positive, is how many targets of tmpl (from start)
 	// are requested once each, identity, before the window: the pages the
 	// window then finds in the cache.
@@ -93,6 +101,11 @@ const (
 	// (load.ModeIdle).
 	protoIdleH1 proto = "idle-https/1.1"
 	protoIdleH2 proto = "idle-h2"
+	// protoGoH1TLS and protoGoH2 are the load generator's own TLS
+	// clients on kept connections, HTTPS/1.1 and HTTP/2 (the latency
+	// rows, which h2load cannot run on a schedule).
+	protoGoH1TLS proto = "go-https/1.1"
+	protoGoH2    proto = "go-h2"
 )
 
 // tls: the server terminates TLS.
@@ -166,6 +179,8 @@ type scenarioOptions struct {
 	seed           uint64
 	// idleConns are the idle rows' connections.
 	idleConns int
+	// latencyPage is the latency rows' hit page (latencyPage).
+	latencyPage string
 }
 
 // buildScenarios returns every scenario, in running order.
@@ -288,6 +303,7 @@ func buildScenarios(f fixture.Fixtures, o scenarioOptions) []*scenario {
 		servers: []serverKind{kindTradergate},
 	})
 	out = append(out, tlsScenarios(f)...)
+	out = append(out, latencyScenarios(f, o.latencyPage)...)
 	out = append(out, idleScenarios(f, o.idleConns)...)
 	return append(out, sweepScenarios(f)...)
 }

@@ -98,6 +98,7 @@ func checkTargets(rows []row) []verdict {
 		Detail: "not a load figure: go test -run '^$' -bench . -cpu 1 ./normalize",
 	})
 	out = append(out, peerVerdicts(rows)...)
+	out = append(out, latencyVerdicts(rows)...)
 	return append(out, sweepVerdict(rows))
 }
 

@@ -43,7 +43,7 @@ func runIdle(ctx context.Context, s *Spec) (*Result, error) {
 	}
 	p := newProbe(s)
 	if s.MetricsURL != "" {
-		if res.MetricsBefore, err = p.scrape(ctx); err != nil {
+		if res.MetricsBefore, _, err = p.scrape(ctx); err != nil {
 			res.Problems = append(res.Problems, "metrics before: "+err.Error())
 		}
 	}
@@ -119,7 +119,7 @@ func runIdle(ctx context.Context, s *Spec) (*Result, error) {
 		return nil, fmt.Errorf("server memory after: %w", err)
 	}
 	if s.MetricsURL != "" && res.MetricsBefore != nil {
-		if res.MetricsAfter, err = p.scrape(ctx); err != nil {
+		if res.MetricsAfter, _, err = p.scrape(ctx); err != nil {
 			res.Problems = append(res.Problems, "metrics after: "+err.Error())
 		}
 	}

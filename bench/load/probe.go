@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -25,6 +26,7 @@ type counters struct {
 	mem          cpustat.Memory
 	memErr       error
 	metrics      map[string]float64
+	hists        map[string][]Bucket
 	metricsErr   error
 	redis        map[string]int64
 	redisErr     error
@@ -57,7 +59,7 @@ func (p *probe) read(ctx context.Context) counters {
 		c.upstream, c.upErr = p.upstream(ctx)
 	}
 	if s.MetricsURL != "" {
-		c.metrics, c.metricsErr = p.scrape(ctx)
+		c.metrics, c.hists, c.metricsErr = p.scrape(ctx)
 	}
 	if s.RedisAddr != "" {
 		c.redis, c.redisErr = RedisCommandStats(s.RedisAddr)
@@ -65,25 +67,113 @@ func (p *probe) read(ctx context.Context) counters {
 	return c
 }
 
-// scrape reads Spec.Metrics off the server's metrics endpoint.
-func (p *probe) scrape(ctx context.Context) (map[string]float64, error) {
+// scrape reads Spec.Metrics and Spec.Histograms off the server's metrics
+// endpoint.
+func (p *probe) scrape(ctx context.Context) (map[string]float64, map[string][]Bucket, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.spec.MetricsURL, nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	resp, err := p.client.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("metrics: status %d", resp.StatusCode)
+		return nil, nil, fmt.Errorf("metrics: status %d", resp.StatusCode)
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return ParseMetrics(body, p.spec.Metrics), nil
+	return ParseMetrics(body, p.spec.Metrics), ParseHistograms(body, p.spec.Histograms), nil
+}
+
+// Bucket is one bucket of a Prometheus histogram: the count of values at
+// or below Le (cumulative, as exposed). The +Inf bucket's Le is InfBound,
+// which JSON can carry.
+type Bucket struct {
+	Le    float64
+	Count float64
+}
+
+// ParseHistograms reads the buckets of the named unlabelled histograms
+// (name_bucket{le="..."} samples) from a Prometheus text exposition, in
+// the order exposed (ascending le, +Inf last).
+func ParseHistograms(text []byte, names []string) map[string][]Bucket {
+	out := map[string][]Bucket{}
+	if len(names) == 0 {
+		return out
+	}
+	want := make(map[string]string, len(names))
+	for _, n := range names {
+		want[n+`_bucket{le="`] = n
+	}
+	for line := range bytes.Lines(text) {
+		line = bytes.TrimSpace(line)
+		open := bytes.Index(line, []byte(`{le="`))
+		if open < 0 || line[0] == '#' {
+			continue
+		}
+		name, ok := want[string(line[:open+5])]
+		if !ok {
+			continue
+		}
+		le, rest, ok := bytes.Cut(line[open+5:], []byte(`"} `))
+		if !ok {
+			continue
+		}
+		f := bytes.Fields(rest)
+		if len(f) == 0 {
+			continue
+		}
+		bound, err1 := strconv.ParseFloat(string(le), 64)
+		count, err2 := strconv.ParseFloat(string(f[0]), 64)
+		if math.IsInf(bound, 1) {
+			bound = InfBound
+		}
+		if err1 == nil && err2 == nil {
+			out[name] = append(out[name], Bucket{bound, count})
+		}
+	}
+	return out
+}
+
+// InfBound stands for the +Inf bucket's bound.
+const InfBound = math.MaxFloat64
+
+// HistogramDelta is what a histogram counted between two readings of
+// its cumulative buckets, bucket by bucket (still cumulative); nil when
+// the two do not have the same buckets.
+func HistogramDelta(before, after []Bucket) []Bucket {
+	if len(before) != len(after) {
+		return nil
+	}
+	out := make([]Bucket, len(after))
+	for i := range after {
+		if before[i].Le != after[i].Le {
+			return nil
+		}
+		out[i] = Bucket{after[i].Le, after[i].Count - before[i].Count}
+	}
+	return out
+}
+
+// BucketQuantile is the upper bound of the bucket holding the q-th
+// quantile (0..1) of a cumulative histogram: the value at or below which
+// that share of the counts lie, at the buckets' resolution. Zero when
+// empty; InfBound when it lies in the +Inf bucket.
+func BucketQuantile(b []Bucket, q float64) float64 {
+	if len(b) == 0 || b[len(b)-1].Count <= 0 {
+		return 0
+	}
+	rank := q * b[len(b)-1].Count
+	for _, x := range b {
+		if x.Count >= rank && x.Count > 0 {
+			return x.Le
+		}
+	}
+	return b[len(b)-1].Le
 }
 
 // ParseMetrics reads the unlabelled samples of the named series from a
@@ -168,6 +258,14 @@ func (p *probe) fill(res *Result, before, after counters) {
 			res.Problems = append(res.Problems, "metrics: "+err.Error())
 		} else {
 			res.MetricsBefore, res.MetricsAfter = before.metrics, after.metrics
+			for name, a := range after.hists {
+				if d := HistogramDelta(before.hists[name], a); d != nil {
+					if res.Histograms == nil {
+						res.Histograms = map[string][]Bucket{}
+					}
+					res.Histograms[name] = d
+				}
+			}
 		}
 	}
 	if s.RedisAddr != "" {

@@ -35,6 +35,12 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	case ModeIdle:
 		return runIdle(ctx, &s)
 	}
+	switch {
+	case s.TLS != nil && s.TLS.HTTP2:
+		return runH2(ctx, &s)
+	case s.Rate > 0:
+		return runOpenH1(ctx, &s)
+	}
 	return runTimed(ctx, &s)
 }
 
@@ -49,6 +55,10 @@ type worker struct {
 	status [600]int64
 	stats  tally
 	n      int
+	// kept are the window's answers, with Spec.KeepAnswers: sent after
+	// windowStart (a closed loop's request is due when it is sent).
+	kept        []openAnswer
+	windowStart *atomic.Int64
 }
 
 // tally holds a worker's counts in the window.
@@ -115,6 +125,9 @@ func (w *worker) run(ctx context.Context, phase *atomic.Int32) {
 			continue
 		}
 		w.record(resp, d, sample)
+		if w.spec.KeepAnswers {
+			w.kept = append(w.kept, openAnswer{(start.UnixNano() - w.windowStart.Load()) / 1e3, d.Microseconds(), 0})
+		}
 	}
 }
 
@@ -167,6 +180,10 @@ func runTimed(ctx context.Context, s *Spec) (*Result, error) {
 	}
 
 	var phase atomic.Int32
+	var windowStart atomic.Int64
+	for _, w := range workers {
+		w.windowStart = &windowStart
+	}
 	var wg sync.WaitGroup
 	// finished closes when every worker has stopped: a bounded sequence
 	// ran out, which ends the run early.
@@ -188,14 +205,16 @@ func runTimed(ctx context.Context, s *Spec) (*Result, error) {
 		startWorkers()
 		waitFor(ctx, s.Warmup, finished)
 		before = p.read(ctx)
+		windowStart.Store(time.Now().UnixNano())
 		phase.Store(phaseMeasure)
 	} else {
 		// No warm-up: every request counts, the first ones included.
 		before = p.read(ctx)
+		windowStart.Store(time.Now().UnixNano())
 		phase.Store(phaseMeasure)
 		startWorkers()
 	}
-	t0 := time.Now()
+	t0 := time.Unix(0, windowStart.Load())
 	waitFor(ctx, s.Duration, finished)
 	phase.Store(phaseDone)
 	res.Window = time.Since(t0)
@@ -208,33 +227,14 @@ func runTimed(ctx context.Context, s *Spec) (*Result, error) {
 	p.fill(res, before, after)
 	var h Histogram
 	res.Status = map[int]int64{}
-	for _, w := range workers {
+	answers := make([][]openAnswer, len(workers))
+	for i, w := range workers {
 		h.Merge(&w.hist)
-		for code, n := range w.status {
-			if n > 0 {
-				res.Status[code] += n
-			}
-		}
-		t := &w.stats
-		res.Requests += t.requests
-		res.Errors += t.errors
-		res.TransportErrors += t.transport
-		res.BodyBytes += t.body
-		res.CacheSampled += t.cacheSampled
-		res.CacheUnexpected += t.cacheUnexpected
-		res.Handshakes += t.handshakes
-		res.Resumed += t.resumed
-		for k, v := range t.cache {
-			if res.Cache == nil {
-				res.Cache = map[string]int64{}
-			}
-			res.Cache[k] += v
-		}
+		w.stats.addTo(res, w.status[:])
+		answers[i] = w.kept
 	}
-	res.Latency = summarize(&h)
-	if res.Window > 0 {
-		res.RPS = float64(res.Requests) / res.Window.Seconds()
-	}
+	res.WindowStart = t0
+	finishOpen(res, s, &h, nil, answers, window{})
 	return res, nil
 }
 

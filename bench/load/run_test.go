@@ -177,3 +177,38 @@ func TestSequenceTargets(t *testing.T) {
 		t.Fatalf("SequenceTargets %v, want %v", list, want)
 	}
 }
+
+func TestParseHistogramsAndQuantile(t *testing.T) {
+	exposition := func(a, b, c, inf int) string {
+		return fmt.Sprintf(`# HELP go_sched_latencies_seconds Distribution.
+# TYPE go_sched_latencies_seconds histogram
+go_sched_latencies_seconds_bucket{le="6.399999999999999e-08"} %d
+go_sched_latencies_seconds_bucket{le="1.0239999999999999e-06"} %d
+go_sched_latencies_seconds_bucket{le="0.001048576"} %d
+go_sched_latencies_seconds_bucket{le="+Inf"} %d
+go_sched_latencies_seconds_sum NaN
+go_sched_latencies_seconds_count %d
+go_other_seconds_bucket{le="1"} 7
+tradergate_request_duration_seconds_bucket{route="tx",le="1"} 9
+`, a, b, c, inf, inf)
+	}
+	names := []string{"go_sched_latencies_seconds", "go_gc_pauses_seconds"}
+	before := ParseHistograms([]byte(exposition(10, 20, 30, 30)), names)
+	after := ParseHistograms([]byte(exposition(110, 920, 1020, 1030)), names)
+	if len(before) != 1 || len(before["go_sched_latencies_seconds"]) != 4 {
+		t.Fatalf("parsed %v", before)
+	}
+	d := HistogramDelta(before["go_sched_latencies_seconds"], after["go_sched_latencies_seconds"])
+	// The window: 100 values up to 64ns, 800 to 1µs, 100 to 1ms, 10 above.
+	if len(d) != 4 || d[0].Count != 100 || d[3].Count != 1000 || d[3].Le != InfBound {
+		t.Fatalf("delta %v", d)
+	}
+	for _, tc := range []struct{ q, want float64 }{{0.05, 6.399999999999999e-08}, {0.5, 1.0239999999999999e-06}, {0.95, 0.001048576}, {0.999, InfBound}} {
+		if got := BucketQuantile(d, tc.q); got != tc.want {
+			t.Errorf("q%v = %v, want %v", tc.q, got, tc.want)
+		}
+	}
+	if BucketQuantile(nil, 0.5) != 0 || HistogramDelta(d[:2], d) != nil {
+		t.Error("an empty histogram has no quantile; buckets that differ have no delta")
+	}
+}

@@ -97,8 +97,26 @@ type Spec struct {
 	// series named in Metrics; "": not read.
 	MetricsURL string
 	Metrics    []string
+	// Histograms are unlabelled histograms of MetricsURL whose buckets are
+	// read at the window's edges (Result.Histograms): the Go runtime's
+	// scheduling latencies and GC pauses.
+	Histograms []string
 	// Timeout bounds one request; zero: 10s.
 	Timeout time.Duration
+	// Rate, when positive, makes the run open loop (openloop.go):
+	// requests are sent on a fixed schedule of Rate a second over the
+	// Connections, and each answer is timed from when its request was
+	// due. Zero: closed loop, each connection sending its next request
+	// when the last answer is in.
+	Rate float64
+	// Streams bounds the requests in flight on one HTTP/2 connection
+	// (TLS.HTTP2); zero: 10, as the h2load rows run.
+	Streams int
+	// KeepAnswers keeps every answer of the window, when it was due (in a
+	// closed loop, sent) and how long it took (Result.Answers), to be laid
+	// beside a runtime trace of the server. ModeList, ModeZipf and
+	// ModeSequence over HTTP/1.1, and open-loop HTTP/2.
+	KeepAnswers bool
 
 	// TLS, when set, makes every connection a TLS 1.3 one (ModeList,
 	// ModeSequence, ModeZipf).
@@ -126,7 +144,10 @@ type TLSSpec struct {
 	// Resume keeps the session tickets the servers send and offers them
 	// (TLS 1.3 PSK with ECDHE), so that handshakes after the first resume.
 	Resume bool
-	// HTTP2 offers h2 alone by ALPN (ModeIdle); else http/1.1 alone.
+	// HTTP2 offers h2 alone by ALPN; else http/1.1 alone. ModeIdle's
+	// connections idle after one request; a timed ModeList run sends its
+	// requests as streams on kept connections (h2client.go), closed loop
+	// or, with Rate, open loop.
 	HTTP2 bool
 }
 
@@ -142,6 +163,9 @@ func (s *Spec) applyDefaults() {
 	}
 	if s.ZipfS <= 0 {
 		s.ZipfS = 1
+	}
+	if s.Streams <= 0 {
+		s.Streams = 10
 	}
 	if s.Mode == ModeStampede && s.Rounds <= 0 {
 		s.Rounds = len(s.URLs)
@@ -191,8 +215,11 @@ func (s *Spec) validate() error {
 	if s.TLS != nil && (s.Mode == ModeStampede || s.TLS.CAFile == "") {
 		return errors.New("TLS: a CA file is needed, and the stampede runs plain HTTP only")
 	}
-	if s.TLS != nil && s.TLS.HTTP2 && s.Mode != ModeIdle {
-		return errors.New("TLS: HTTP2 is for ModeIdle; the other HTTP/2 rows are h2load's")
+	if s.TLS != nil && s.TLS.HTTP2 && s.Mode != ModeIdle && (s.Mode != ModeList || s.TLS.NewConnection) {
+		return errors.New("TLS: HTTP2 is for ModeIdle and for ModeList on kept connections")
+	}
+	if s.Rate < 0 || (s.Rate > 0 && (s.Mode != ModeList || s.TLS != nil && s.TLS.NewConnection)) {
+		return errors.New("rate: a positive Rate, with ModeList on kept connections only")
 	}
 	if s.TLS != nil && s.TLS.Resume && !s.TLS.NewConnection {
 		return errors.New("TLS: Resume needs NewConnection (a kept connection resumes nothing)")
@@ -245,6 +272,10 @@ type Result struct {
 	// window's edges (a summary's or histogram's as name_sum and
 	// name_count); a series the server does not export is absent.
 	MetricsBefore, MetricsAfter map[string]float64
+	// Histograms are the window's counts of Spec.Histograms, cumulative
+	// by bucket as exposed; a histogram the server does not export is
+	// absent.
+	Histograms map[string][]Bucket `json:",omitempty"`
 	// Protocol is the application protocol h2load negotiated (ModeH2load):
 	// "h2" or "http/1.1".
 	Protocol string
@@ -255,6 +286,21 @@ type Result struct {
 	// served in the window, the harness's own INFO left out.
 	RedisCalls    map[string]int64
 	RedisMeasured bool
+	// Rate is an open-loop run's schedule, requests a second (Spec.Rate);
+	// RPS is what was answered. Unsent counts the window's requests the
+	// load generator had not sent when the drain after the window ended
+	// (a server far behind its schedule). Lag is how late it sent
+	// requests whose connection was free when they were due: its own
+	// timing, which every server's latencies include alike.
+	Rate   float64 `json:",omitempty"`
+	Unsent int64   `json:",omitempty"`
+	Lag    Latency
+	// WindowStart is when the measured window opened; Answers, with
+	// Spec.KeepAnswers, are every answer of the window, in microseconds:
+	// when its request was due after WindowStart, its latency, and how
+	// long after it was due it was sent.
+	WindowStart time.Time
+	Answers     [][3]int64 `json:",omitempty"`
 	// Problems are measurement failures worth showing (a counter that
 	// could not be read), not server errors.
 	Problems []string
