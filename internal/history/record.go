@@ -44,7 +44,7 @@ type Exchange struct {
 
 	// The fields the checker reads.
 	Age, XCache, CacheStatus, ETag, CacheControl string
-	ContentEncoding, ContentType, ContentLength   string
+	ContentEncoding, ContentType, ContentLength  string
 	// Body is the body decompressed (for HEAD and 304, empty). Equal
 	// bodies share one string.
 	Body string
