@@ -53,8 +53,9 @@ type Config struct {
 	L2 L2Config `yaml:"l2"`
 	// StaleAfter: a miss that holds a page still inside stale_if_error is
 	// answered with it (X-Cache: STALE) once the key's fetch has not
-	// answered within this, or at once when a fetch of the key is already
-	// running; the fetch goes on and refreshes the page. Zero: 500ms.
+	// answered within this, counted from when that fetch began (at once
+	// when a fetch of the key has run this long already); the fetch goes
+	// on and refreshes the page. Zero: 500ms.
 	// Negative: wait for the fetch.
 	StaleAfter time.Duration `yaml:"stale_after"`
 }

@@ -53,15 +53,18 @@ func (c *Cache) miss(ctx context.Context, key string, fetch Fetch, held *Entry) 
 		c.stats.misses.Add(1)
 		return Result{Status: Miss}, err
 	}
-	// A held page answers a slow fetch (Config.StaleAfter): at once when a
-	// fetch of the key runs already (a refresh, another caller's miss, a
-	// fetch that a caller left to refresh the page), else once the wait
-	// passes staleAfter.
+	// A held page answers a slow fetch (Config.StaleAfter): once the key's
+	// fetch has run staleAfter without answering, counted from when it
+	// began, whoever began it (this caller, a refresh, another caller's
+	// miss, a fetch that a caller left to refresh the page). A fetch begun
+	// just now is no sign of a failing host: the caller waits what is left.
 	var staleAfter <-chan time.Time
 	if d := c.cfg.Load().staleAfter; d >= 0 && held != nil && held.servableOnError(c.now()) {
-		if c.wants.busy(key) {
-			c.stats.count(Stale)
-			return Result{Entry: held, Status: Stale}, nil
+		if running, ok := c.wants.busyFor(key); ok {
+			if d -= running; d <= 0 {
+				c.stats.count(Stale)
+				return Result{Entry: held, Status: Stale}, nil
+			}
 		}
 		t := time.NewTimer(d)
 		defer t.Stop()

@@ -3,6 +3,7 @@ package cache
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // A fetch may want to know whether anyone still waits for it: the proxy's
@@ -12,7 +13,8 @@ import (
 
 // want counts the callers waiting on the flight of one key.
 type want struct {
-	refs    int // under wants.mu: the callers and the flight holding it
+	refs    int       // under wants.mu: the callers and the flight holding it
+	since   time.Time // when the key's first caller or flight took it (monotonic)
 	waiters atomic.Int32
 	had     atomic.Bool // some caller waited at some point
 	// kept: a caller took the held page and left (Config.StaleAfter): the
@@ -34,7 +36,7 @@ func (ws *wants) acquire(key string) *want {
 	}
 	w := ws.m[key]
 	if w == nil {
-		w = &want{}
+		w = &want{since: time.Now()}
 		ws.m[key] = w
 	}
 	w.refs++
@@ -49,11 +51,15 @@ func (ws *wants) release(key string, w *want) {
 	}
 }
 
-// busy reports whether key has a flight running or callers waiting on one.
-func (ws *wants) busy(key string) bool {
+// busyFor reports how long key has had a flight running or callers
+// waiting on one; ok is false when it has none.
+func (ws *wants) busyFor(key string) (d time.Duration, ok bool) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	return ws.m[key] != nil
+	if w := ws.m[key]; w != nil {
+		return time.Since(w.since), true
+	}
+	return 0, false
 }
 
 // wait registers one caller waiting on key's flight; done ends its wait.
