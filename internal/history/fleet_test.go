@@ -29,6 +29,7 @@ import (
 	"tradergate/legacysim"
 	"tradergate/normalize"
 	"tradergate/proxy"
+	"tradergate/proxy/config"
 	"tradergate/proxy/orderbook"
 	"tradergate/proxy/route"
 )
@@ -143,7 +144,7 @@ func newFleet(t *testing.T) *fleet {
 // config is a replica's configuration: a small page cache (so that pages
 // are evicted and fetched again), Redis shared, a key whose allowance no
 // run spends, and the reload's TTLs once it happened.
-func (f *fleet) config(r *replica) *proxy.Config {
+func (f *fleet) config(r *replica) *config.Config {
 	f.t.Helper()
 	var b strings.Builder
 	fmt.Fprintf(&b, "server:\n  listen: %q\n  shutdown_timeout: 200ms\n", r.addr)
@@ -169,7 +170,7 @@ func (f *fleet) config(r *replica) *proxy.Config {
 	if longTTL {
 		fmt.Fprintf(&b, "  routes:\n    activity: {fresh_ttl: 3s}\n    orderbook_events: {fresh_ttl: 3s, stale_while_revalidate: 2s}\n")
 	}
-	cfg, err := proxy.ParseConfig([]byte(b.String()))
+	cfg, err := config.Parse([]byte(b.String()))
 	if err != nil {
 		f.t.Fatalf("%v\n%s", err, b.String())
 	}
