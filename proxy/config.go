@@ -17,6 +17,7 @@ import (
 	"tradergate/proxy/native"
 	"tradergate/proxy/orderbook"
 	"tradergate/proxy/route"
+	"tradergate/proxy/stream"
 	"tradergate/proxy/tlsedge"
 	"tradergate/proxy/tracing"
 	"tradergate/proxy/upstream"
@@ -38,6 +39,7 @@ type Config struct {
 	Admin     AdminConfig            `yaml:"admin"`
 	Legacy    LegacyConfig           `yaml:"legacy"`
 	Native    native.Config          `yaml:"native"`
+	Streams   stream.Config          `yaml:"streams"`
 	Log       LogConfig              `yaml:"log"`
 
 	// doc is the file's document node, by which Validate places each
@@ -184,6 +186,7 @@ func (c *Config) applyDefaults() {
 	c.Cache.ApplyDefaults()
 	c.Admin.applyDefaults()
 	c.Native.ApplyDefaults()
+	c.Streams.ApplyDefaults()
 	c.Log.Level = cmp.Or(c.Log.Level, "info")
 }
 
@@ -207,6 +210,7 @@ func (c *Config) Validate(getenv func(string) string) error {
 		c.Legacy.validate(c.Keys),
 		c.Limits.Validate(),
 		c.Cache.Validate(route.Names()),
+		c.Streams.Validate(),
 		validatePlans(c.Plans),
 		c.validateKeys(),
 	} {

@@ -71,8 +71,11 @@ type request struct {
 	// targetCut: the front saw only the start of the target (a request
 	// line longer than its buffer); target is that start.
 	targetCut      bool
+	authorizations int32  // how many Authorization fields the request carried
 	authorization  string // header values below: valid while serve runs
-	authorizations int    // how many Authorization fields the request carried
+	// sse: a Last-Event-ID field, and the stream the steps opened
+	// (streams.go); nil for any other request.
+	sse            *sse
 	acceptEncoding string
 	ifNoneMatch    string
 	incomingID     string
@@ -158,6 +161,7 @@ const (
 	fieldForwardedFor
 	fieldTraceparent
 	fieldTracestate
+	fieldLastEventID
 )
 
 // readField keeps one request field by the rules every front shares: a
@@ -193,6 +197,8 @@ func (x *request) readField(f requestField, value string, traced bool) {
 		if traced && x.tracestate == "" {
 			x.tracestate = value
 		}
+	case fieldLastEventID:
+		x.keepLastEventID(value)
 	}
 }
 

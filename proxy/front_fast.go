@@ -26,7 +26,11 @@ func (s *Server) serveFast(ctx *fasthttp.RequestCtx) {
 	x := pooledExchange(s.baseContext())
 	s.readFast(x, ctx)
 	s.serve(x)
-	s.writeFast(&x.answer, ctx) // copies every header value: x may go back now
+	if x.sse != nil && x.sse.sub != nil {
+		s.startFast(x, ctx) // streams.go: fasthttp hands the connection over
+	} else {
+		s.writeFast(&x.answer, ctx) // copies every header value: x may go back now
+	}
 	x.release()
 }
 
@@ -121,6 +125,8 @@ func readHeaders(x *request, raw []byte, traced bool) (malformed bool) {
 				f = fieldAuthorization
 			case fieldIs(name, "If-None-Match"):
 				f = fieldIfNoneMatch
+			case fieldIs(name, "Last-Event-ID"):
+				f = fieldLastEventID
 			}
 		case 14:
 			cl = cl || fieldIs(name, "Content-Length")
@@ -284,7 +290,10 @@ func (s *Server) fastServer() *fasthttp.Server {
 		// request (docs/BENCHMARKS.md, "Idle connections").
 		ReduceMemoryUsage: c.TLS.Mode != tlsedge.ModeOff,
 		// Drain: answers sent while shutting down close their connection.
-		CloseOnShutdown:              true,
+		CloseOnShutdown: true,
+		// A stream's connection, taken over (streams.go), is the
+		// stream's to close.
+		KeepHijackedConns:            true,
 		NoDefaultServerHeader:        true,
 		NoDefaultContentType:         true,
 		DisablePreParseMultipartForm: true,

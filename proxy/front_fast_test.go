@@ -118,7 +118,7 @@ func TestReadH2MatchesReadHeaders(t *testing.T) {
 		tp, ts  string
 	}
 	of := func(x *exchange) read {
-		return read{x.authorization, x.authorizations, x.acceptEncoding, x.ifNoneMatch, x.incomingID,
+		return read{x.authorization, int(x.authorizations), x.acceptEncoding, x.ifNoneMatch, x.incomingID,
 			strings.Join(x.forwardedFor, "|"), x.traceparent, x.tracestate}
 	}
 	if a, b := of(&h1), of(&h2); a != b || a.auths != 2 || a.id != "req-00000001" || a.tp != "" {

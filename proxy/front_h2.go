@@ -16,7 +16,10 @@ func (s *Server) serveH2(st *h2edge.Stream) {
 	x := pooledExchange(st.Context())
 	s.readH2(x, st)
 	s.serve(x)
-	if x.status != statusClientClosed { // else the stream is gone
+	switch {
+	case x.sse != nil && x.sse.sub != nil:
+		s.startH2(x, st) // streams.go: the stream stays open
+	case x.status != statusClientClosed: // else the stream is gone
 		s.writeH2(x, st) // copies every field value: x may go back now
 	}
 	x.release()
@@ -81,7 +84,7 @@ var h2Fields = map[string]requestField{
 	"authorization": fieldAuthorization, "accept-encoding": fieldAcceptEncoding,
 	"if-none-match": fieldIfNoneMatch, "x-request-id": fieldRequestID,
 	"x-forwarded-for": fieldForwardedFor, "traceparent": fieldTraceparent,
-	"tracestate": fieldTracestate,
+	"tracestate": fieldTracestate, "last-event-id": fieldLastEventID,
 }
 
 var (

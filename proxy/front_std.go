@@ -44,7 +44,10 @@ func (s *Server) serveStd(w http.ResponseWriter, r *http.Request) {
 	x.setTarget(r.RequestURI)
 	x.hasBody = r.ContentLength != 0 // -1: a body of unknown length
 	x.authorization = r.Header.Get("Authorization")
-	x.authorizations = len(r.Header.Values("Authorization"))
+	x.authorizations = int32(len(r.Header.Values("Authorization")))
+	if v := r.Header.Get("Last-Event-ID"); v != "" {
+		x.readField(fieldLastEventID, v, false)
+	}
 	x.acceptEncoding = r.Header.Get("Accept-Encoding")
 	x.ifNoneMatch = r.Header.Get("If-None-Match")
 	x.incomingID = r.Header.Get("X-Request-Id")
@@ -85,6 +88,10 @@ func (s *Server) serveStd(w http.ResponseWriter, r *http.Request) {
 		add("Connection", "close")
 	}
 	w.WriteHeader(x.status)
+	if x.sse != nil && x.sse.sub != nil {
+		s.serveStdStream(w, r, x.sse.sub) // streams.go: until the stream ends
+		return
+	}
 	if r.Method != http.MethodHead && x.body != nil {
 		_, _ = w.Write(x.body)
 	}

@@ -105,6 +105,9 @@ func (e *edge) build() error {
 		shutdown: fs.ShutdownWithContext,
 		cut:      s.conns.closeAll,
 	}}
+	// The streams end as the drain begins, with a retry hint, so that
+	// their clients reconnect elsewhere (streams.go).
+	e.servers = append(e.servers, serving{shutdown: s.streamShutdown, cut: func() {}})
 	e.ready = func(context.Context) error { return nil }
 	if s.cfg.Server.TLS.Mode == tlsedge.ModeOff {
 		return nil

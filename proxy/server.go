@@ -26,6 +26,7 @@ import (
 	"tradergate/proxy/fleet"
 	"tradergate/proxy/native"
 	"tradergate/proxy/route"
+	"tradergate/proxy/stream"
 	"tradergate/proxy/tlsedge"
 	"tradergate/proxy/tracing"
 	"tradergate/proxy/upstream"
@@ -69,6 +70,7 @@ type Server struct {
 	cache     *cache.Cache
 	limiter   *limits.Limiter
 	fleet     *fleet.Conn      // the replicas' shared Redis; nil: one node, nothing shared
+	streams   *stream.Manager  // the server-sent event streams (streams.go)
 	trace     *tracing.Tracing // nil: tracing off
 	tls       *tlsedge.Edge
 	metrics   *metrics
@@ -215,6 +217,9 @@ func (s *Server) build(cfg *Config, opt Options) error {
 	}
 	uopt.BreakerChanged = s.metrics.breakerChanged
 	s.upstream = upstream.New(cfg.Upstream, s.routes.Routes(), uopt)
+	if s.streams, err = s.newStreams(cfg); err != nil { // streams.go
+		return err
+	}
 	return nil
 }
 
@@ -249,6 +254,9 @@ func (s *Server) serve(x *exchange) {
 		return
 	}
 	if !s.requireKey(x) { // auth.go: 401
+		return
+	}
+	if s.serveStream(x) { // streams.go: the event streams, opened here
 		return
 	}
 	if !s.route(x) { // routing.go: 404, 405, 414, 400, 403; the canonical request
@@ -288,6 +296,9 @@ func (s *Server) baseContext() context.Context {
 func (s *Server) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
+		if s.streams != nil {
+			s.streams.Close() // first: its polls read the cache
+		}
 		if s.cache != nil {
 			s.cache.Close()
 		}
