@@ -212,3 +212,109 @@ func TestStreamRefusals(t *testing.T) {
 		t.Errorf("429 fields: %v", resp.Header)
 	}
 }
+
+// finalEvent reads until the body ends and returns the last event, with
+// the retry field last seen before it.
+func finalEvent(t *testing.T, r *sseReader) (last sseEvent, retry string) {
+	t.Helper()
+	for {
+		ev, err := r.next()
+		if err != nil {
+			return last, retry
+		}
+		if ev.retry != "" {
+			retry = ev.retry
+		}
+		if ev.event != "" {
+			last = ev
+		}
+	}
+}
+
+// endReason is the reason an `error` event gives.
+func endReason(t *testing.T, ev sseEvent) (reason, lastID string) {
+	t.Helper()
+	var v struct {
+		Reason      string `json:"reason"`
+		Message     string `json:"message"`
+		LastEventID string `json:"lastEventId"`
+	}
+	if ev.event != "error" || json.Unmarshal([]byte(ev.data), &v) != nil || v.Message == "" {
+		t.Fatalf("not an error event: %+v", ev)
+	}
+	return v.Reason, v.LastEventID
+}
+
+// A reload keeps every stream whose key it keeps, and ends those of a key
+// it removes, with an `error` event saying why.
+func TestStreamReload(t *testing.T) {
+	e := newEdge(t, withSim(liveSim()))
+	token := e.sim.Markets()[0].Tokens[0]
+	_, r := openStream(t, e, "/v1/orderbook/stream?tokenId="+token)
+	before := readEvents(t, r, 1)
+	if err := e.srv.Reload(e.cfg); err != nil {
+		t.Fatal(err)
+	}
+	after := readEvents(t, r, 2)
+	if after[0].id == before[0].id {
+		t.Fatalf("an event repeated across the reload")
+	}
+	next := *e.cfg
+	next.Keys = next.Keys[1:] // "all" removed
+	if err := e.srv.Reload(&next); err != nil {
+		t.Fatal(err)
+	}
+	last, _ := finalEvent(t, r)
+	if reason, _ := endReason(t, last); reason != "key_revoked" {
+		t.Fatalf("ended with %q", reason)
+	}
+}
+
+// Shutting down ends each stream within the drain, with a retry hint and
+// an `error` event saying why, naming the last event sent.
+func TestStreamShutdown(t *testing.T) {
+	e := newEdge(t, withSim(liveSim()))
+	token := e.sim.Markets()[0].Tokens[0]
+	_, r := openStream(t, e, "/v1/orderbook/stream?tokenId="+token)
+	got := readEvents(t, r, 1)
+	start := time.Now()
+	e.stop()
+	last, retry := finalEvent(t, r)
+	reason, lastID := endReason(t, last)
+	if reason != "shutting_down" || retry == "" || lastID == "" {
+		t.Fatalf("ended with %q, retry %q, last id %q (first event %s)", reason, retry, lastID, got[0].id)
+	}
+	if err := e.wait(); err != nil || time.Since(start) > e.cfg.Server.ShutdownTimeout {
+		t.Fatalf("Serve: %v after %v", err, time.Since(start))
+	}
+}
+
+// A quiet stream gets a comment every streams.heartbeat.
+func TestStreamHeartbeat(t *testing.T) {
+	e := newEdge(t, withSim(liveSim()), withConfig(func(c *proxy.Config) { c.Streams.Heartbeat = time.Second }))
+	token := e.sim.Markets()[0].Tokens[0]
+	// Snapshots come every ten minutes: quiet for the test's seconds.
+	_, r := openStream(t, e, "/v1/orderbook/stream?eventType=book&tokenId="+token)
+	done := make(chan int, 1)
+	go func() {
+		comments := 0
+		for comments < 2 {
+			line, err := r.r.ReadString('\n')
+			if err != nil {
+				break
+			}
+			if strings.HasPrefix(line, ":") {
+				comments++
+			}
+		}
+		done <- comments
+	}()
+	select {
+	case n := <-done:
+		if n < 2 {
+			t.Fatalf("%d comments", n)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no heartbeats")
+	}
+}

@@ -202,7 +202,8 @@ func (s *Subscriber) sendCaughtUp(ev *Event) bool {
 // heartbeat sends a comment when nothing was written for the heartbeat
 // interval.
 func (s *Subscriber) heartbeat(now time.Time, every time.Duration) {
-	if now.UnixNano()-s.lastWrite.Load() >= int64(every) {
+	// Looked at every janitorEvery: within half of it counts as due.
+	if now.UnixNano()-s.lastWrite.Load() >= int64(every-janitorEvery/2) {
 		s.write(frameComment, false)
 	}
 }
