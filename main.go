@@ -441,7 +441,9 @@ type demoHost struct {
 // in config.yaml.
 func startDemo() (*demoHost, error) {
 	d := &demoHost{upKey: randomKey("sim"), clientKey: randomKey("tg_demo")}
-	d.sim = legacysim.New(legacysim.Config{Seed: 1, Key: d.upKey})
+	// Live: the data keeps growing (new trades, order book events) while
+	// the demo runs, so its first pages change as a real host's do.
+	d.sim = legacysim.New(legacysim.Config{Seed: 1, Key: d.upKey, Live: &legacysim.Live{}})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("demo: listen: %w", err)

@@ -41,6 +41,8 @@ type wallet struct {
 	// Encoded items are built on the first request that needs the wallet.
 	encOnce sync.Once
 	enc     *walletEnc
+
+	live *liveWallet // live mode: the items past End (live.go)
 }
 
 type activity struct {

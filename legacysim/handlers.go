@@ -28,7 +28,7 @@ const (
 // answer routes a counted request past the fault switches. It appends the
 // variant B data to dst (which holds the success envelope's prefix) or
 // returns the failure to send.
-func (s *Sim) answer(rt route, arg string, r *http.Request, dst []byte) ([]byte, *apiError) {
+func (s *Sim) answer(rt route, arg string, r *http.Request, now time.Time, dst []byte) ([]byte, *apiError) {
 	switch {
 	case rt == routeNone:
 		return dst, &apiError{http.StatusNotFound, statusMessage(http.StatusNotFound)}
@@ -38,7 +38,6 @@ func (s *Sim) answer(rt route, arg string, r *http.Request, dst []byte) ([]byte,
 		return dst, &apiError{http.StatusUnauthorized, statusMessage(http.StatusUnauthorized)}
 	}
 	q := r.URL.Query()
-	now := s.now()
 	switch rt {
 	case routeOrderbook:
 		return s.orderbookEvents(dst, q, now)
@@ -196,13 +195,13 @@ func (s *Sim) activity(dst []byte, addr string, q url.Values, now time.Time) ([]
 	if err != nil {
 		return dst, err
 	}
-	w := s.walletOf(addr)
-	if w == nil {
+	wi, ok := s.walletIndex(addr)
+	if !ok {
 		return appendEmptyList(dst), nil
 	}
-	acts := w.acts
+	acts := s.activityOf(wi, now.Unix())
 	match := func(i int) bool {
-		a := &acts[i]
+		a := acts.at(i)
 		if mset != nil && !mset[s.tokens[a.token].market] || txh != "" && a.tx != txh ||
 			a.ts < tLo || a.ts > tHi {
 			return false
@@ -210,9 +209,9 @@ func (s *Sim) activity(dst []byte, addr string, q url.Values, now time.Time) ([]
 		b := blockOf(a.ts)
 		return b >= bLo && b <= bHi
 	}
-	key := func(i int) (int64, uint32) { return acts[i].ts, acts[i].seq }
-	page, more := pageList(len(acts), key, now.Unix(), after, limit, match)
-	return appendListPage(dst, s.encoded(w).acts, page, more, curActivity, key), nil
+	key := func(i int) (int64, uint32) { a := acts.at(i); return a.ts, a.seq }
+	page, more := pageList(acts.len(), key, now.Unix(), after, limit, match)
+	return appendListPage(dst, acts.enc, page, more, curActivity, key), nil
 }
 
 // transfers is deposits_withdrawals. The legacy contract leaves its filter
@@ -249,13 +248,13 @@ func (s *Sim) transfers(dst []byte, addr string, q url.Values, now time.Time) ([
 	if err != nil {
 		return dst, err
 	}
-	w := s.walletOf(addr)
-	if w == nil {
+	wi, ok := s.walletIndex(addr)
+	if !ok {
 		return appendEmptyList(dst), nil
 	}
-	ts := w.transfers
+	ts := s.transfersOf(wi, now.Unix())
 	match := func(i int) bool {
-		t := &ts[i]
+		t := ts.at(i)
 		if t.ts < tLo || t.ts > tHi {
 			return false
 		}
@@ -264,9 +263,9 @@ func (s *Sim) transfers(dst []byte, addr string, q url.Values, now time.Time) ([
 		}
 		return wantWd
 	}
-	key := func(i int) (int64, uint32) { return ts[i].ts, ts[i].seq }
-	page, more := pageList(len(ts), key, now.Unix(), after, limit, match)
-	return appendListPage(dst, s.encoded(w).transfers, page, more, curTransfers, key), nil
+	key := func(i int) (int64, uint32) { t := ts.at(i); return t.ts, t.seq }
+	page, more := pageList(ts.len(), key, now.Unix(), after, limit, match)
+	return appendListPage(dst, ts.enc, page, more, curTransfers, key), nil
 }
 
 // combos is combo_positions_closed; marketIds matches a combo when any leg
@@ -305,7 +304,8 @@ func (s *Sim) combos(dst []byte, addr string, q url.Values, now time.Time) ([]by
 	}
 	key := func(i int) (int64, uint32) { return cs[i].last, cs[i].seq }
 	page, more := pageList(len(cs), key, now.Unix(), after, limit, match)
-	return appendListPage(dst, s.encoded(w).combos, page, more, curCombos, key), nil
+	enc := s.encoded(w).combos
+	return appendListPage(dst, func(i int) []byte { return enc[i] }, page, more, curCombos, key), nil
 }
 
 // positions is positions_closed and positions_open. Positions are the final
@@ -350,7 +350,8 @@ func (s *Sim) positions(dst []byte, addr string, q url.Values, now time.Time, cl
 		page[k] = list[i]
 	}
 	last := func(i int) (int64, uint32) { return w.positions[i].lastTs, uint32(i) }
-	return appendListPage(dst, s.encoded(w).positions, page, more, kind, last), nil
+	enc := s.encoded(w).positions
+	return appendListPage(dst, func(i int) []byte { return enc[i] }, page, more, kind, last), nil
 }
 
 // tx is the tx route: a malformed hash is a 400, an unknown or not yet
@@ -362,6 +363,11 @@ func (s *Sim) tx(dst []byte, hash string, now time.Time) ([]byte, *apiError) {
 	}
 	ref, ok := s.txs[strings.ToLower(hash)]
 	if !ok {
+		if s.live != nil {
+			if wi, a, ok := s.liveTx(strings.ToLower(hash), now.Unix()); ok {
+				return s.appendTradeTx(dst, wi, a), nil
+			}
+		}
 		return append(dst, "null"...), nil
 	}
 	if ref.combo {

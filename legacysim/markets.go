@@ -33,6 +33,7 @@ type token struct {
 	frag            []byte // constant part of its order book events, see orderbook.go
 	once            sync.Once
 	book            *tokenBook
+	live            *liveBook // live mode: the book past End (live.go)
 }
 
 // outcomeName is the outcome label of an order book event's outcome and

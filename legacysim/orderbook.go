@@ -38,19 +38,45 @@ type tokenBook struct {
 	// Book event k's `"bids":[...],"asks":[...]` is snapBuf[snapOff[k]:snapOff[k+1]].
 	snapBuf []byte
 	snapOff []int
+	// until (live mode, live.go): every event stamped at or before it is
+	// in events.
+	until int64
 }
 
-// book returns token t's events, generating them on first use.
+// bookTail is the state of a book's generator once it reached End: the
+// levels of both sides, and the variety books' last removed prices. Live
+// mode goes on from it (live.go).
+type bookTail struct {
+	side        [2]levels
+	lastRemoved [2]int
+}
+
+// book returns token t's generated events (up to End), generating them on
+// first use.
 func (s *Sim) book(t int) *tokenBook {
 	tk := &s.tokens[t]
 	tk.once.Do(func() {
+		var tail bookTail
 		if s.variety {
-			tk.book = s.genVarietyBook(t)
+			tk.book, tail = s.genVarietyBook(t)
 		} else {
-			tk.book = s.genBook(t)
+			tk.book, tail = s.genBook(t)
+		}
+		if s.live != nil {
+			tk.live = s.newLiveBook(t, tk.book, &tail)
 		}
 	})
 	return tk.book
+}
+
+// bookAt returns token t's events with every event stamped at or before
+// nowMs: the generated ones, and in live mode those appended since.
+func (s *Sim) bookAt(t int, nowMs int64) *tokenBook {
+	b := s.book(t)
+	if s.live == nil {
+		return b
+	}
+	return s.tokens[t].live.upTo(s, t, nowMs)
 }
 
 // levels holds one side of a book: size in hundredths by price in cents,
@@ -85,7 +111,7 @@ func (l *levels) nth(present bool, k int) int {
 	panic("legacysim: level index out of range")
 }
 
-func (s *Sim) genBook(ti int) *tokenBook {
+func (s *Sim) genBook(ti int) (*tokenBook, bookTail) {
 	r := newPRNG(s.seed, streamBook, uint64(ti))
 	mid := int(min(97, max(3, (s.basePrice(ti)+centUSD/2)/centUSD)))
 	side := [2]*levels{
@@ -121,7 +147,7 @@ func (s *Sim) genBook(ti int) *tokenBook {
 			b.events = append(b.events, obEvent{ts: t, kind: evChange, side: sd, price: uint8(p), size: size, lag: lag()})
 		}
 	}
-	return b
+	return b, bookTail{side: [2]levels{*side[sideBuy], *side[sideSell]}}
 }
 
 // changeLevel applies one random delta to l: a new level, a new size for
@@ -299,7 +325,7 @@ func (s *Sim) appendOrderbookPage(dst []byte, q *obQuery, nowMs int64) []byte {
 	hi := min(q.to, nowMs)
 	iters := make([]obIter, 0, len(q.tokens))
 	for _, t := range q.tokens {
-		b := s.book(t)
+		b := s.bookAt(t, nowMs)
 		ev := b.events
 		n := len(ev)
 		first := sort.Search(n, func(i int) bool { return ev[i].ts >= q.from })

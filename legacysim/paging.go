@@ -21,6 +21,12 @@ func (s *Sim) walletOf(addr string) *wallet {
 	return nil
 }
 
+// walletIndex is walletOf's index; ok is false for an unknown wallet.
+func (s *Sim) walletIndex(addr string) (int, bool) {
+	i, ok := s.walletByAddr[strings.ToLower(addr)]
+	return i, ok
+}
+
 // timeRange reads an inclusive [fromName, toName] range; absent bounds are
 // open. An inverted range is not an error on activity and
 // deposits_withdrawals (the legacy contract states to >= from for
@@ -67,14 +73,15 @@ func pageList(n int, key func(int) (int64, uint32), nowS int64, after *cursorPos
 }
 
 // appendListPage writes {"items":[...],"nextCursor":...} from encoded
-// items; key gives the sort key of an index in page for the cursor.
-func appendListPage(dst []byte, items [][]byte, page []int, more bool, kind cursorKind, key func(int) (int64, uint32)) []byte {
+// items (item(i) is item i's JSON); key gives the sort key of an index in
+// page for the cursor.
+func appendListPage(dst []byte, item func(int) []byte, page []int, more bool, kind cursorKind, key func(int) (int64, uint32)) []byte {
 	dst = append(dst, `{"items":[`...)
 	for k, i := range page {
 		if k > 0 {
 			dst = append(dst, ',')
 		}
-		dst = append(dst, items[i]...)
+		dst = append(dst, item(i)...)
 	}
 	dst = append(dst, ']')
 	var last cursorPos

@@ -12,6 +12,9 @@ const (
 	streamBook
 	streamFills
 	streamBookVariety
+	streamLiveBook // live mode (live.go)
+	streamLiveActivity
+	streamLiveTransfers
 )
 
 // mix64 is the splitmix64 finalizer: a cheap bijective scrambler, used to

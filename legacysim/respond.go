@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/klauspost/compress/gzip"
 
@@ -112,7 +113,8 @@ func acceptsGzip(r *http.Request) bool {
 // short body detectable. With truncate, half the bytes go out and the
 // connection is aborted (http.ErrAbortHandler is the documented way to do
 // that without a logged stack trace).
-func (s *Sim) write(w http.ResponseWriter, r *http.Request, status int, body []byte, retryAfter int, truncate bool) {
+func (s *Sim) write(w http.ResponseWriter, r *http.Request, at time.Time, status int, body []byte, retryAfter int, truncate bool) {
+	s.record(r, at, status, body, truncate)
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Vary", "Accept-Encoding")

@@ -7,6 +7,17 @@
 // of load benchmarks: it counts and records what reaches it (Stats,
 // Recent), injects faults on request (SetFaults), and keeps its answers
 // cheap (items are encoded once, pages are appends).
+//
+// Time is the sim's clock (Config.Now): an item stamped after now is not
+// visible yet. In live mode (Config.Live, live.go) the data goes on past
+// End as the clock passes it, new order book events, trades and transfers
+// at the configured rates, while every page of the past answers the same
+// bytes and every cursor keeps its position; the data at an instant never
+// depends on what was asked before. What the host answered to each
+// request, at which instant, is kept by the journal (Config.Journal,
+// journal.go): a record per request, not a rendering after the fact, so
+// that a checker of the edge compares against what was really said,
+// faults included.
 package legacysim
 
 import (
@@ -35,6 +46,12 @@ type Config struct {
 	// events an hour per token: pair it with a History of a few hours.
 	// false: the default books, unchanged.
 	OrderBookVariety bool
+	// Live, when set, keeps the data growing past End as the clock passes
+	// it: new order book events, trades and transfers at its rates
+	// (live.go). nil: the data ends at End.
+	Live *Live
+	// Journal records every request and its answer (Journal, journal.go).
+	Journal bool
 }
 
 // Sim is the simulated legacy host. It is safe for concurrent use.
@@ -57,6 +74,10 @@ type Sim struct {
 	marketByCond map[string]int // lower-case conditionId
 	tokenByID    map[string]int
 	txs          map[string]txRef // lower-case hash
+
+	live    *liveRates // Config.Live; nil when off
+	liveTxs sync.Map   // live trade hash -> txRef, live mode only
+	journal *journal   // Config.Journal; nil when off
 
 	faults atomic.Pointer[faultState]
 	stats  counters
@@ -122,6 +143,15 @@ func New(cfg Config) *Sim {
 		}
 	}
 
+	if cfg.Live != nil {
+		s.live = newLiveRates(cfg.Live)
+		for wi := range s.wallets {
+			s.wallets[wi].live = s.newLiveWallet(wi)
+		}
+	}
+	if cfg.Journal {
+		s.journal = &journal{}
+	}
 	s.faults.Store(&faultState{rate: 1})
 	s.sinks.New = func() any { return &sink{b: make([]byte, 0, 64<<10)} }
 	s.gzips.New = func() any {
@@ -144,28 +174,31 @@ func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	inScope := fs.applies(rt)
 	if inScope {
 		if !fs.wait(r.Context()) {
+			s.record(r, s.now(), 0, nil, false)
 			return
 		}
 		if fs.f.Hang {
 			<-r.Context().Done()
+			s.record(r, s.now(), 0, nil, false)
 			return
 		}
 	}
 	k := s.getSink()
 	defer s.putSink(k)
+	now := s.now()
 	if inScope && fs.fails() {
 		k.b = appendFailure(k.b, &apiError{fs.f.FailStatus, statusMessage(fs.f.FailStatus)})
-		s.write(w, r, fs.f.FailStatus, k.b, fs.f.RetryAfter, false)
+		s.write(w, r, now, fs.f.FailStatus, k.b, fs.f.RetryAfter, false)
 		return
 	}
 
-	body, apiErr := s.answer(rt, arg, r, append(k.b, okPrefix...))
+	body, apiErr := s.answer(rt, arg, r, now, append(k.b, okPrefix...))
 	if apiErr != nil {
 		if apiErr.status == http.StatusMethodNotAllowed {
 			w.Header().Set("Allow", http.MethodGet)
 		}
 		k.b = appendFailure(k.b[:0], apiErr)
-		s.write(w, r, apiErr.status, k.b, 0, false)
+		s.write(w, r, now, apiErr.status, k.b, 0, false)
 		return
 	}
 	k.b = append(body, okSuffix...)
@@ -175,7 +208,7 @@ func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		k.b = appendSpaces(k.b, fs.f.PadBytes)
 	}
-	s.write(w, r, http.StatusOK, k.b, 0, inScope && fs.f.Truncate)
+	s.write(w, r, now, http.StatusOK, k.b, 0, inScope && fs.f.Truncate)
 }
 
 // authorized checks the bearer key, the edge's own credential

@@ -7,6 +7,7 @@ import "strconv"
 type txRef struct {
 	wallet, idx int
 	combo       bool
+	live        bool // a live trade (live.go): idx is into its wallet's live activity
 }
 
 // fill is one actor's part of a transaction (docs/CONTRACT.md#shape-tx:

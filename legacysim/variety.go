@@ -24,7 +24,7 @@ const (
 	spellFixed = 4 // size written with two decimals ("12.50", "0.00")
 )
 
-func (s *Sim) genVarietyBook(ti int) *tokenBook {
+func (s *Sim) genVarietyBook(ti int) (*tokenBook, bookTail) {
 	r := newPRNG(s.seed, streamBookVariety, uint64(ti))
 	// Which slots have a snapshot is drawn from a stream of its own, so
 	// that it does not hang on the draws of the deltas before.
@@ -82,7 +82,7 @@ func (s *Sim) genVarietyBook(ti int) *tokenBook {
 		}
 		t = max(t, next)
 	}
-	return b
+	return b, bookTail{side: [2]levels{*side[sideBuy], *side[sideSell]}, lastRemoved: lastRemoved}
 }
 
 // varietyChange applies one random delta to l and returns it: an update

@@ -1,0 +1,6 @@
+//go:build race
+
+package history
+
+// raceEnabled: the run is built with the race detector.
+const raceEnabled = true
