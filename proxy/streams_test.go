@@ -68,12 +68,11 @@ func (s *sseReader) next() (sseEvent, error) {
 	}
 }
 
-// liveSim is a simulated host whose order books keep growing while a
-// test runs: its data ends an hour after now, and what is stamped after
-// now shows as time passes.
+// liveSim is a simulated host in live mode: each token's order book
+// changes about every 300ms, each wallet trades about every 2s.
 func liveSim() legacysim.Config {
-	return legacysim.Config{Seed: 7, OrderBookVariety: true, History: 2 * time.Hour,
-		End: time.Now().Add(time.Hour).Truncate(time.Second)}
+	return legacysim.Config{Seed: 7, History: 2 * time.Hour,
+		Live: &legacysim.Live{BookEvery: 300 * time.Millisecond, TradeEvery: 2 * time.Second}}
 }
 
 // openStream opens path as a stream with the all-routes key.
