@@ -34,20 +34,18 @@ import (
 // of them over one Redis in front of one simulated host, and kill one
 // with SIGKILL, as a crashed pod dies: no drain, no lease handed over.
 
-var edgeBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "tradergate-bin")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "tradergate")
+// buildEdge builds the edge program into the test's folder (the build
+// cache makes every build after the first a link).
+func buildEdge(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "tradergate")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "tradergate").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "tradergate").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	return bin, nil
-})
+	return bin
+}
 
 // replica is one edge program.
 type replica struct {
@@ -65,11 +63,7 @@ type procFleet struct {
 
 func startProcFleet(t *testing.T, n int) *procFleet {
 	t.Helper()
-	bin, err := edgeBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(filepath.Dir(bin)) })
+	bin := buildEdge(t)
 	r := redistest.Start(t)
 	simCfg := liveSim()
 	simCfg.Key = legacyKey

@@ -132,17 +132,22 @@ func (s *Subscriber) Start(sink Sink) {
 		return
 	}
 	s.sink = sink
+	// Counted under s.mu: Shutdown ends every stream (under s.mu) before
+	// it waits for the catch-ups.
+	s.m.wg.Add(1)
 	s.mu.Unlock()
 	s.write(retryFrame(s.m.cfg.Retry), false)
-	for _, ev := range s.pre {
-		if !s.sendCaughtUp(ev) {
-			return
-		}
-	}
-	s.pre = nil
-	s.m.wg.Add(1)
+	// The front's goroutine returns at once: a catch-up may wait on the
+	// client.
 	go func() {
 		defer s.m.wg.Done()
+		pre := s.pre
+		s.pre = nil
+		for _, ev := range pre {
+			if !s.sendCaughtUp(ev) {
+				return
+			}
+		}
 		s.catchUp(s.prePos)
 	}()
 }
