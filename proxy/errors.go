@@ -53,6 +53,7 @@ const (
 	failAmbiguousAuth
 	failLegacyRetired
 	failHTTPVersion
+	failStreamCap
 	numFailures
 )
 
@@ -77,6 +78,7 @@ var errorTable = [numFailures]row{
 	failBody:                {400, "Request body not allowed", "", "a request with a body", "`Connection: close`"},
 	failURITooLong:          {414, "URI too long", "", "a URL over 8 KiB", "`Connection: close`"},
 	failRateLimited:         {429, "Rate limit exceeded", "", "the key's (or address's) allowance is spent", "`Retry-After`"},
+	failStreamCap:           {429, "", "says how many streams the key may hold open", "a stream past the key's open streams (streams.max_per_key)", "`Retry-After`"},
 	failInternal:            {500, "Internal server error", "", "a bug (logged with a stack)", ""},
 	failUpstreamUnreachable: {502, "Upstream unreachable", "", "no connection to the legacy host", ""},
 	failUpstreamError:       {502, "Upstream error", "", "the legacy host answered 5xx or broke off", ""},

@@ -41,6 +41,7 @@ import (
 	"tradergate/proxy/native"
 	"tradergate/proxy/route"
 	"tradergate/proxy/status"
+	"tradergate/proxy/stream"
 	"tradergate/proxy/tlsedge"
 	"tradergate/proxy/tracing"
 	"tradergate/proxy/upstream"
@@ -84,6 +85,7 @@ type Server struct {
 	cache     *cache.Cache
 	limiter   *limits.Limiter
 	fleet     *fleet.Conn      // the replicas' shared Redis; nil: one node, nothing shared
+	streams   *stream.Manager  // the server-sent event streams (streams.go)
 	trace     *tracing.Tracing // nil: tracing off
 	tls       *tlsedge.Edge
 	metrics   *metrics
@@ -199,7 +201,8 @@ func (s *Server) build(cfg *config.Config, opt Options) error {
 	if s.limiter, err = limits.New(cfg.Limits, cfg.Plans, lopt); err != nil {
 		return err
 	}
-	s.front = front.New(cfg.Server, s, front.Options{Log: s.log, Traced: s.trace != nil, TLS: s.tls, MemoryLimit: cfg.SizedMemoryLimit()})
+	s.front = front.New(cfg.Server, s, front.Options{Log: s.log, Traced: s.trace != nil, TLS: s.tls, MemoryLimit: cfg.SizedMemoryLimit(),
+		StreamWriteTimeout: cfg.Streams.WriteTimeout})
 	if s.metrics, err = newMetrics(s.registry, s); err != nil {
 		return err
 	}
@@ -226,6 +229,9 @@ func (s *Server) build(cfg *config.Config, opt Options) error {
 	}
 	uopt.BreakerChanged = s.metrics.breakerChanged
 	s.upstream = upstream.New(cfg.Upstream, s.routes.Routes(), uopt)
+	if s.streams, err = s.newStreams(cfg); err != nil { // streams.go
+		return err
+	}
 	s.admin = admin.New(cfg.Admin, admin.Parts{
 		Registry: s.registry, Log: s.log, Ready: s.ready.Load, Migration: s.serveMigration, Native: s.native,
 		Secrets: func() []string {
@@ -289,6 +295,9 @@ func (s *Server) serve(x *exchange) {
 	if !s.requireKey(x) { // auth.go: 401
 		return
 	}
+	if s.serveStream(x) { // streams.go: the event streams, opened here
+		return
+	}
 	if !s.route(x) { // routing.go: 404, 405, 414, 400, 403; the canonical request
 		return
 	}
@@ -307,7 +316,7 @@ func (s *Server) serve(x *exchange) {
 // and the status page's readings run beside it. Listen first, then Serve,
 // so that a busy port fails at start.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	return s.front.Serve(ctx, ln, front.Beside{Start: s.startBeside, Ready: s.ready.Store})
+	return s.front.Serve(ctx, ln, front.Beside{Start: s.startBeside, Ready: s.ready.Store, Streams: s.streamShutdown})
 }
 
 // startBeside starts what runs beside the fronts until ctx ends: the
@@ -358,6 +367,9 @@ func (s *Server) ReloadFailed(err error) { s.admin.Reloaded(admin.ReloadFailed, 
 func (s *Server) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
+		if s.streams != nil {
+			s.streams.Close() // first: its polls read the cache
+		}
 		if s.cache != nil {
 			s.cache.Close()
 		}

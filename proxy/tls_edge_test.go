@@ -54,11 +54,18 @@ type tlsSetup struct {
 	ln net.Listener
 	// edit changes the parsed configuration before it is validated.
 	edit func(*config.Config)
+	// sim is legacysim's configuration; nil: seed 7.
+	sim *legacysim.Config
 }
 
 func startTLSEdge(t *testing.T, s tlsSetup) *tlsEdge {
 	t.Helper()
-	sim := legacysim.New(legacysim.Config{Seed: 7, Key: legacyKey})
+	simCfg := legacysim.Config{Seed: 7}
+	if s.sim != nil {
+		simCfg = *s.sim
+	}
+	simCfg.Key = legacyKey
+	sim := legacysim.New(simCfg)
 	up := httptest.NewServer(sim)
 	t.Cleanup(up.Close)
 	block := "  tls:\n    " + strings.ReplaceAll(strings.TrimSpace(s.yaml), "\n", "\n    ") + "\n"

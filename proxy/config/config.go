@@ -29,6 +29,7 @@ import (
 	"tradergate/proxy/native"
 	"tradergate/proxy/orderbook"
 	"tradergate/proxy/route"
+	"tradergate/proxy/stream"
 	"tradergate/proxy/tracing"
 	"tradergate/proxy/upstream"
 )
@@ -49,6 +50,7 @@ type Config struct {
 	Admin     admin.Config           `yaml:"admin"`
 	Legacy    LegacyConfig           `yaml:"legacy"`
 	Native    native.Config          `yaml:"native"`
+	Streams   stream.Config          `yaml:"streams"`
 	Log       LogConfig              `yaml:"log"`
 
 	// doc is the file's document node, by which Validate places each
@@ -148,6 +150,7 @@ func (c *Config) applyDefaults() {
 	c.Cache.ApplyDefaults()
 	c.Admin.ApplyDefaults()
 	c.Native.ApplyDefaults()
+	c.Streams.ApplyDefaults()
 	c.Log.Level = cmp.Or(c.Log.Level, "info")
 }
 
@@ -170,6 +173,7 @@ func (c *Config) Validate(getenv func(string) string) error {
 		c.Tracing.Validate(),
 		c.Legacy.validate(c.Keys),
 		c.Limits.Validate(),
+		c.Streams.Validate(),
 		c.Cache.Validate(route.Names()),
 		validatePlans(c.Plans),
 		c.validateKeys(),

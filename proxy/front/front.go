@@ -18,9 +18,11 @@
 package front
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -37,6 +39,9 @@ type Edge struct {
 	log    *slog.Logger
 	traced bool
 	cap    *connCap
+	// streamWriteTimeout bounds one write of an event stream
+	// (streams.write_timeout; stream.go).
+	streamWriteTimeout time.Duration
 
 	// Set by Serve before it answers: the context requests on the
 	// HTTP/1.1 front run under, the HSTS value of a TLS edge, and the
@@ -64,13 +69,16 @@ type Options struct {
 	// MemoryLimit is what the default connection cap derives from (see
 	// Limits).
 	MemoryLimit int64
+	// StreamWriteTimeout bounds one write of an event stream
+	// (streams.write_timeout); zero: the server section's write timeout.
+	StreamWriteTimeout time.Duration
 }
 
 // New returns the fronts of steps, serving by c (validated).
 func New(c Config, steps wire.Steps, opt Options) *Edge {
 	total, perAddr := Limits(c, opt.MemoryLimit)
 	e := &Edge{steps: steps, cfg: c, tls: opt.TLS, log: opt.Log, traced: opt.Traced,
-		cap: newConnCap(total, perAddr, opt.Log)}
+		cap: newConnCap(total, perAddr, opt.Log), streamWriteTimeout: cmp.Or(opt.StreamWriteTimeout, c.WriteTimeout)}
 	e.h2Closed = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "tradergate_h2_connections_closed_total",
 		Help: "HTTP/2 connections ended, by reason: client, idle, shutdown, protocol_error, read_timeout, " +

@@ -26,8 +26,13 @@ import (
 // serveFast is the fasthttp handler.
 func (e *Edge) serveFast(ctx *fasthttp.RequestCtx) {
 	x := e.steps.Exchange(e.baseContext(), true)
-	e.readFast(x.In(), ctx)
-	e.writeFast(x.Serve(), ctx) // copies every header value: x may go back now
+	r := x.In()
+	e.readFast(r, ctx)
+	if a := x.Serve(); a.Stream != nil {
+		e.startFast(r, a, ctx) // stream.go: fasthttp hands the connection over
+	} else {
+		e.writeFast(a, ctx) // copies every header value: x may go back now
+	}
 	x.Release()
 }
 
@@ -122,6 +127,8 @@ func readHeaders(x *wire.Request, raw []byte, traced bool) (malformed bool) {
 				f = wire.FieldAuthorization
 			case fieldIs(name, "If-None-Match"):
 				f = wire.FieldIfNoneMatch
+			case fieldIs(name, "Last-Event-ID"):
+				f = wire.FieldLastEventID
 			}
 		case 14:
 			cl = cl || fieldIs(name, "Content-Length")
@@ -285,7 +292,10 @@ func (e *Edge) fastServer() *fasthttp.Server {
 		// request (docs/BENCHMARKS.md, "Idle connections").
 		ReduceMemoryUsage: c.TLS.Mode != tlsedge.ModeOff,
 		// Drain: answers sent while shutting down close their connection.
-		CloseOnShutdown:              true,
+		CloseOnShutdown: true,
+		// A stream's connection, taken over (stream.go), is the stream's
+		// to close.
+		KeepHijackedConns:            true,
 		NoDefaultServerHeader:        true,
 		NoDefaultContentType:         true,
 		DisablePreParseMultipartForm: true,

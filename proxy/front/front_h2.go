@@ -19,7 +19,10 @@ func (e *Edge) serveH2(st *h2edge.Stream) {
 	x := e.steps.Exchange(st.Context(), true)
 	r := x.In()
 	e.readH2(r, st)
-	if a := x.Serve(); a.Status != wire.StatusClientClosed { // else the stream is gone
+	switch a := x.Serve(); {
+	case a.Stream != nil:
+		e.startH2(r, a, st) // stream.go: the stream stays open
+	case a.Status != wire.StatusClientClosed: // else the stream is gone
 		e.writeH2(r, a, st) // copies every field value: x may go back now
 	}
 	x.Release()
@@ -86,7 +89,7 @@ var h2Fields = map[string]wire.Field{
 	"authorization": wire.FieldAuthorization, "accept-encoding": wire.FieldAcceptEncoding,
 	"if-none-match": wire.FieldIfNoneMatch, "x-request-id": wire.FieldRequestID,
 	"x-forwarded-for": wire.FieldForwardedFor, "traceparent": wire.FieldTraceparent,
-	"tracestate": wire.FieldTracestate,
+	"tracestate": wire.FieldTracestate, "last-event-id": wire.FieldLastEventID,
 }
 
 var (

@@ -50,6 +50,7 @@ func (e *Edge) serveStd(w http.ResponseWriter, r *http.Request) {
 	x.AcceptEncoding = r.Header.Get("Accept-Encoding")
 	x.IfNoneMatch = r.Header.Get("If-None-Match")
 	x.IncomingID = r.Header.Get("X-Request-Id")
+	x.LastEventID = r.Header.Get("Last-Event-ID")
 	if e.traced {
 		x.Traceparent, x.Tracestate = r.Header.Get("Traceparent"), r.Header.Get("Tracestate")
 	}
@@ -88,6 +89,10 @@ func (e *Edge) serveStd(w http.ResponseWriter, r *http.Request) {
 		add("Connection", "close")
 	}
 	w.WriteHeader(a.Status)
+	if a.Stream != nil {
+		e.serveStdStream(w, r, a.Stream) // stream.go: until the stream ends
+		return
+	}
 	if r.Method != http.MethodHead && a.Body != nil {
 		_, _ = w.Write(a.Body)
 	}

@@ -55,6 +55,10 @@ type Beside struct {
 	// Ready is told true once the fronts answer, false as the drain
 	// begins (/readyz).
 	Ready func(bool)
+	// Streams, when set, ends the event streams as the drain begins,
+	// with a retry hint, so that their clients reconnect elsewhere
+	// (stream.go).
+	Streams func(ctx context.Context) error
 }
 
 // run is what one Serve runs: the servers on the client listener and
@@ -116,6 +120,9 @@ func (r *run) build() error {
 		shutdown: fs.ShutdownWithContext,
 		cut:      e.conns.closeAll,
 	}}
+	if r.beside.Streams != nil {
+		r.servers = append(r.servers, serving{shutdown: r.beside.Streams, cut: func() {}})
+	}
 	r.ready = func(context.Context) error { return nil }
 	if e.cfg.TLS.Mode == tlsedge.ModeOff {
 		return nil

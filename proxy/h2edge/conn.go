@@ -113,6 +113,9 @@ type conn struct {
 
 	// recvWindow is what the client may still send on the connection.
 	recvWindow int64
+	// open counts the answers that stay open (open.go): a connection
+	// holding one is not idle.
+	open int
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -325,7 +328,7 @@ func (c *conn) expireLocked(now time.Time) (idle bool) {
 	if c.active || now.Before(c.idleAt) || c.npending > 0 {
 		return false
 	}
-	if c.handlers > 0 || len(c.sending) > 0 || c.w.pending() {
+	if c.handlers > 0 || c.open > 0 || len(c.sending) > 0 || c.w.pending() {
 		c.active = true // a slow answer is not idleness
 		return false
 	}
@@ -763,6 +766,7 @@ func (c *conn) closeStreamLocked(st *Stream) {
 	c.unpendLocked(st)
 	c.active = true
 	delete(c.streams, st.id)
+	c.openClosedLocked(st)
 	if st.cancel != nil {
 		st.cancel()
 	}

@@ -50,6 +50,8 @@ type Stream struct {
 	pending     bool
 	pendingAt   time.Time
 	headerBytes int
+	// open: an answer that stays open after the handler (open.go).
+	open openStream
 }
 
 // Context is cancelled when the client resets the stream, the connection

@@ -303,7 +303,8 @@ func (c *conn) pumpLocked() {
 		n := int64(min(len(st.out), c.maxFrame, room))
 		n = min(n, st.sendWindow, c.sendWindow)
 		end := n == int64(len(st.out))
-		c.w.data(st.id, st.out[:n], end)
+		fin := st.framedLocked(end) // an open answer's last bytes do not end it
+		c.w.data(st.id, st.out[:n], fin)
 		c.closedWindow = min(c.closedWindow+n, closedWindowMax)
 		c.active = true
 		st.out = st.out[n:]
@@ -311,7 +312,9 @@ func (c *conn) pumpLocked() {
 		c.sendWindow -= n
 		if end {
 			st.out = nil
-			c.answerSentLocked(st)
+			if fin {
+				c.answerSentLocked(st)
+			}
 		} else {
 			c.wantSendLocked(st)
 		}

@@ -19,6 +19,7 @@ import (
 	"unsafe"
 
 	"tradergate/internal/poison"
+	"tradergate/proxy/stream"
 )
 
 // Steps is the edge as the fronts see it: proxy.Server.
@@ -73,8 +74,11 @@ type Request struct {
 	IncomingID     string
 	Traceparent    string // W3C trace context, read only when tracing is on
 	Tracestate     string
-	Peer           netip.Addr
-	ForwardedFor   []string // only read for requests without a valid key
+	// LastEventID is the Last-Event-ID field: where a reconnecting event
+	// stream resumes (docs/CONTRACT.md, "Streams").
+	LastEventID  string
+	Peer         netip.Addr
+	ForwardedFor []string // only read for requests without a valid key
 	// Arrived is the front's reading of the clock as the request came in;
 	// zero: the front read none, and the first step reads it.
 	Arrived time.Time
@@ -129,6 +133,7 @@ const (
 	FieldForwardedFor
 	FieldTraceparent
 	FieldTracestate
+	FieldLastEventID
 )
 
 // ReadField keeps one request field by the rules every front shares: a
@@ -163,6 +168,10 @@ func (r *Request) ReadField(f Field, value string, traced bool) {
 	case FieldTracestate:
 		if traced && r.Tracestate == "" {
 			r.Tracestate = value
+		}
+	case FieldLastEventID:
+		if r.LastEventID == "" {
+			r.LastEventID = value
 		}
 	}
 }
@@ -211,6 +220,10 @@ type Answer struct {
 	// File: the cache's file holding Body, to send straight to the socket
 	// (Request.Sendfile; cache/files.go), or nil.
 	File *os.File
+	// Stream: an event stream the steps opened (proxy/streams.go), which
+	// the front starts once it has written the answer's head, instead of
+	// a body; nil for any other answer.
+	Stream *stream.Subscriber
 
 	// valsBuf is the start of vals, so that a hit's values allocate
 	// nothing.

@@ -1,0 +1,314 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// hub is one canonical stream on this replica (a route and its canonical
+// filters): every subscriber of it shares the hub's reads. It keeps the
+// stream's recent events (the ring), each once, and hands each new one to
+// every subscriber attached to it.
+//
+// Its events come from one of three places (run): its own polls, without
+// Redis; its own polls published to the other replicas, while it holds
+// the stream's lease; or the holder's messages through Redis, while
+// another replica holds it (fleet.go).
+type hub struct {
+	m     *Manager
+	key   string // the canonical stream: route, path parameter, filters
+	route string
+	src   source
+
+	mu    sync.Mutex
+	ring  []*Event // oldest first; ring[i] is event number first+i
+	first uint64
+	index map[string]uint64 // id -> number, for every event in ring
+	head  Pos               // where the next read starts
+	subs  map[*Subscriber]struct{}
+	// wake is closed, and replaced, whenever events are added: what
+	// catching-up subscribers wait on.
+	wake chan struct{}
+	// ready is closed once head is known (or its first reading failed,
+	// with readErr set, while the hub goes on trying).
+	ready    chan struct{}
+	isReady  bool
+	readErr  error
+	leading  bool // this replica polls the stream (no Redis, or the lease)
+	lastPoll time.Time
+
+	// Under m.mu: subscribers counted (attached or not), and since when
+	// there are none.
+	refs      int
+	idleSince time.Time
+
+	cancel context.CancelFunc
+	done   chan struct{}
+	msgs   chan *message // the holder's messages (fleet.go)
+}
+
+func newHub(m *Manager, key, route string, src source) *hub {
+	return &hub{
+		m: m, key: key, route: route, src: src,
+		index: map[string]uint64{},
+		subs:  map[*Subscriber]struct{}{},
+		wake:  make(chan struct{}),
+		ready: make(chan struct{}),
+		done:  make(chan struct{}),
+		msgs:  make(chan *message, 64),
+	}
+}
+
+// interval is the route's poll interval: streams.routes.<route>.poll,
+// never below the route's fresh TTL.
+func (h *hub) interval() time.Duration { return h.m.pollInterval(h.route) }
+
+// waitReady waits until the hub knows where the stream stands, or its
+// first reading failed (that error), or ctx ends.
+func (h *hub) waitReady(ctx context.Context) error {
+	select {
+	case <-h.ready:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.isReady {
+		return nil
+	}
+	return h.readErr
+}
+
+// start sets the stream's head: the ring begins with the id-only anchor
+// the stream starts after.
+func (h *hub) start(pos Pos) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.head = pos
+	if pos.ID != "" {
+		h.appendLocked(anchor(pos.ID))
+	}
+	h.isReady, h.readErr = true, nil
+	h.signalReadyLocked()
+}
+
+func (h *hub) failedStart(err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.readErr = err
+	h.signalReadyLocked()
+}
+
+func (h *hub) signalReadyLocked() {
+	select {
+	case <-h.ready:
+	default:
+		close(h.ready)
+	}
+}
+
+// has reports whether id is among the ring's events, and its number.
+func (h *hub) has(id string) (uint64, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n, ok := h.index[id]
+	return n, ok
+}
+
+// attachNow attaches s at the stream's newest event ("from now").
+func (h *hub) attachNow(s *Subscriber) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s.mu.Lock()
+	ended := s.ended
+	s.attached = !ended
+	s.mu.Unlock()
+	if !ended {
+		h.subs[s] = struct{}{}
+	}
+}
+
+// catchUpBatch is how many of the ring's events a catching-up subscriber
+// takes at a time.
+const catchUpBatch = 64
+
+// next serves a catching-up subscriber at pos: when pos is the ring's
+// newest event, s is attached (attached true: the hub sends it every
+// event from now on); when it is an older event of the ring, the next
+// ones (up to catchUpBatch); when it is not in the ring, nothing, and the
+// channel closed when the ring next grows.
+func (h *hub) next(s *Subscriber, pos Pos) (evs []*Event, attached bool, wake <-chan struct{}) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n, ok := h.index[pos.ID]
+	if !ok {
+		if pos.ID == "" && !pos.HasFrom {
+			ok, n = true, h.first+uint64(len(h.ring))-1
+		} else {
+			return nil, false, h.wake
+		}
+	}
+	end := h.first + uint64(len(h.ring))
+	if n+1 >= end {
+		s.mu.Lock()
+		ended := s.ended
+		s.attached = !ended
+		s.mu.Unlock()
+		if !ended {
+			h.subs[s] = struct{}{}
+		}
+		return nil, true, nil
+	}
+	from := n + 1 - h.first
+	to := min(uint64(len(h.ring)), from+catchUpBatch)
+	return append([]*Event(nil), h.ring[from:to]...), false, nil
+}
+
+// detach forgets s.
+func (h *hub) detach(s *Subscriber) {
+	h.mu.Lock()
+	delete(h.subs, s)
+	h.mu.Unlock()
+}
+
+// appendLocked adds one event to the ring, dropping the oldest past
+// streams.history.
+func (h *hub) appendLocked(ev *Event) {
+	h.index[ev.ID] = h.first + uint64(len(h.ring))
+	h.ring = append(h.ring, ev)
+	if over := len(h.ring) - h.m.cfg.History; over > 0 {
+		for _, old := range h.ring[:over] {
+			delete(h.index, old.ID)
+		}
+		clear(h.ring[:over])
+		h.ring = h.ring[over:]
+		h.first += uint64(over)
+	}
+}
+
+// add puts new events in the ring and sends them to every attached
+// subscriber, in order; next is the head after them. An event already in
+// the ring (a message that overlaps what a repair read) is skipped.
+func (h *hub) add(evs []*Event, next Pos) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.addLocked(evs, next)
+}
+
+func (h *hub) addLocked(evs []*Event, next Pos) {
+	h.head = next
+	added := 0
+	for _, ev := range evs {
+		if _, dup := h.index[ev.ID]; dup {
+			continue
+		}
+		h.appendLocked(ev)
+		added++
+		for s := range h.subs {
+			if _, ok := s.send(ev, true, true); !ok {
+				delete(h.subs, s) // released by its own end
+			}
+		}
+	}
+	if added > 0 {
+		close(h.wake)
+		h.wake = make(chan struct{})
+	}
+}
+
+// headPos is where the next read starts.
+func (h *hub) headPos() Pos {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.head
+}
+
+// run is the hub's goroutine: it finds the head, then polls (alone, or
+// for the fleet while it holds the lease) or follows the holder's
+// messages, until stopped.
+func (h *hub) run(ctx context.Context) {
+	defer close(h.done)
+	backoff := h.interval()
+	for {
+		pos, err := h.src.head(ctx)
+		if err == nil {
+			h.start(pos)
+			break
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		h.m.logReadFailed(h, err)
+		h.failedStart(err)
+		if !sleep(ctx, backoff) {
+			return
+		}
+		backoff = min(2*backoff, time.Minute)
+	}
+	if h.m.relay == nil {
+		h.setLeading(true)
+		h.pollLoop(ctx, nil)
+		return
+	}
+	h.m.relay.run(ctx, h)
+}
+
+func (h *hub) setLeading(on bool) {
+	h.mu.Lock()
+	h.leading = on
+	h.mu.Unlock()
+}
+
+// maxReadsPerPoll bounds the pages one poll reads when more keep coming:
+// the rest waits for the next poll.
+const maxReadsPerPoll = 10
+
+// pollLoop polls every interval until ctx ends or, with a stop channel,
+// until stop is closed (the lease was lost). publish, when set, hands
+// each poll's result to the other replicas before it is sent here.
+func (h *hub) pollLoop(ctx context.Context, publish func(from Pos, evs []*Event, next Pos)) {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		h.pollOnce(ctx, publish)
+		t.Reset(h.interval())
+	}
+}
+
+// pollOnce reads from the head until no more pages follow at once (at
+// most maxReadsPerPoll), publishing and adding each read.
+func (h *hub) pollOnce(ctx context.Context, publish func(from Pos, evs []*Event, next Pos)) {
+	for range maxReadsPerPoll {
+		from := h.headPos()
+		evs, next, more, err := h.src.read(ctx, from)
+		h.m.metrics.polled(h.route)
+		if err != nil {
+			if ctx.Err() == nil {
+				h.m.logReadFailed(h, err)
+			}
+			return
+		}
+		if publish != nil {
+			publish(from, evs, next)
+		}
+		h.add(evs, next)
+		if !more {
+			return
+		}
+	}
+}
+
+// permanent reports whether a read failed for good: the legacy host
+// refused the request as the client's (a 4xx with its message), which a
+// retry would meet again.
+func permanent(err error) bool {
+	var p interface{ Permanent() bool }
+	return errors.As(err, &p) && p.Permanent()
+}
