@@ -191,7 +191,7 @@ func TestAnalyzeTrace(t *testing.T) {
 		busy:  []span{{ms(-100), ms(800)}, {ms(801), ms(1100)}},
 		waits: []wait{{span{ms(500.1), ms(502)}, false, wakeSysmon}},
 	}
-	var answers [][3]int64
+	var answers [][4]int64
 	// 1000 answers, one every ms, 50µs each, except the 10 due at
 	// 495..504ms, which waited for the mark phase's end (503ms) and one
 	// at 799.5ms that waited 1.5ms with no P running.
@@ -200,10 +200,10 @@ func TestAnalyzeTrace(t *testing.T) {
 		if i >= 495 && i < 505 {
 			lat = max(50, 503_000-int64(i)*1000)
 		}
-		answers = append(answers, [3]int64{int64(i) * 1000, lat, 0})
+		answers = append(answers, [4]int64{int64(i) * 1000, lat, 0, 0})
 	}
-	answers = append(answers, [3]int64{799_500, 1500, 1000})
-	answers = append(answers, [3]int64{-200_000, 50, 0}) // before the trace: left out
+	answers = append(answers, [4]int64{799_500, 1500, 1000, 600})
+	answers = append(answers, [4]int64{-200_000, 50, 0, 0}) // before the trace: left out
 	rep := analyzeTrace(f, start, answers)
 	if rep.answers != 1001 || rep.outside != 1 || rep.slow.n != 11 || rep.cycles != 1 {
 		t.Fatalf("report %+v", rep)
@@ -215,7 +215,7 @@ func TestAnalyzeTrace(t *testing.T) {
 		t.Fatalf("slow shares: mark %.2f gc workers %.2f idle %.2f\n%s", mark, gcRun, idle, rep)
 	}
 	s := rep.String()
-	for _, want := range []string{"slowest 1% (11 answers", "1 GC cycles", "all 1001 answers", "1 by sysmon's netpoll (after 10ms without a poll) (waited to run p50 1.90ms"} {
+	for _, want := range []string{"slowest 1% (11 answers", "1 GC cycles", "all 1001 answers", "before the request was sent (1.6% waiting for its connection", "1 by sysmon's netpoll (after 10ms without a poll) (waited to run p50 1.90ms"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("report lacks %q:\n%s", want, s)
 		}

@@ -367,13 +367,14 @@ type answerFacts struct {
 	idle      int64 // ns no P ran within it
 	schedWait int64 // the longest scheduling latency that ended within it, ns
 	unsent    int64 // ns from due to sent: queued in the load generator
+	connWait  int64 // ns of unsent waiting for the connection
 }
 
 // answerGroup sums answerFacts over a group of answers.
 type answerGroup struct {
 	n, mark                           int
 	latency, stw, assist, gcRun, idle int64
-	unsent                            int64
+	unsent, connWait                  int64
 	schedWaits                        []int64
 	minLatency                        int64
 }
@@ -392,6 +393,7 @@ func (g *answerGroup) add(a answerFacts) {
 	g.gcRun += a.gcRun
 	g.idle += a.idle
 	g.unsent += a.unsent
+	g.connWait += a.connWait
 	g.schedWaits = append(g.schedWaits, a.schedWait)
 }
 
@@ -413,7 +415,7 @@ type traceReport struct {
 // analyzeTrace lays the answers of a fixed-rate window (due µs after
 // windowStart, latency µs) over the trace's facts, and compares the
 // slowest 1% with all of them.
-func analyzeTrace(f *traceFacts, windowStart time.Time, answers [][3]int64) traceReport {
+func analyzeTrace(f *traceFacts, windowStart time.Time, answers [][4]int64) traceReport {
 	var rep traceReport
 	base := windowStart.UnixNano()
 	var facts []answerFacts
@@ -429,7 +431,7 @@ func analyzeTrace(f *traceFacts, windowStart time.Time, answers [][3]int64) trac
 		af := answerFacts{
 			latency: to - from, mark: overlap(f.mark, from, to) > 0, stw: overlap(f.stw, from, to),
 			assist: overlap(f.assist, from, to), gcRun: overlap(f.gcRun, from, to), idle: (to - from) - overlap(f.busy, from, to),
-			unsent: a[2] * 1000,
+			unsent: a[2] * 1000, connWait: a[3] * 1000,
 		}
 		i, _ := slices.BinarySearchFunc(f.waits, from, func(w wait, t int64) int { return cmp.Compare(w.to, t) })
 		for ; i < len(f.waits) && f.waits[i].to < to; i++ {
@@ -515,8 +517,8 @@ func (r traceReport) String() string {
 		x := g.g
 		slices.Sort(x.schedWaits)
 		other := x.latency - x.idle - x.gcRun - x.stw
-		fmt.Fprintf(&b, "%s: mean latency %s; %.0f%% overlapped a GC mark phase; of their time waiting, the edge's P ran goroutines other than the GC's (other answers, the runtime's timers and poller) %.1f%% (mark assists in them %.1f%%), GC mark workers %.1f%%, stopped the world %.1f%%, and ran nothing %.1f%% (the edge idle: the request not yet read, in the kernel or not yet sent); %.1f%% of it before the request was sent (its connection busy with the answer before, or the load generator late); longest scheduling latency within each, median %s, max %s\n",
-			g.name, us(x.latency/int64(x.n)), pct(int64(x.mark), int64(x.n)), pct(other, x.latency), pct(x.assist, x.latency), pct(x.gcRun, x.latency), pct(x.stw, x.latency), pct(x.idle, x.latency), pct(x.unsent, x.latency),
+		fmt.Fprintf(&b, "%s: mean latency %s; %.0f%% overlapped a GC mark phase; of their time waiting, the edge's P ran goroutines other than the GC's (other answers, the runtime's timers and poller) %.1f%% (mark assists in them %.1f%%), GC mark workers %.1f%%, stopped the world %.1f%%, and ran nothing %.1f%% (the edge idle: the request not yet read, in the kernel or not yet sent); %.1f%% of it before the request was sent (%.1f%% waiting for its connection, busy with the answer before or every stream in use, the rest the load generator late); longest scheduling latency within each, median %s, max %s\n",
+			g.name, us(x.latency/int64(x.n)), pct(int64(x.mark), int64(x.n)), pct(other, x.latency), pct(x.assist, x.latency), pct(x.gcRun, x.latency), pct(x.stw, x.latency), pct(x.idle, x.latency), pct(x.unsent, x.latency), pct(x.connWait, x.latency),
 			us(x.schedWaits[len(x.schedWaits)/2]), us(x.schedWaits[len(x.schedWaits)-1]))
 	}
 	return b.String()

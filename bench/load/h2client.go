@@ -55,8 +55,9 @@ type h2conn struct {
 type h2stream struct {
 	due       time.Time // open loop: when it was due; closed loop: sent
 	sent      time.Time
-	measuring bool // open loop: due in the window
-	sample    bool // read X-Cache
+	connWait  time.Duration // waiting for a free stream
+	measuring bool          // open loop: due in the window
+	sample    bool          // read X-Cache
 	resp      response
 }
 
@@ -319,7 +320,7 @@ func (w *h2worker) done(st *h2stream, err error) {
 		}
 	}
 	if w.open && w.spec.KeepAnswers {
-		w.kept = append(w.kept, openAnswer{st.due.Sub(w.win.from).Microseconds(), d.Microseconds(), st.sent.Sub(st.due).Microseconds()})
+		w.kept = append(w.kept, openAnswer{st.due.Sub(w.win.from).Microseconds(), d.Microseconds(), st.sent.Sub(st.due).Microseconds(), st.connWait.Microseconds()})
 	}
 }
 
@@ -438,11 +439,12 @@ func (w *h2worker) runOpen(ctx context.Context, sch schedule, k int, t *openTall
 				t.lag.Record(time.Since(due))
 			}
 		}
+		asked := time.Now()
 		if !w.acquire(ctx, w.win.drain) {
 			t.unsent += unsentFrom(sch, k, i, w.win)
 			return
 		}
-		w.issue(&h2stream{due: due, measuring: measuring}, t)
+		w.issue(&h2stream{due: due, measuring: measuring, connWait: time.Since(asked.Add(max(due.Sub(asked), 0)))}, t)
 	}
 }
 

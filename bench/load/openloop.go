@@ -57,11 +57,12 @@ type openTally struct {
 }
 
 // openAnswer is one answer of a run that keeps them (Spec.KeepAnswers):
-// when its request was due, after the window opened, its latency, and how
-// long after it was due it was sent (its connection busy with the answer
-// before, or the load generator late), in microseconds.
+// when its request was due, after the window opened, its latency, how
+// long after it was due it was sent, and how much of that it waited for
+// its connection (busy with the answer before, or every HTTP/2 stream in
+// use; the rest is the load generator's own lateness), in microseconds.
 type openAnswer struct {
-	due, latency, sent int64
+	due, latency, sent, conn int64
 }
 
 // runOpenH1 sends s.Rate requests a second over s.Connections keep-alive
@@ -152,10 +153,10 @@ func finishOpen(res *Result, s *Spec, h *Histogram, tallies []openTally, answers
 	if s.KeepAnswers {
 		for _, a := range answers {
 			for _, x := range a {
-				res.Answers = append(res.Answers, [3]int64{x.due, x.latency, x.sent})
+				res.Answers = append(res.Answers, [4]int64{x.due, x.latency, x.sent, x.conn})
 			}
 		}
-		slices.SortFunc(res.Answers, func(a, b [3]int64) int { return int(a[0] - b[0]) })
+		slices.SortFunc(res.Answers, func(a, b [4]int64) int { return int(a[0] - b[0]) })
 	}
 }
 
@@ -164,6 +165,9 @@ func finishOpen(res *Result, s *Spec, h *Histogram, tallies []openTally, answers
 func (w *worker) runOpen(ctx context.Context, sch schedule, k int, win window, t *openTally) []openAnswer {
 	defer func() { w.c.close() }()
 	var kept []openAnswer
+	// free is when the connection's last answer was in: a request due
+	// before it waited for the connection.
+	var free time.Time
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for i := int64(0); ctx.Err() == nil; i++ {
@@ -208,6 +212,8 @@ func (w *worker) runOpen(ctx context.Context, sch schedule, k int, win window, t
 		sent := time.Now()
 		resp, err := w.c.roundTrip(req, sent.Add(w.spec.Timeout), sample)
 		d := time.Since(due)
+		connWait := min(max(free.Sub(due), 0), max(sent.Sub(due), 0))
+		free = due.Add(d)
 		if err != nil {
 			w.c.close()
 			w.c = nil
@@ -224,7 +230,7 @@ func (w *worker) runOpen(ctx context.Context, sch schedule, k int, win window, t
 		if measuring {
 			w.record(resp, d, sample)
 			if w.spec.KeepAnswers {
-				kept = append(kept, openAnswer{due.Sub(win.from).Microseconds(), d.Microseconds(), sent.Sub(due).Microseconds()})
+				kept = append(kept, openAnswer{due.Sub(win.from).Microseconds(), d.Microseconds(), sent.Sub(due).Microseconds(), connWait.Microseconds()})
 			}
 		}
 	}

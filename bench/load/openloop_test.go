@@ -126,7 +126,7 @@ func checkPaused(t *testing.T, res *Result, rate float64) {
 		t.Fatalf("%d answers kept of %d", len(res.Answers), res.Requests)
 	}
 	for i, a := range res.Answers {
-		if a[0] < 0 || a[0] > res.Window.Microseconds() || (i > 0 && a[0] < res.Answers[i-1][0]) || a[2] < 0 || a[2] > a[1] {
+		if a[0] < 0 || a[0] > res.Window.Microseconds() || (i > 0 && a[0] < res.Answers[i-1][0]) || a[2] < 0 || a[2] > a[1] || a[3] < 0 || a[3] > a[2]+1 {
 			t.Fatalf("answer %d due at %dµs: outside the window or out of order", i, a[0])
 		}
 	}

@@ -126,7 +126,7 @@ func (w *worker) run(ctx context.Context, phase *atomic.Int32) {
 		}
 		w.record(resp, d, sample)
 		if w.spec.KeepAnswers {
-			w.kept = append(w.kept, openAnswer{(start.UnixNano() - w.windowStart.Load()) / 1e3, d.Microseconds(), 0})
+			w.kept = append(w.kept, openAnswer{(start.UnixNano() - w.windowStart.Load()) / 1e3, d.Microseconds(), 0, 0})
 		}
 	}
 }

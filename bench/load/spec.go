@@ -297,10 +297,11 @@ type Result struct {
 	Lag    Latency
 	// WindowStart is when the measured window opened; Answers, with
 	// Spec.KeepAnswers, are every answer of the window, in microseconds:
-	// when its request was due after WindowStart, its latency, and how
-	// long after it was due it was sent.
+	// when its request was due after WindowStart, its latency, how long
+	// after it was due it was sent, and how much of that it waited for
+	// its connection (openAnswer).
 	WindowStart time.Time
-	Answers     [][3]int64 `json:",omitempty"`
+	Answers     [][4]int64 `json:",omitempty"`
 	// Problems are measurement failures worth showing (a counter that
 	// could not be read), not server errors.
 	Problems []string
