@@ -107,9 +107,13 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 		}, func() float64 { return float64(s.upstream.InFlight()) }),
 		// The GC's CPU time (/cpu/classes/gc/...) beside the default set:
 		// go_gc_duration_seconds counts only the stop-the-world pauses, and
-		// a memory limit is judged by what the whole collector costs.
+		// a memory limit is judged by what the whole collector costs. The
+		// scheduler's latencies (go_sched_latencies_seconds: how long a
+		// runnable goroutine waited to run) and pauses are what a slow
+		// answer's tail waited on when it was not the GC
+		// (docs/BENCHMARKS.md, "Tail latency at a fixed rate").
 		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
-			collectors.MetricsGC, collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/cpu/classes/(gc|total)/`)})),
+			collectors.MetricsGC, collectors.MetricsScheduler, collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/cpu/classes/(gc|total)/`)})),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	}
 	for _, c := range cs {
