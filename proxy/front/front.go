@@ -61,14 +61,15 @@ type Options struct {
 	Traced bool
 	// TLS is TLS at the edge (server.tls); its mode off: plain HTTP.
 	TLS *tlsedge.Edge
-	// MemoryLimit is what the default connection cap derives from (see
-	// Limits).
+	// MemoryLimit is what the default connection cap derives from when
+	// the process has no Go memory limit: server.memory_limit's, its
+	// default filled in (config.Config.SizedMemoryLimit).
 	MemoryLimit int64
 }
 
 // New returns the fronts of steps, serving by c (validated).
 func New(c Config, steps wire.Steps, opt Options) *Edge {
-	total, perAddr := Limits(c, opt.MemoryLimit)
+	total, perAddr := connLimits(c, processMemoryLimit(), opt.MemoryLimit)
 	e := &Edge{steps: steps, cfg: c, tls: opt.TLS, log: opt.Log, traced: opt.Traced,
 		cap: newConnCap(total, perAddr, opt.Log)}
 	e.h2Closed = prometheus.NewCounterVec(prometheus.CounterOpts{
