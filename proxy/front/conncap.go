@@ -42,17 +42,12 @@ func defaultMaxConnections(memoryLimit int64) int {
 	return max(minMaxConnections, int(min(memoryLimit/4/connBudget, math.MaxInt32)))
 }
 
-// Limits is the cap in force: the configured figures with their
-// defaults filled in. sized is what the default derives from when the
-// process has no Go memory limit: what server.memory_limit asks for, with
-// its default filled in (main sets the process's limit before New, from
-// GOMEMLIMIT, server.memory_limit or a container's limit).
-func Limits(c Config, sized int64) (total, perAddr int) {
-	return connLimits(c, processMemoryLimit(), sized)
-}
-
-// connLimits is Limits with memoryLimit, the Go memory limit of the
-// process (math.MaxInt64 when none is set).
+// connLimits is the cap in force: the configured figures with their
+// defaults filled in. memoryLimit is the Go memory limit of the process
+// (math.MaxInt64 when none is set; main sets it before New, from
+// GOMEMLIMIT, server.memory_limit or a container's limit), which the
+// default derives from; without one, sized: what server.memory_limit
+// asks for, its default filled in (Options.MemoryLimit).
 func connLimits(c Config, memoryLimit, sized int64) (total, perAddr int) {
 	total = c.MaxConnections
 	if total == 0 {

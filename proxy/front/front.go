@@ -66,8 +66,9 @@ type Options struct {
 	Traced bool
 	// TLS is TLS at the edge (server.tls); its mode off: plain HTTP.
 	TLS *tlsedge.Edge
-	// MemoryLimit is what the default connection cap derives from (see
-	// Limits).
+	// MemoryLimit is what the default connection cap derives from when
+	// the process has no Go memory limit: server.memory_limit's, its
+	// default filled in (config.Config.SizedMemoryLimit).
 	MemoryLimit int64
 	// StreamWriteTimeout bounds one write of an event stream
 	// (streams.write_timeout); zero: the server section's write timeout.
@@ -76,7 +77,7 @@ type Options struct {
 
 // New returns the fronts of steps, serving by c (validated).
 func New(c Config, steps wire.Steps, opt Options) *Edge {
-	total, perAddr := Limits(c, opt.MemoryLimit)
+	total, perAddr := connLimits(c, processMemoryLimit(), opt.MemoryLimit)
 	e := &Edge{steps: steps, cfg: c, tls: opt.TLS, log: opt.Log, traced: opt.Traced,
 		cap: newConnCap(total, perAddr, opt.Log), streamWriteTimeout: cmp.Or(opt.StreamWriteTimeout, c.WriteTimeout)}
 	e.h2Closed = prometheus.NewCounterVec(prometheus.CounterOpts{
