@@ -213,7 +213,7 @@ func (f *fleet) phases() []phase {
 	}
 	return []phase{
 		{"calm", sleep},
-		{"legacy host slow (700ms a call)", legacy(LegacySlow, legacysim.Faults{Latency: 700 * time.Millisecond})},
+		{"legacy host slow (" + runTiming().slow.String() + " a call)", legacy(LegacySlow, legacysim.Faults{Latency: runTiming().slow})},
 		{"legacy host 5xx (half the calls)", legacy(Legacy5xx, legacysim.Faults{FailStatus: 503, FailRate: 0.5})},
 		{"legacy host cuts bodies", legacy(LegacyCut, legacysim.Faults{Truncate: true})},
 		{"legacy host hanging (orderbook_events)", legacy(LegacyHang, legacysim.Faults{Route: "orderbook_events", Hang: true})},
