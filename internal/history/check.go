@@ -49,7 +49,7 @@ type Checker struct {
 	// answering, whatever slowed it; with SlowFetches that bound holds at
 	// every moment, not only while a fault is in force.
 	SlowFetches bool
-	Logs   Logs // nil: none printed
+	Logs        Logs // nil: none printed
 	// Slack is how much older than its Age an answer's legacy version may
 	// be: the time between the legacy host making the answer and the edge
 	// storing it (the transfer, the rewrite, a loaded machine).
@@ -98,7 +98,7 @@ func (v *Violation) String() string {
 type PhaseCount struct {
 	Name       string
 	Answers    int
-	Statuses   map[int]int // 0: no answer
+	Statuses   map[int]int    // 0: no answer
 	Failures   map[string]int // "503 Upstream busy": the failures answered, by status and message
 	XCache     map[string]int
 	Violations int

@@ -401,8 +401,8 @@ func (f *fleet) checker(phases []string) *Checker {
 		// stale_if_error throughout, and the run without it holds the
 		// strict one.
 		SlowFetches: raceEnabled,
-		Logs:   f.logs,
-		Slack:  750 * time.Millisecond,
-		Phases: phases,
+		Logs:        f.logs,
+		Slack:       750 * time.Millisecond,
+		Phases:      phases,
 	}
 }
