@@ -140,8 +140,10 @@ func (c *Checker) Check(exs []Exchange) *Result {
 		if e.XCache != "" {
 			pc.XCache[e.XCache]++
 		}
-		if msg, ok := failureMessage(e.Body); ok && e.Status >= 400 {
-			pc.Failures[strconv.Itoa(e.Status)+" "+msg]++
+		if e.Status >= 400 {
+			if msg, ok := failureMessage(e.Body); ok {
+				pc.Failures[strconv.Itoa(e.Status)+" "+msg]++
+			}
 		}
 		res.Checked++
 		if v := c.check(e, books, immutable, bodies); v != nil {
