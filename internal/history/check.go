@@ -42,7 +42,14 @@ type Checker struct {
 	Book   Book
 	Epochs []Epoch // by From, the first from before the run
 	Faults []Fault
-	Logs   Logs // nil: none printed
+	Tails  Tails
+	// SlowFetches: the machine is too slow to tell a failing fetch from
+	// its own slowness. The edge serves a held page, up to stale_if_error
+	// old, for a key whose fetch has run cache.stale_after without
+	// answering, whatever slowed it; with SlowFetches that bound holds at
+	// every moment, not only while a fault is in force.
+	SlowFetches bool
+	Logs        Logs // nil: none printed
 	// Slack is how much older than its Age an answer's legacy version may
 	// be: the time between the legacy host making the answer and the edge
 	// storing it (the transfer, the rewrite, a loaded machine).
@@ -91,7 +98,8 @@ func (v *Violation) String() string {
 type PhaseCount struct {
 	Name       string
 	Answers    int
-	Statuses   map[int]int // 0: no answer
+	Statuses   map[int]int    // 0: no answer
+	Failures   map[string]int // "503 Upstream busy": the failures answered, by status and message
 	XCache     map[string]int
 	Violations int
 }
@@ -109,12 +117,15 @@ type Result struct {
 // Check holds every exchange to the promise and returns the verdict.
 func (c *Checker) Check(exs []Exchange) *Result {
 	res := &Result{}
+	newPhase := func(name string) PhaseCount {
+		return PhaseCount{Name: name, Statuses: map[int]int{}, Failures: map[string]int{}, XCache: map[string]int{}}
+	}
 	for _, name := range c.Phases {
-		res.Phases = append(res.Phases, PhaseCount{Name: name, Statuses: map[int]int{}, XCache: map[string]int{}})
+		res.Phases = append(res.Phases, newPhase(name))
 	}
 	phase := func(p int) *PhaseCount {
 		for len(res.Phases) <= p {
-			res.Phases = append(res.Phases, PhaseCount{Name: "phase " + strconv.Itoa(len(res.Phases)), Statuses: map[int]int{}, XCache: map[string]int{}})
+			res.Phases = append(res.Phases, newPhase("phase "+strconv.Itoa(len(res.Phases))))
 		}
 		return &res.Phases[p]
 	}
@@ -128,6 +139,11 @@ func (c *Checker) Check(exs []Exchange) *Result {
 		pc.Statuses[e.Status]++
 		if e.XCache != "" {
 			pc.XCache[e.XCache]++
+		}
+		if e.Status >= 400 {
+			if msg, ok := failureMessage(e.Body); ok {
+				pc.Failures[strconv.Itoa(e.Status)+" "+msg]++
+			}
 		}
 		res.Checked++
 		if v := c.check(e, books, immutable, bodies); v != nil {
@@ -188,7 +204,7 @@ func (c *Checker) check(e *Exchange, books map[string]bookTruth, immutable map[s
 	if !rt.EdgeBuilt {
 		up = upstreamTarget(route.LegacyPrefix+req.UpstreamPath(), req.RawQuery)
 	}
-	faults := active(c.Faults, e.Replica, e.Sent, e.Received)
+	faults := active(c.Faults, c.Tails, e.Replica, e.Sent, e.Received)
 
 	// No answer, or one broken off: only a replica going away explains it.
 	if e.Status == 0 || e.Err != "" {
@@ -319,12 +335,14 @@ func (c *Checker) checkPage(e *Exchange, up, routeName string, req *route.Reques
 		limit = b.Negative
 	}
 	if e.XCache == "STALE" {
-		limit += b.SWR
+		failing := c.SlowFetches
 		for _, f := range faults {
-			if rules[f.Kind].staleIfError {
-				limit += b.SIE - b.SWR
-				break
-			}
+			failing = failing || rules[f.Kind].staleIfError
+		}
+		if failing {
+			limit += b.SIE
+		} else {
+			limit += b.SWR
 		}
 	}
 	if time.Duration(age)*time.Second > limit {
@@ -536,6 +554,14 @@ func (r *Result) Report() string {
 			st = append(st, fmt.Sprintf("%s:%d", name, p.Statuses[s]))
 		}
 		fmt.Fprintf(&b, "  %-48s %7d answers, %d violations  [%s] stale %d\n", p.Name, p.Answers, p.Violations, strings.Join(st, " "), p.XCache["STALE"])
+		var fs []string
+		for f, n := range p.Failures {
+			fs = append(fs, fmt.Sprintf("%s: %d", f, n))
+		}
+		slices.Sort(fs)
+		if len(fs) > 0 {
+			fmt.Fprintf(&b, "  %48s %s\n", "", strings.Join(fs, ", "))
+		}
 	}
 	return b.String()
 }

@@ -49,17 +49,25 @@ type rule struct {
 	// a lease of the shared tier that its holder will not release).
 	staleIfError bool
 	// tail is how long after the fault's end its effects may still be
-	// seen: a circuit breaker stays open its open_timeout and fetches
-	// started during the fault end within upstream.timeout per attempt.
-	tail time.Duration
+	// seen (Tails).
+	tail func(Tails) time.Duration
 }
 
-// Tails, from the run's configuration (upstream.timeout 2s, 2 attempts,
-// breaker open_timeout 5s; the shared Redis breaker's own time open).
-const (
-	legacyTail = 5*time.Second + 2*2*time.Second + time.Second
-	redisTail  = 6 * time.Second
-)
+// Tails are how long after its end a fault's effects may still be seen,
+// from the run's configuration.
+type Tails struct {
+	// Legacy: a circuit breaker stays open its open_timeout, and fetches
+	// begun during the fault end within upstream.timeout per attempt.
+	Legacy time.Duration
+	// Redis: the shared Redis's breaker stays open a while, and the
+	// limiter's and the cache's calls end within their timeouts.
+	Redis time.Duration
+}
+
+func legacyTail(t Tails) time.Duration { return t.Legacy }
+func redisTail(t Tails) time.Duration  { return t.Redis }
+func second(Tails) time.Duration       { return time.Second }
+func none(Tails) time.Duration         { return 0 }
 
 var (
 	busy        = Outcome{503, "Upstream busy"}
@@ -69,8 +77,9 @@ var (
 )
 
 var rules = map[Kind]rule{
-	// Slow answers hold the shield's slots longer: a miss may find none.
-	LegacySlow: {outcomes: []Outcome{busy}, staleIfError: true, tail: legacyTail},
+	// Slow answers hold the shield's slots longer: a miss may find none;
+	// calls past upstream.breaker.slow_call count against the breaker.
+	LegacySlow: {outcomes: []Outcome{busy, unavailable}, staleIfError: true, tail: legacyTail},
 	// Hanging calls end at upstream.timeout; the breaker opens on them.
 	LegacyHang: {outcomes: []Outcome{timeout, unavailable, busy}, staleIfError: true, tail: legacyTail},
 	Legacy5xx:  {outcomes: []Outcome{upstreamErr, unavailable, busy}, staleIfError: true, tail: legacyTail},
@@ -84,8 +93,8 @@ var rules = map[Kind]rule{
 	// The replica's clients get no answer while it is down, or a 503 for
 	// what it was answering when it stopped; the others may wait on the
 	// leases it held.
-	ReplicaDown: {outcomes: []Outcome{{503, "Server shutting down"}}, noAnswer: true, staleIfError: true, tail: time.Second},
-	Reload:      {},
+	ReplicaDown: {outcomes: []Outcome{{503, "Server shutting down"}}, noAnswer: true, staleIfError: true, tail: second},
+	Reload:      {tail: none},
 	// With its store down, a replica told to deny answers 503 (README
 	// "Errors"); restarting it into that mode is a ReplicaDown of its own.
 	LimiterDeny: {outcomes: []Outcome{{503, "Rate limit unavailable"}}, staleIfError: true, tail: redisTail},
@@ -127,10 +136,10 @@ func (t *Timeline) Faults() []Fault {
 
 // active returns the faults whose effects may be seen on replica during
 // [from, to].
-func active(faults []Fault, replica int, from, to time.Time) []Fault {
+func active(faults []Fault, tails Tails, replica int, from, to time.Time) []Fault {
 	var out []Fault
 	for _, f := range faults {
-		if (f.Replica < 0 || f.Replica == replica) && !f.Start.After(to) && !f.End.Add(rules[f.Kind].tail).Before(from) {
+		if (f.Replica < 0 || f.Replica == replica) && !f.Start.After(to) && !f.End.Add(rules[f.Kind].tail(tails)).Before(from) {
 			out = append(out, f)
 		}
 	}

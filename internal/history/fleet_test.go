@@ -48,6 +48,31 @@ const (
 	replicas  = 3
 )
 
+// timing is what the run's clocks are set to. The edge takes a fetch
+// slower than cache.stale_after for a failing host (it serves the held
+// page, up to stale_if_error old), and under the race detector the
+// fleet, the legacy host and the clients all run about six times slower
+// on the same CPUs: there stale_after and upstream.timeout are longer,
+// and the slow fault slower, so that the machine's slowness does not pass
+// for a fault and the fault still is one.
+type timing struct {
+	staleAfter, upstreamTimeout, slow time.Duration
+}
+
+func runTiming() timing {
+	if raceEnabled {
+		return timing{staleAfter: 3 * time.Second, upstreamTimeout: 6 * time.Second, slow: 3500 * time.Millisecond}
+	}
+	return timing{staleAfter: 500 * time.Millisecond, upstreamTimeout: 2 * time.Second, slow: 700 * time.Millisecond}
+}
+
+// tails are the faults' tails under the run's configuration: the route
+// breaker's open_timeout (5s) and two attempts of upstream.timeout, and
+// the shared Redis breaker's time open.
+func (tm timing) tails() Tails {
+	return Tails{Legacy: 5*time.Second + 2*tm.upstreamTimeout + time.Second, Redis: 6 * time.Second}
+}
+
 // simConfig is the legacy host's data: live, so that first pages change
 // every second or so while pages named by a cursor do not.
 func simConfig(end time.Time) legacysim.Config {
@@ -152,7 +177,8 @@ func (f *fleet) config(r *replica) *config.Config {
 		fmt.Fprintf(&b, "  tls: {mode: files, cert_file: %q, key_file: %q, http_listen: \"\"}\n", f.certFile, f.keyFile)
 	}
 	fmt.Fprintf(&b, "admin: {listen: \"off\"}\n")
-	fmt.Fprintf(&b, "upstream:\n  base_url: %q\n  timeout: 2s\n  per_second: 20000\n  retry: {max_attempts: 2}\n", f.up.URL+"/open-api")
+	tm := runTiming()
+	fmt.Fprintf(&b, "upstream:\n  base_url: %q\n  timeout: %s\n  per_second: 20000\n  retry: {max_attempts: 2}\n", f.up.URL+"/open-api", tm.upstreamTimeout)
 	fmt.Fprintf(&b, "keys:\n  - {id: history, sha256: %q, plan: big, routes: [\"*\"]}\n", proxy.HashKey(clientKey))
 	fmt.Fprintf(&b, "plans:\n  big: {requests: 1000000000, window: 1m}\n")
 	onErr := "allow"
@@ -166,7 +192,7 @@ func (f *fleet) config(r *replica) *config.Config {
 	// redis.timeout 250ms rather than 50ms: a replica that denies on a
 	// store error must not deny for a loaded machine's slow call.
 	fmt.Fprintf(&b, "redis: {addrs: [%q], timeout: 250ms}\n", f.redisX.Listen)
-	fmt.Fprintf(&b, "cache:\n  max_bytes: 1048576\n  sendfile_min_bytes: 16384\n  sendfile_dir: %q\n", os.TempDir())
+	fmt.Fprintf(&b, "cache:\n  max_bytes: 1048576\n  sendfile_min_bytes: 16384\n  sendfile_dir: %q\n  stale_after: %s\n", os.TempDir(), tm.staleAfter)
 	if longTTL {
 		fmt.Fprintf(&b, "  routes:\n    activity: {fresh_ttl: 3s}\n    orderbook_events: {fresh_ttl: 3s, stale_while_revalidate: 2s}\n")
 	}
@@ -369,8 +395,15 @@ func (f *fleet) checker(phases []string) *Checker {
 		Book:   f.bookTruth,
 		Epochs: append([]Epoch(nil), f.epochs...),
 		Faults: f.timeline.Faults(),
-		Logs:   f.logs,
-		Slack:  750 * time.Millisecond,
-		Phases: phases,
+		Tails:  runTiming().tails(),
+		// Under the race detector a fetch can outlast stale_after with
+		// no fault at all (the fleet, the legacy host and the clients
+		// share two CPUs, six times slower): there the stale bound is
+		// stale_if_error throughout, and the run without it holds the
+		// strict one.
+		SlowFetches: raceEnabled,
+		Logs:        f.logs,
+		Slack:       750 * time.Millisecond,
+		Phases:      phases,
 	}
 }

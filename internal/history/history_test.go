@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"math/rand/v2"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -176,13 +177,8 @@ func withCursor(target, cursor string) string {
 			kept = append(kept, p)
 		}
 	}
-	kept = append(kept, "cursor="+urlEscape(cursor))
+	kept = append(kept, "cursor="+url.QueryEscape(cursor))
 	return path + "?" + strings.Join(kept, "&")
-}
-
-func urlEscape(s string) string {
-	r := strings.NewReplacer("+", "%2B", "/", "%2F", "=", "%3D")
-	return r.Replace(s)
 }
 
 // phase is one stretch of the run and the fault it injects.
@@ -213,7 +209,7 @@ func (f *fleet) phases() []phase {
 	}
 	return []phase{
 		{"calm", sleep},
-		{"legacy host slow (700ms a call)", legacy(LegacySlow, legacysim.Faults{Latency: 700 * time.Millisecond})},
+		{"legacy host slow (" + runTiming().slow.String() + " a call)", legacy(LegacySlow, legacysim.Faults{Latency: runTiming().slow})},
 		{"legacy host 5xx (half the calls)", legacy(Legacy5xx, legacysim.Faults{FailStatus: 503, FailRate: 0.5})},
 		{"legacy host cuts bodies", legacy(LegacyCut, legacysim.Faults{Truncate: true})},
 		{"legacy host hanging (orderbook_events)", legacy(LegacyHang, legacysim.Faults{Route: "orderbook_events", Hang: true})},
@@ -279,6 +275,8 @@ func TestHistory(t *testing.T) {
 // all the same.
 func (f *fleet) run(phases []phase, d time.Duration, answers int) *Result {
 	w := newWorkload(f.sim, time.Now().Truncate(time.Second))
+	f.t.Logf("workload: %d requests by popularity, %d first pages of cursor chains, %d books at T",
+		len(w.popular), len(w.chains), len(w.books))
 	names := make([]string, len(phases))
 	for i, p := range phases {
 		names[i] = p.name
