@@ -22,6 +22,6 @@ func ExampleOpenAPI() {
 	fmt.Println(doc.OpenAPI, len(doc.Paths))
 	fmt.Println(doc.Paths["/v1/tx/{txHash}"].Get.Route)
 	// Output:
-	// 3.1.0 18
+	// 3.1.0 21
 	// tx
 }

@@ -27,6 +27,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -154,9 +155,12 @@ func v1Operations(t *testing.T, doc []byte) []string {
 		}
 		for _, raw := range item {
 			var op struct {
-				OperationID string `json:"operationId"`
+				OperationID string   `json:"operationId"`
+				Tags        []string `json:"tags"`
 			}
-			if json.Unmarshal(raw, &op) == nil && op.OperationID != "" {
+			// The streams' bodies do not end: the generated clients,
+			// which read a body whole, leave them out (docs/CONTRACT.md#streams).
+			if json.Unmarshal(raw, &op) == nil && op.OperationID != "" && !slices.Contains(op.Tags, "stream") {
 				ops = append(ops, op.OperationID)
 			}
 		}
@@ -334,7 +338,9 @@ func newClientModule(t *testing.T, module, program, require string) string {
 
 // TestOgenClient generates the /v1 client with ogen (every feature the
 // document needs, discriminators included; only the client side and the
-// /v1 paths, to keep the build small), builds it and runs it: ogen
+// /v1 paths, to keep the build small, but the streams, whose bodies do
+// not end: every /v1 path not ending in /stream, which RE2, without
+// lookahead, says as an alternation), builds it and runs it: ogen
 // decodes each answer's body and headers and validates both against the
 // document, so a single answer out of the document fails the run.
 func TestOgenClient(t *testing.T) {
@@ -347,7 +353,7 @@ func TestOgenClient(t *testing.T) {
     disable_all: true
     enable: [paths/client]
   filters:
-    path_regex: "^/v1/"
+    path_regex: "^/v1/.*([^m]|[^a]m|[^e]am|[^r]eam|[^t]ream|[^s]tream|[^/]stream)$"
 `
 	if err := os.WriteFile(filepath.Join(dir, "ogen.yml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
@@ -364,7 +370,7 @@ func TestOapiCodegenClient(t *testing.T) {
 	e := clientEdge(t)
 	dir := newClientModule(t, "oapiclient", "oapi", oapiRTModule)
 	specPath, doc := servedDocument(t, e, dir)
-	cfg := "package: api\ngenerate:\n  client: true\n  models: true\noutput: api/api.gen.go\n"
+	cfg := "package: api\ngenerate:\n  client: true\n  models: true\noutput: api/api.gen.go\noutput-options:\n  exclude-tags: [stream]\n"
 	if err := os.MkdirAll(filepath.Join(dir, "api"), 0o755); err != nil {
 		t.Fatal(err)
 	}

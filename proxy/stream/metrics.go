@@ -80,6 +80,7 @@ func newMetrics(reg prometheus.Registerer, m *Manager) (*metrics, error) {
 		for _, reason := range Reasons {
 			x.endedC.WithLabelValues(r, string(reason))
 		}
+		x.lag.WithLabelValues(r)
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{x.openedC, x.endedC, x.events, x.polls, x.reads, x.legacy, x.failed, x.gaps, x.takeovers, x.lag, x} {
