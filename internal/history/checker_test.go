@@ -1,6 +1,7 @@
 package history
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -158,4 +159,18 @@ func (f *fleet) upstreamOf(target string) string {
 		f.t.Fatal(err)
 	}
 	return upstreamTarget("/open-api"+req.UpstreamPath(), req.RawQuery)
+}
+
+// etagOf is the edge's ETag of an identity body, and of its gzip
+// representation when gz (cache/entry.go: a 64-bit xxHash in hex, quoted;
+// "-gzip" inside the quotes for gzip).
+func etagOf(hash uint64, gz bool) string {
+	s := strconv.FormatUint(hash, 16)
+	for len(s) < 16 {
+		s = "0" + s
+	}
+	if gz {
+		return `"` + s + `-gzip"`
+	}
+	return `"` + s + `"`
 }

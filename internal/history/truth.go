@@ -96,20 +96,6 @@ func upstreamTarget(path, rawQuery string) string {
 	return path + "?" + rawQuery
 }
 
-// etagOf is the edge's ETag of an identity body, and of its gzip
-// representation when gz (cache/entry.go: a 64-bit xxHash in hex, quoted;
-// "-gzip" inside the quotes for gzip).
-func etagOf(hash uint64, gz bool) string {
-	s := strconv.FormatUint(hash, 16)
-	for len(s) < 16 {
-		s = "0" + s
-	}
-	if gz {
-		return `"` + s + `-gzip"`
-	}
-	return `"` + s + `"`
-}
-
 // etagHash reads the hash an ETag names, and whether it names the gzip
 // representation; ok is false for a tag not in the edge's form.
 func etagHash(tag string) (hash uint64, gz, ok bool) {

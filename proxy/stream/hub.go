@@ -33,11 +33,10 @@ type hub struct {
 	wake chan struct{}
 	// ready is closed once head is known (or its first reading failed,
 	// with readErr set, while the hub goes on trying).
-	ready    chan struct{}
-	isReady  bool
-	readErr  error
-	leading  bool // this replica polls the stream (no Redis, or the lease)
-	lastPoll time.Time
+	ready   chan struct{}
+	isReady bool
+	readErr error
+	leading bool // this replica polls the stream (no Redis, or the lease)
 
 	// Under m.mu: subscribers counted (attached or not), and since when
 	// there are none.
@@ -115,19 +114,6 @@ func (h *hub) has(id string) (uint64, bool) {
 	defer h.mu.Unlock()
 	n, ok := h.index[id]
 	return n, ok
-}
-
-// attachNow attaches s at the stream's newest event ("from now").
-func (h *hub) attachNow(s *Subscriber) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	s.mu.Lock()
-	ended := s.ended
-	s.attached = !ended
-	s.mu.Unlock()
-	if !ended {
-		h.subs[s] = struct{}{}
-	}
 }
 
 // catchUpBatch is how many of the ring's events a catching-up subscriber

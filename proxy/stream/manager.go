@@ -145,7 +145,7 @@ func (e *TooManyError) Error() string {
 var ErrShuttingDown = errors.New("stream: shutting down")
 
 // ErrBadID refuses a Last-Event-ID that no event of the stream has.
-var ErrBadID = errors.New("Invalid Last-Event-ID")
+var ErrBadID = errors.New("stream: invalid Last-Event-ID")
 
 // Valid reports whether id could be an event id of route's streams.
 func Valid(route, id string) bool {

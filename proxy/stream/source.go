@@ -39,8 +39,6 @@ type source interface {
 	// read returns the events after pos in stream order (one batch), the
 	// position after them, and whether more follow at once.
 	read(ctx context.Context, pos Pos) (evs []*Event, next Pos, more bool, err error)
-	// valid reports whether id is an id of this stream's kind.
-	valid(id string) bool
 }
 
 // counter counts a source's reads: one page read, and whether it started
@@ -120,8 +118,6 @@ func (s *bookSource) read(ctx context.Context, pos Pos) ([]*Event, Pos, bool, er
 	}
 	return evs, pos, p.next != "" && len(evs) > 0, nil
 }
-
-func (s *bookSource) valid(id string) bool { return validID(id) }
 
 // validID is the cursor rule (docs/CONTRACT.md#query-parameters): 1 to
 // 1024 printable ASCII characters. Those are also what an SSE id field
@@ -209,7 +205,6 @@ func parseKey(id string) (itemKey, bool) {
 	return itemKey{ts: t, tx: tx, n: k}, true
 }
 
-func (s *listSource) valid(id string) bool { _, ok := parseKey(id); return ok }
 
 type listItem struct {
 	BlockTimestamp int64  `json:"blockTimestamp"`
