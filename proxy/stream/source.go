@@ -205,7 +205,6 @@ func parseKey(id string) (itemKey, bool) {
 	return itemKey{ts: t, tx: tx, n: k}, true
 }
 
-
 type listItem struct {
 	BlockTimestamp int64  `json:"blockTimestamp"`
 	TxHash         string `json:"txHash"`
