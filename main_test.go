@@ -314,7 +314,7 @@ func TestCheckCommand(t *testing.T) {
 		// Decoding problems are reported before validation, as start-up
 		// does: a file that does not decode is not validated.
 		{"unknown field", []string{"check", "-config", filepath.Join(dir, "unknown.yaml")}, 1, []string{
-			fmt.Sprintf("unknown.yaml:%d:1: extra: unknown field; known here: admin, cache, keys, legacy, limits, log, native, orderbook, plans, redis, server, tracing, upstream", lineOf(bad, "extra: 1")),
+			fmt.Sprintf("unknown.yaml:%d:1: extra: unknown field; known here: admin, cache, keys, legacy, limits, log, native, orderbook, plans, redis, server, streams, tracing, upstream", lineOf(bad, "extra: 1")),
 			"unknown.yaml: 1 problem"}},
 		{"missing file", []string{"check", "-config", filepath.Join(dir, "none.yaml")}, 1, nil},
 		{"no -config", []string{"check"}, 2, nil},
