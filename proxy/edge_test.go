@@ -104,7 +104,7 @@ admin:
   listen: "off"
 upstream:
   base_url: "` + baseURL + `"
-  timeout: 5s
+  timeout: 15s
 keys:
   - id: all
     sha256: "` + proxy.HashKey(keyAll) + `"
