@@ -18,6 +18,7 @@ import (
 
 	"tradergate/internal/testkit"
 	"tradergate/legacysim"
+	"tradergate/proxy/config"
 )
 
 func TestCoalescing(t *testing.T) {
@@ -228,7 +229,13 @@ func TestConditionalAndGzip(t *testing.T) {
 }
 
 func TestSameMeaningSharesOneEntry(t *testing.T) {
-	e := newEdge(t)
+	// Pages fresh for a minute: the test asks whether two spellings meet
+	// in one entry, not how long it stays fresh, and a large events page
+	// fetched under the race detector can outlast the default TTL.
+	e := newEdge(t, withConfig(func(c *config.Config) {
+		c.Cache.Policy.FreshTTL = time.Minute
+		c.Cache.Routes = nil
+	}))
 	m := e.sim.Markets()[0]
 	a, b := url.QueryEscape(m.Tokens[0]), url.QueryEscape(m.Tokens[1])
 	w := e.sim.Wallets()[0]
