@@ -566,7 +566,7 @@ func TestNativeConfig(t *testing.T) {
 		"unset credential": {"native:\n  base_url: http://n.invalid\n  key_env: NOPE\n  routes:\n    tx: {mode: shadow}\n",
 			"native.key_env: environment variable NOPE"},
 		"too slow for write_timeout": {"native:\n  base_url: http://n.invalid\n  key_env: NK\n  timeout: 26s\n  routes:\n    tx: {mode: canary, percent: 5}\n",
-			"server.write_timeout: must exceed native.timeout + upstream.timeout (31s)"},
+			"server.write_timeout: must exceed native.timeout + upstream.timeout (41s)"},
 		"unknown field": {"native:\n  base_url: http://n.invalid\n  modes: {}\n", "native.modes"},
 	} {
 		t.Run(name, func(t *testing.T) {
