@@ -48,6 +48,9 @@ var exported = map[string][]string{
 	"tradergate_client_connection_waits_total":                nil,
 	"tradergate_client_connection_wait_seconds_total":         nil,
 	"tradergate_client_connections_refused_total":             nil,
+	"tradergate_accept_errors_total":                          {"reason"},
+	"tradergate_h2_connections_closed_total":                  {"reason"},
+	"tradergate_h2_streams_cut_total":                         {"reason"},
 	"tradergate_build_info":                                   {"version", "revision", "goversion"},
 	"tradergate_ready":                                        nil,
 	"tradergate_config_last_reload_successful":                nil,
@@ -71,6 +74,7 @@ var exported = map[string][]string{
 	"tradergate_stream_relay_gaps_total":                      {"route"},
 	"tradergate_stream_read_errors_total":                     {"route"},
 	"go_goroutines":                                           nil,
+	"go_sched_latencies_seconds_bucket":                       {"le"},
 	"process_resident_memory_bytes":                           nil,
 }
 

@@ -1,13 +1,16 @@
 package front
 
 import (
+	"errors"
 	"log/slog"
 	"math"
 	"net"
 	"net/netip"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -65,6 +68,46 @@ func connLimits(c Config, memoryLimit, sized int64) (total, perAddr int) {
 	return total, perAddr
 }
 
+// Every client connection holds a descriptor, so the cap is only reached
+// if the descriptor limit (RLIMIT_NOFILE) leaves room for it; past that,
+// accepts fail with EMFILE first, and are retried (capListener.Accept).
+// Go raises the soft limit to the hard one as the process starts (since
+// Go 1.19, package os), so the limit read here is already the highest the
+// process may have: what is short can only be raised outside it (ulimit
+// -n, systemd's LimitNOFILE, the container runtime's).
+//
+// Of the limit, page files may take a quarter (cache/files.go), and
+// nofileReserve is kept for the rest: the upstream pool (256 idle by
+// default, upstream.max_idle_conns) and what a request in flight opens
+// to the legacy host, the listeners, the admin listener's connections,
+// logs.
+const nofileReserve = 512
+
+// nofileRoom is how many client connections a descriptor limit of soft
+// leaves room for.
+func nofileRoom(soft uint64) uint64 {
+	rest := soft - soft/4
+	if rest <= nofileReserve {
+		return 0
+	}
+	return rest - nofileReserve
+}
+
+// checkNofile warns when the cap on client connections is above what the
+// process's descriptor limit leaves room for.
+func checkNofile(total int, log *slog.Logger) {
+	soft, ok := nofileLimit()
+	if !ok {
+		return
+	}
+	if room := nofileRoom(soft); uint64(total) > room {
+		log.Warn("client connections: server.max_connections is above what the descriptor limit (RLIMIT_NOFILE) leaves "+
+			"room for; past that, accepts fail with EMFILE and are retried until a connection closes. "+
+			"Raise the limit (ulimit -n, systemd's LimitNOFILE) or lower server.max_connections",
+			"max_connections", total, "nofile_limit", soft, "room", room)
+	}
+}
+
 // processMemoryLimit is the Go memory limit in force, math.MaxInt64 when
 // none is.
 func processMemoryLimit() int64 { return debug.SetMemoryLimit(-1) }
@@ -91,8 +134,11 @@ type connCap struct {
 	// the listener is not waiting.
 	waitingSince atomic.Int64
 	refused      atomic.Uint64 // connections closed over the per-address cap
+	// acceptErrs counts the accepts that failed for want of a resource,
+	// by acceptErrnos' index.
+	acceptErrs [len(acceptErrnos)]atomic.Uint64
 	// The unix nanos of the last warning of each kind.
-	lastFull, lastAddr atomic.Int64
+	lastFull, lastAddr, lastAcceptErr atomic.Int64
 }
 
 func newConnCap(total, perAddr int, log *slog.Logger) *connCap {
@@ -103,12 +149,12 @@ func newConnCap(total, perAddr int, log *slog.Logger) *connCap {
 // open is how many client connections are open.
 func (c *connCap) open() int64 { return c.conns.Load() }
 
-// warn logs a line at most once a minute: a client can make the edge
-// reach its cap as often as it likes.
-func (c *connCap) warn(lastLog *atomic.Int64, msg string, args ...any) {
+// warn logs a line at most once every period: a client can make the
+// edge reach its cap, or run out of descriptors, as often as it likes.
+func (c *connCap) warn(lastLog *atomic.Int64, every time.Duration, msg string, args ...any) {
 	now := time.Now().UnixNano()
 	last := lastLog.Load()
-	if now-last < int64(time.Minute) || !lastLog.CompareAndSwap(last, now) {
+	if now-last < int64(every) || !lastLog.CompareAndSwap(last, now) {
 		return
 	}
 	c.log.Warn(msg, args...)
@@ -123,7 +169,7 @@ func (c *connCap) acquire(done <-chan struct{}) bool {
 	default:
 	}
 	c.waits.Add(1)
-	c.warn(&c.lastFull, "client connections: the cap is reached, accepting paused until one closes",
+	c.warn(&c.lastFull, time.Minute, "client connections: the cap is reached, accepting paused until one closes",
 		"max_connections", c.total)
 	start := time.Now()
 	c.waitingSince.Store(start.UnixNano())
@@ -196,6 +242,7 @@ func (c *connCap) listen(ln net.Listener) *capListener {
 }
 
 func (l *capListener) Accept() (net.Conn, error) {
+	var delay time.Duration // the back-off after a failed accept
 	for {
 		if !l.cap.acquire(l.done) {
 			return nil, net.ErrClosed
@@ -203,14 +250,18 @@ func (l *capListener) Accept() (net.Conn, error) {
 		c, err := l.Listener.Accept()
 		if err != nil {
 			l.cap.release()
-			return nil, err
+			if err := l.retryAccept(err, &delay); err != nil {
+				return nil, err
+			}
+			continue
 		}
+		delay = 0
 		addr := peerAddr(c.RemoteAddr())
 		if !l.cap.admit(addr) {
 			_ = c.Close()
 			l.cap.release()
 			l.cap.refused.Add(1)
-			l.cap.warn(&l.cap.lastAddr, "client connections: an address is past its cap; its new connections are closed",
+			l.cap.warn(&l.cap.lastAddr, time.Minute, "client connections: an address is past its cap; its new connections are closed",
 				"remote", addr.String(), "max_connections_per_address", l.cap.perAddr)
 			continue
 		}
@@ -220,6 +271,62 @@ func (l *capListener) Accept() (net.Conn, error) {
 			return &capConn{TCPConn: tcp, slot: s}, nil
 		}
 		return &capOtherConn{Conn: c, slot: s}, nil
+	}
+}
+
+// acceptErrnos are the accept errors that say the process or the system
+// is short of something (descriptors, socket buffers, memory) that the
+// connections open give back as they close. Each is counted under its
+// reason (tradergate_accept_errors_total).
+var acceptErrnos = [...]acceptErrno{
+	{syscall.EMFILE, "emfile"},
+	{syscall.ENFILE, "enfile"},
+	{syscall.ENOBUFS, "enobufs"},
+	{syscall.ENOMEM, "enomem"},
+}
+
+type acceptErrno struct {
+	errno  syscall.Errno
+	reason string
+}
+
+// Back-off after an accept failed for want of a resource, as net/http's
+// Server does: 5 ms, doubling up to a second.
+const (
+	acceptRetryFirst = 5 * time.Millisecond
+	acceptRetryMax   = time.Second
+)
+
+// nextAcceptDelay is the back-off after d.
+func nextAcceptDelay(d time.Duration) time.Duration {
+	return min(max(2*d, acceptRetryFirst), acceptRetryMax)
+}
+
+// retryAccept waits out the back-off after a failed accept, which it
+// grows in *delay, and returns nil for the accept to be tried again; or
+// the error to end Accept with: err itself when it is not one of
+// acceptErrnos, net.ErrClosed when the listener closes meanwhile. The
+// servers on the listener (fasthttp, crypto/tls) end on an accept error
+// that is not a timeout, and a process out of descriptors would then stop
+// serving for good, rather than for as long as its open connections hold
+// them all: the connection waiting in the kernel's backlog is accepted
+// once one closes.
+func (l *capListener) retryAccept(err error, delay *time.Duration) error {
+	i := slices.IndexFunc(acceptErrnos[:], func(e acceptErrno) bool { return errors.Is(err, e.errno) })
+	if i < 0 {
+		return err
+	}
+	l.cap.acceptErrs[i].Add(1)
+	*delay = nextAcceptDelay(*delay)
+	l.cap.warn(&l.cap.lastAcceptErr, time.Second, "client connections: accept failed; retrying",
+		"err", err, "retry_in", *delay, "open", l.cap.open())
+	t := time.NewTimer(*delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-l.done:
+		return net.ErrClosed
 	}
 }
 

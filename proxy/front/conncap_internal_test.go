@@ -1,8 +1,15 @@
 package front
 
 import (
+	"errors"
+	"log/slog"
 	"math"
+	"net"
+	"os"
+	"slices"
+	"syscall"
 	"testing"
+	"time"
 
 	"tradergate/cache"
 )
@@ -40,3 +47,98 @@ func TestConnLimits(t *testing.T) {
 		t.Errorf("default cap with the default memory limit: %d, docs say 1664", got)
 	}
 }
+
+// The room a descriptor limit leaves for client connections: less the
+// page files' quarter and the reserve, none below it.
+func TestNofileRoom(t *testing.T) {
+	for _, tc := range []struct {
+		soft, want uint64
+	}{
+		{65536, 65536 - 16384 - nofileReserve},
+		{4096, 3072 - nofileReserve},
+		{1024, 768 - nofileReserve},
+		{600, 0},
+		{16, 0},
+	} {
+		if got := nofileRoom(tc.soft); got != tc.want {
+			t.Errorf("nofileRoom(%d) = %d, want %d", tc.soft, got, tc.want)
+		}
+	}
+	// The systemd unit's LimitNOFILE holds the default cap.
+	if def := uint64(defaultMaxConnections(1 << 30)); nofileRoom(65536) < def {
+		t.Errorf("LimitNOFILE=65536 leaves room for %d connections, below the default cap %d", nofileRoom(65536), def)
+	}
+}
+
+// An accept that fails for want of a resource is counted and retried,
+// after 5 ms doubling to a second, until the listener closes; any other
+// error is returned as it is.
+func TestAcceptRetry(t *testing.T) {
+	var got []time.Duration
+	for d := time.Duration(0); d < time.Second; {
+		d = nextAcceptDelay(d)
+		got = append(got, d)
+	}
+	want := []time.Duration{5, 10, 20, 40, 80, 160, 320, 640, 1000}
+	for i := range want {
+		want[i] *= time.Millisecond
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("back-off %v, want %v", got, want)
+	}
+	if d := nextAcceptDelay(time.Second); d != time.Second {
+		t.Errorf("after a second: %v", d)
+	}
+
+	log := slog.New(slog.DiscardHandler)
+	failing := &errListener{err: &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.ENFILE)}}
+	c := newConnCap(4, 0, log)
+	l := c.listen(failing)
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.Accept()
+		done <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("Accept returned %v while out of file descriptors", err)
+	default:
+	}
+	l.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, net.ErrClosed) {
+			t.Errorf("Accept after Close: %v", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("Accept did not end with the listener closed")
+	}
+	// 5+10+20+40 ms fit in 100 ms, 80 more does not: about 5 tries
+	// failed (more on a slow machine), not the thousands of a loop that
+	// does not wait.
+	if n := c.acceptErrs[1].Load(); n < 3 || n > 10 || acceptErrnos[1].reason != "enfile" {
+		t.Errorf("%d accepts counted under %s, want about 5", n, acceptErrnos[1].reason)
+	}
+	if n := c.acceptErrs[0].Load(); n != 0 {
+		t.Errorf("%d counted under emfile", n)
+	}
+	if len(c.slots) != 0 {
+		t.Errorf("%d slots held after the failed accepts", len(c.slots))
+	}
+
+	other := errors.New("accept: something else")
+	l = newConnCap(4, 0, log).listen(&errListener{err: other})
+	if _, err := l.Accept(); err != other {
+		t.Errorf("Accept with another error: %v", err)
+	}
+}
+
+// errListener fails every Accept with err.
+type errListener struct {
+	net.Listener
+	err error
+}
+
+func (l *errListener) Accept() (net.Conn, error) { return nil, l.err }
+func (l *errListener) Close() error              { return nil }

@@ -78,6 +78,7 @@ type Options struct {
 // New returns the fronts of steps, serving by c (validated).
 func New(c Config, steps wire.Steps, opt Options) *Edge {
 	total, perAddr := connLimits(c, processMemoryLimit(), opt.MemoryLimit)
+	checkNofile(total, opt.Log)
 	e := &Edge{steps: steps, cfg: c, tls: opt.TLS, log: opt.Log, traced: opt.Traced,
 		cap: newConnCap(total, perAddr, opt.Log), streamWriteTimeout: cmp.Or(opt.StreamWriteTimeout, c.WriteTimeout)}
 	e.h2Closed = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -106,7 +107,7 @@ func New(c Config, steps wire.Steps, opt Options) *Edge {
 // HTTP/2's.
 func (e *Edge) Collectors() []prometheus.Collector {
 	c := e.cap
-	return []prometheus.Collector{
+	cs := []prometheus.Collector{
 		e.h2Closed, e.h2Cut,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "tradergate_client_connections",
@@ -129,6 +130,17 @@ func (e *Edge) Collectors() []prometheus.Collector {
 			Help: "Client connections closed as they were accepted: their address held server.max_connections_per_address.",
 		}, func() float64 { return float64(c.refused.Load()) }),
 	}
+	// One series per reason, each there from the start.
+	for i, a := range acceptErrnos {
+		cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "tradergate_accept_errors_total",
+			Help: "Accepts on the client listener that failed for want of a resource, by reason: emfile (the process's " +
+				"descriptor limit), enfile (the system's), enobufs, enomem. The listener retries after a back-off " +
+				"of 5 ms doubling to 1 s; the connection waits in the kernel's backlog meanwhile.",
+			ConstLabels: prometheus.Labels{"reason": a.reason},
+		}, func() float64 { return float64(c.acceptErrs[i].Load()) }))
+	}
+	return cs
 }
 
 // h2ConnClosed counts an HTTP/2 connection that ended, for reason (one

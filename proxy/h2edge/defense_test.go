@@ -256,6 +256,24 @@ func TestSettingsBounded(t *testing.T) {
 	}
 }
 
+// A SETTINGS frame of 100 parameters, the bound, is taken: the
+// connection goes on answering.
+func TestSettingsAtTheBound(t *testing.T) {
+	addr := serve(t, &h2edge.Server{Handler: echo})
+	c := dialRaw(t, addr)
+	s := make([]http2.Setting, 100)
+	for i := range s {
+		s[i] = http2.Setting{ID: http2.SettingID(0x100 + i), Val: uint32(i)}
+	}
+	if err := c.fr.WriteSettings(s...); err != nil {
+		t.Fatal(err)
+	}
+	c.headers(1, true)
+	if status, _, _ := c.answer(1); status != "200" {
+		t.Errorf("status %q after 100 parameters", status)
+	}
+}
+
 // The idle timeout counts streams and DATA only: a connection kept
 // alive with PINGs is closed all the same, and so is one whose answer
 // waits for a window the client never opens (a slow reader), PINGs or

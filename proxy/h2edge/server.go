@@ -115,7 +115,6 @@ var ErrServerClosed = errors.New("h2edge: server closed")
 func (s *Server) ServeConn(nc net.Conn) error {
 	c := newConn(s, nc)
 	if !s.track(c) {
-		c.stop()
 		nc.Close()
 		return ErrServerClosed
 	}
