@@ -8,6 +8,7 @@ import (
 
 	"tradergate/limits"
 	"tradergate/proxy/config"
+	"tradergate/proxy/migration"
 	"tradergate/proxy/route"
 	"tradergate/proxy/wire"
 )
@@ -32,8 +33,8 @@ type principal struct {
 	// legacyRetired: keys[].legacy is retired; its legacy calls are 410.
 	legacyRetired bool
 	// use is the key's migration counts, remembered after the first
-	// request so that later ones skip the lookup (migration.record).
-	use atomic.Pointer[keyUse]
+	// request so that later ones skip the lookup (migrate, legacy.go).
+	use atomic.Pointer[migration.Key]
 }
 
 // Allowed reports whether the key may use the route.
