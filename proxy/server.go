@@ -176,7 +176,7 @@ func (s *Server) build(cfg *config.Config, opt Options) error {
 	if s.trace, err = tracing.New(cfg.Tracing, tracing.Options{SpanProcessor: opt.SpanProcessor}); err != nil {
 		return err
 	}
-	copt := cache.Options{Now: s.now, StaleOK: upstream.Transient, Logger: s.log}
+	copt := cache.Options{Now: s.now, Logger: s.log}
 	uopt := upstream.Options{Logger: s.log, Observe: s.observeUpstream}
 	if s.trace != nil {
 		copt.Tracer = s.trace.Tracer
@@ -196,7 +196,6 @@ func (s *Server) build(cfg *config.Config, opt Options) error {
 			// A miss native fails is fetched from the legacy host after it.
 			copt.LeaseTimeout += cfg.Native.Timeout
 		}
-		copt.EncodeErr, copt.DecodeErr = upstream.EncodeError, upstream.DecodeError
 	}
 	if s.cache, err = cache.New(cfg.Cache, copt); err != nil {
 		return err
