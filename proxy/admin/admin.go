@@ -56,7 +56,7 @@ type Config struct {
 	// TokenEnv names the environment variable holding a bearer token that
 	// every admin path but /healthz and /readyz then requires
 	// (`Authorization: Bearer <token>`, or the cookie of the login form,
-	// adminlogin.go); zero: no token. Required when listen is not
+	// login.go); zero: no token. Required when listen is not
 	// loopback, unless InsecureOpen.
 	TokenEnv string `yaml:"token_env"`
 	// InsecureOpen serves a listener that is not loopback without a
