@@ -67,7 +67,7 @@ type scenario struct {
 	// cacheBytes is tradergate's cache.max_bytes (0: the default).
 	cacheBytes int64
 	// proto is how the load reaches the server: plain HTTP/1.1 from the
-	// load generator (""), or over TLS (tls.go).
+	// load generator (""), or over TLS (load/tls.go).
 	proto proto
 	// fromOtherReplica: the prefill goes to the fleet's other replica,
 	// so that the window reads its pages from the shared tier (redis).

@@ -99,11 +99,11 @@ func hashKey(key string) string {
 }
 
 // unknownSection finds the top-level section named by tradergate's strict
-// decoder in "line 40: admin: unknown field" (proxy/yaml.go).
+// decoder in "line 40: admin: unknown field" (proxy/config/yaml.go).
 var unknownSection = regexp.MustCompile(`line \d+: ([a-z_]+)(?:\.[a-z_.]+)?: unknown field`)
 
 // accessLogMarker is in every access log line of tradergate's JSON logger
-// (proxy/middleware.go: LogAttrs(..., "request", ...)).
+// (proxy/observe.go: LogAttrs(..., "request", ...)).
 const accessLogMarker = `"msg":"request"`
 
 // server is a server under test, or the upstream, once it listens.

@@ -67,10 +67,6 @@ type Result struct {
 type Options struct {
 	// Now is the clock; nil: time.Now. Tests move it instead of sleeping.
 	Now func() time.Time
-	// StaleOK reports whether a fetch error allows serving a stale entry:
-	// yes for upstream 5xx, timeouts, an open breaker or a full upstream
-	// shield; no for an error that is the client's fault. nil: every error.
-	StaleOK func(error) bool
 	// Logger receives what the cache handles without returning it: a stale
 	// page served in place of an error, a failed background refresh, a
 	// recovered panic. nil: nothing is logged.
@@ -93,13 +89,6 @@ type Options struct {
 	// fetches, and how long the others wait for its page before fetching
 	// themselves: the upstream timeout. Required with L2.
 	LeaseTimeout time.Duration
-	// EncodeErr encodes a fetch error for the replicas waiting on the
-	// failed fetch, and DecodeErr decodes it there; the decoded error goes
-	// through StaleOK and is returned by Get like a local one. nil
-	// EncodeErr: nothing is encoded; nil DecodeErr: waiters get an error
-	// saying that the fetch failed on another replica.
-	EncodeErr func(error) []byte
-	DecodeErr func([]byte) error
 	// Tracer, when set, records a span for a wait on another caller's
 	// flight and one for each visit of the shared tier, under the span in
 	// the caller's context. nil: no spans.
@@ -108,14 +97,13 @@ type Options struct {
 
 // Cache is the page cache. It is safe for concurrent use.
 type Cache struct {
-	store   *store
-	group   singleflight.Group
-	z       compressor
-	cfg     atomic.Pointer[settings]
-	now     func() time.Time
-	staleOK func(error) bool
-	tracer  trace.Tracer // nil: no spans
-	log     *slog.Logger
+	store  *store
+	group  singleflight.Group
+	z      compressor
+	cfg    atomic.Pointer[settings]
+	now    func() time.Time
+	tracer trace.Tracer // nil: no spans
+	log    *slog.Logger
 
 	// Background work (flights, refreshes) is owned here: it registers in
 	// wg under mu unless closed, and its contexts end with stop.
@@ -150,17 +138,13 @@ func New(cfg Config, opt Options) (*Cache, error) {
 		return nil, err
 	}
 	c := &Cache{
-		store:   st,
-		now:     opt.Now,
-		staleOK: opt.StaleOK,
-		log:     opt.Logger,
-		tracer:  opt.Tracer,
+		store:  st,
+		now:    opt.Now,
+		log:    opt.Logger,
+		tracer: opt.Tracer,
 	}
 	if c.now == nil {
 		c.now = time.Now
-	}
-	if c.staleOK == nil {
-		c.staleOK = func(error) bool { return true }
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -255,8 +239,10 @@ func (c *Cache) Fresh(key string, now time.Time) *Entry {
 //     background refresh runs (shared with any miss of the same key);
 //   - otherwise the result of a flight (miss.go), shared by every identical
 //     concurrent call: Miss, Bypass when the policy says not to store, Stale
-//     when the fetch failed with an error StaleOK accepts and the entry is
-//     inside stale_if_error, or the error (errors are never cached).
+//     when the fetch failed with an error that allows it (fetcherr.Transient:
+//     the legacy host failing or shielded, never the client's fault) and
+//     the entry is inside stale_if_error, or the error (errors are never
+//     cached).
 //
 // When ctx ends before the flight, Get returns ctx.Err() at once; the flight
 // goes on for the other callers and for the store.

@@ -52,14 +52,12 @@ const releaseSrc = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.c
 
 // l2 is the shared tier of one Cache.
 type l2 struct {
-	rdb       redis.UniversalClient
-	prefix    string
-	channel   string
-	minCall   time.Duration // Options.L2Timeout: no call is bounded below it
-	timeout   atomic.Int64  // bound on one call: cache.l2.timeout, at least minCall
-	lease     time.Duration
-	encodeErr func(error) []byte
-	decodeErr func([]byte) error
+	rdb     redis.UniversalClient
+	prefix  string
+	channel string
+	minCall time.Duration // Options.L2Timeout: no call is bounded below it
+	timeout atomic.Int64  // bound on one call: cache.l2.timeout, at least minCall
+	lease   time.Duration
 
 	ps   *redis.PubSub
 	done chan struct{} // closed when listen's loop has ended
@@ -70,13 +68,11 @@ type l2 struct {
 
 func newL2(opt Options) (*l2, error) {
 	l := &l2{
-		rdb:       opt.L2,
-		prefix:    opt.L2Prefix,
-		minCall:   opt.L2Timeout,
-		lease:     opt.LeaseTimeout,
-		encodeErr: opt.EncodeErr,
-		decodeErr: opt.DecodeErr,
-		waiters:   map[string][]chan struct{}{},
+		rdb:     opt.L2,
+		prefix:  opt.L2Prefix,
+		minCall: opt.L2Timeout,
+		lease:   opt.LeaseTimeout,
+		waiters: map[string][]chan struct{}{},
 	}
 	switch {
 	case l.prefix == "":
@@ -88,19 +84,9 @@ func newL2(opt Options) (*l2, error) {
 	case l.lease <= 0:
 		return nil, errors.New("cache: Options.LeaseTimeout is required with L2 (the upstream timeout)")
 	}
-	if l.encodeErr == nil {
-		l.encodeErr = func(error) []byte { return nil }
-	}
-	if l.decodeErr == nil {
-		l.decodeErr = func([]byte) error { return errPeerFetch }
-	}
 	l.channel = l.prefix + "notify"
 	return l, nil
 }
-
-// errPeerFetch is the error a waiter returns when the replica it waited for
-// failed to fetch the page and Options.DecodeErr is nil.
-var errPeerFetch = errors.New("cache: the fetch failed on another replica")
 
 // listen subscribes to the notices and dispatches them until close. go-redis
 // (re)makes the subscription in the background while Redis is unreachable.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"tradergate/cache/fetcherr"
 	"tradergate/internal/testkit"
 	"tradergate/internal/testkit/redistest"
 )
@@ -31,11 +32,6 @@ type fleet struct {
 
 // testL2Prefix starts the Redis keys of the tests' fleets.
 const testL2Prefix = "tradergate:page:"
-
-// peerErr is an error the "proxy" encodes for the other replicas.
-type peerErr struct{ msg string }
-
-func (e *peerErr) Error() string { return e.msg }
 
 func newFleet(t testing.TB, n int, cfg Config, opt Options) *fleet {
 	t.Helper()
@@ -55,10 +51,6 @@ func newFleet(t testing.TB, n int, cfg Config, opt Options) *fleet {
 	}
 	if opt.LeaseTimeout == 0 {
 		opt.LeaseTimeout = 5 * time.Second
-	}
-	if opt.EncodeErr == nil {
-		opt.EncodeErr = func(err error) []byte { return []byte(err.Error()) }
-		opt.DecodeErr = func(b []byte) error { return &peerErr{string(b)} }
 	}
 	for range n {
 		f.cs = append(f.cs, newTestCache(t, cfg, f.clk, opt))
@@ -197,15 +189,17 @@ func TestL2Hit(t *testing.T) {
 }
 
 // TestL2HolderFails: the holder's fetch fails; its waiters on the other
-// replicas get the error, as encoded and decoded by the proxy, or the stale
-// page they can serve, and make no fetch of their own.
+// replicas get the error, as the failure notice carries it (what a client
+// may learn: its reason and retry hint, not its cause), or the stale page
+// they can serve, and make no fetch of their own.
 func TestL2HolderFails(t *testing.T) {
 	const n = 30
 	t.Run("error", func(t *testing.T) {
 		f := newFleet(t, 3, Config{}, Options{})
-		f.getAllFailing(t, n, func(_ int, _ *Entry, _ Status, err error) {
-			if err == nil || err.Error() != "upstream 502" {
-				t.Errorf("got %v", err)
+		f.getAllFailing(t, n, func(i int, _ *Entry, _ Status, err error) {
+			e, ok := errors.AsType[*fetcherr.Error](err)
+			if !ok || e.Reason != errHolder.Reason || e.RetryAfter != errHolder.RetryAfter {
+				t.Errorf("replica %d: got %v", i%3, err)
 			}
 		})
 	})
@@ -223,9 +217,13 @@ func TestL2HolderFails(t *testing.T) {
 	})
 }
 
+// errHolder is the error of getAllFailing's fetch: one that allows a stale
+// page, with a retry hint.
+var errHolder = &fetcherr.Error{Reason: fetcherr.RateLimited, RetryAfter: 2 * time.Second, Err: errors.New("upstream 429")}
+
 // getAllFailing has n callers, spread over the replicas in turn (caller i
-// on replica i%len(f.cs)), Get "k" with a fetch that fails with "upstream
-// 502" once every one of them is waiting, and hands each answer to check.
+// on replica i%len(f.cs)), Get "k" with a fetch that fails with errHolder
+// once every one of them is waiting, and hands each answer to check.
 // Exactly one fetch may run in the whole fleet.
 func (f *fleet) getAllFailing(t *testing.T, n int, check func(i int, e *Entry, st Status, err error)) {
 	t.Helper()
@@ -235,7 +233,7 @@ func (f *fleet) getAllFailing(t *testing.T, n int, check func(i int, e *Entry, s
 	fetch := func(context.Context, func() bool) ([]byte, Facts, error) {
 		fetches.Add(1)
 		hold()
-		return nil, Facts{}, errors.New("upstream 502")
+		return nil, Facts{}, errHolder
 	}
 	var wg sync.WaitGroup
 	for i := range n {
@@ -451,6 +449,29 @@ func TestL2StaleFleet(t *testing.T) {
 	}
 	if fetches.Load() != 1 {
 		t.Errorf("fetches %d after the refresh spread, want 1", fetches.Load())
+	}
+}
+
+// TestL2StaleRefreshedByTheFlight: a flight that serves a stale page of L2
+// starts its refresh itself, so the page is refreshed even when every
+// caller of the flight has stopped waiting for it.
+func TestL2StaleRefreshedByTheFlight(t *testing.T) {
+	f := newFleet(t, 2, Config{}, Options{}) // fresh 1s, swr 1s
+	var v atomic.Int64
+	mustGet(t, f.cs[0], "k", versions(&v, liveFacts), Miss)
+	f.clk.Advance(1500 * time.Millisecond)
+	// Replica 1 holds nothing: its flight reads the stale page from L2.
+	// Nobody receives the flight's result, as when its callers have left.
+	c := f.cs[1]
+	cl := &call{c: c, ctx: context.Background(), key: "k", fetch: versions(&v, liveFacts)}
+	_ = c.group.DoChan("k", cl.run)
+	testkit.Eventually(t, "the stale page refreshed", func() bool {
+		e := c.store.get("k")
+		return e != nil && body(e) == "v2"
+	})
+	c.wg.Wait()
+	if n, r := v.Load(), c.Stats().Refreshes; n != 2 || r != 1 {
+		t.Errorf("fetches %d, refreshes %d; want 2 (the first page, the refresh) and 1", n, r)
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
+
+	"tradergate/cache/fetcherr"
 )
 
 // The flight of a key when the shared tier is on (l2.go): read L2, else
@@ -78,10 +80,12 @@ func (f *flight) readShared(k sharedKeys, refresh bool) (_ result, ok bool, _ er
 	case revalidate:
 		c.stats.l2Stale.Add(1)
 		if !refresh {
-			// Served at once, as a stale page of L1 is; the callers start
-			// the one refresh (miss).
+			// Served at once, as a stale page of L1 is, and refreshed in
+			// the background: by this flight, so that the refresh starts
+			// even when every caller has stopped waiting.
 			c.store.put(f.key, e, c.lifetime(e))
-			return result{e: e, st: StaleL2, refresh: true}, true, nil
+			f.refreshShared(e)
+			return result{e: e, st: StaleL2}, true, nil
 		}
 		if e.Stored.After(f.held.Stored) {
 			f.held, f.heldL2 = e, true
@@ -95,6 +99,16 @@ func (f *flight) readShared(k sharedKeys, refresh bool) (_ result, ok bool, _ er
 		c.stats.l2Misses.Add(1)
 	}
 	return result{}, false, nil
+}
+
+// refreshShared starts the refresh of e, the stale page this flight
+// serves from L2. The refresh is a flight of the same key, and this one
+// still holds the key's place in the group: it gives it up first, or the
+// refresh would join it and end with the stale page. A caller that comes
+// from now on finds e in the store and serves it, or joins the refresh.
+func (f *flight) refreshShared(e *Entry) {
+	f.c.group.Forget(f.key)
+	f.c.refresh(f.ctx, f.key, e, f.fetch)
 }
 
 // leaseOrWait bids for the lease of the page: the winner fetches for the
@@ -175,7 +189,7 @@ func (f *flight) await(k sharedKeys, holder string, deadline time.Time) (result,
 		}
 		if kind, payload, ok := readMarker(mark, holder); ok {
 			if kind == markFailed {
-				r, err := f.failed(l.decodeErr(payload))
+				r, err := f.failed(fetcherr.Decode(payload))
 				return r, waitAnswered, err
 			}
 			return result{}, waitFetchAlone, nil
@@ -209,7 +223,7 @@ func (f *flight) fetchForFleet(ls *leaseHeld) (result, error) {
 	e, err := f.fetchEntry()
 	if err != nil {
 		if ls.token != "" {
-			c.finish(f.ctx, ls, nil, 0, marker(ls.token, markFailed, c.l2.encodeErr(err)))
+			c.finish(f.ctx, ls, nil, 0, marker(ls.token, markFailed, fetcherr.Encode(err)))
 		}
 		return f.failed(err)
 	}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
+
+	"tradergate/cache/fetcherr"
 )
 
 // A miss goes through a flight: one singleflight call per key at a time
@@ -34,9 +36,6 @@ type call struct {
 type result struct {
 	e  *Entry
 	st Status
-	// refresh: e is a stale page from L2, served at once; its refresh is
-	// for the callers to start, once the flight has ended (refresh).
-	refresh bool
 	// fetched: the flight's Fetch ran, and report is what it said; for
 	// the caller that started the flight (Result.Report).
 	fetched bool
@@ -100,11 +99,6 @@ func (c *Cache) miss(ctx context.Context, key string, fetch Fetch, held *Entry) 
 			c.stats.misses.Add(1)
 			out.Entry, out.Status = nil, Miss
 			return out, r.Err
-		}
-		if res.refresh {
-			// The flight has left the group before its result was sent, so
-			// the refresh's own flight does not join it.
-			c.refresh(ctx, key, res.e, fetch)
 		}
 		c.stats.count(res.st)
 		return out, nil
@@ -269,7 +263,7 @@ func (f *flight) keep(e *Entry) result {
 func (f *flight) failed(err error) (result, error) {
 	c, held := f.c, f.held
 	now := c.now()
-	if held != nil && held.servableOnError(now) && c.staleOK(err) {
+	if held != nil && held.servableOnError(now) && fetcherr.Transient(err) {
 		// The error is not returned, so it is logged.
 		c.log.LogAttrs(f.ctx, slog.LevelWarn, "cache: fetch failed; the held page stays in use",
 			slog.String("key", f.key), slog.Duration("age", held.Age(now)), slog.Any("error", err))

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"tradergate/cache/fetcherr"
 	"tradergate/normalize"
 )
 
@@ -156,7 +157,8 @@ func TestRefreshSharesFlightWithMiss(t *testing.T) {
 	}
 }
 
-var errUpstream = errors.New("upstream 502")
+// errUpstream is the legacy host failing: a stale page may answer it.
+var errUpstream = &fetcherr.Error{Reason: fetcherr.Failed, Err: errors.New("upstream 502")}
 
 func failing(n *atomic.Int64, err error) Fetch {
 	return func(context.Context, func() bool) ([]byte, Facts, error) {
@@ -168,13 +170,13 @@ func failing(n *atomic.Int64, err error) Fetch {
 // TestStaleIfError: a failed fetch serves the held page while it is inside
 // TTL + stale_if_error, and the error otherwise.
 func TestStaleIfError(t *testing.T) {
-	errClient := errors.New("upstream 400")
-	staleOK := func(err error) bool { return !errors.Is(err, errClient) }
+	// The client's fault: never answered by a stale page.
+	errClient := &fetcherr.Error{Reason: fetcherr.Refused, Status: 400, Message: "bad request"}
 	cfg := Config{Policy: Policy{FreshTTL: time.Second, StaleWhileRevalidate: time.Second, StaleIfError: time.Minute}}
 
 	t.Run("inside and beyond the window", func(t *testing.T) {
 		clk := newClock()
-		c := newTestCache(t, cfg, clk, Options{StaleOK: staleOK})
+		c := newTestCache(t, cfg, clk, Options{})
 		var n, fails atomic.Int64
 		mustGet(t, c, "k", versions(&n, liveFacts), Miss)
 		clk.Advance(2*time.Second + time.Nanosecond) // past SWR: a miss, which fails
@@ -194,9 +196,9 @@ func TestStaleIfError(t *testing.T) {
 			t.Errorf("stale = %d, want 2", s.Stale)
 		}
 	})
-	t.Run("StaleOK false", func(t *testing.T) {
+	t.Run("the client's fault", func(t *testing.T) {
 		clk := newClock()
-		c := newTestCache(t, cfg, clk, Options{StaleOK: staleOK})
+		c := newTestCache(t, cfg, clk, Options{})
 		var n, fails atomic.Int64
 		mustGet(t, c, "k", versions(&n, liveFacts), Miss)
 		clk.Advance(5 * time.Second)

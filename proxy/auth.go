@@ -3,11 +3,11 @@ package proxy
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"strings"
 	"sync/atomic"
 
 	"tradergate/limits"
 	"tradergate/proxy/config"
+	"tradergate/proxy/migration"
 	"tradergate/proxy/route"
 	"tradergate/proxy/wire"
 )
@@ -32,8 +32,8 @@ type principal struct {
 	// legacyRetired: keys[].legacy is retired; its legacy calls are 410.
 	legacyRetired bool
 	// use is the key's migration counts, remembered after the first
-	// request so that later ones skip the lookup (migration.record).
-	use atomic.Pointer[keyUse]
+	// request so that later ones skip the lookup (migrate, legacy.go).
+	use atomic.Pointer[migration.Key]
 }
 
 // Allowed reports whether the key may use the route.
@@ -46,8 +46,9 @@ type keySet struct {
 	byHash map[[sha256.Size]byte]*principal
 }
 
-// maxKeyLen bounds the work an unauthenticated client can ask for.
-const maxKeyLen = 512
+// maxKeyLen bounds the work an unauthenticated client can ask for: the
+// longest credential wire.Bearer reads.
+const maxKeyLen = wire.MaxBearerLen
 
 func newKeySet(keys []config.KeyConfig, plans map[string]limits.Plan, routes []*route.Route) *keySet {
 	ks := &keySet{byHash: make(map[[sha256.Size]byte]*principal, len(keys))}
@@ -75,7 +76,7 @@ func newKeySet(keys []config.KeyConfig, plans map[string]limits.Plan, routes []*
 
 // lookup returns the principal of an Authorization header value, or nil.
 func (ks *keySet) lookup(authorization string) *principal {
-	key, ok := bearer(authorization)
+	key, ok := wire.Bearer(authorization)
 	if !ok {
 		return nil
 	}
@@ -84,17 +85,6 @@ func (ks *keySet) lookup(authorization string) *principal {
 	var buf [maxKeyLen]byte
 	n := copy(buf[:], key)
 	return ks.byHash[sha256.Sum256(buf[:n])]
-}
-
-// bearer extracts the token of "Bearer <token>"; the scheme is
-// case-insensitive (RFC 9110 section 11.1).
-func bearer(h string) (string, bool) {
-	const scheme = "bearer "
-	if len(h) <= len(scheme) || len(h) > len(scheme)+maxKeyLen || !strings.EqualFold(h[:len(scheme)], scheme) {
-		return "", false
-	}
-	key := strings.TrimSpace(h[len(scheme):])
-	return key, key != ""
 }
 
 // HashKey is the SHA-256 hex of a key, as it goes into keys[].sha256.

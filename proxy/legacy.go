@@ -1,12 +1,14 @@
 package proxy
 
 import (
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"tradergate/proxy/admin"
 	"tradergate/proxy/config"
 	"tradergate/proxy/route"
 )
@@ -17,7 +19,7 @@ import (
 // deprecated (RFC 9745), when it ends (RFC 8594) and what replaces the
 // resource; once retired (past the sunset, during a brownout, or for a
 // key marked retired) it is 410 Gone. docs/OPERATING.md "Migrating clients" has the
-// steps.
+// steps. Who still calls them is counted by proxy/migration.
 
 // legacyPolicy is the legacy section as the steps read it: made once per
 // (re)load, read by every legacy request, never written.
@@ -74,7 +76,7 @@ func newLegacyPolicy(c config.LegacyConfig) *legacyPolicy {
 // request not yet validated has; retire replaces it with the canonical
 // request once the request is valid.
 func (s *Server) legacyAPI(x *exchange) {
-	p := s.migration.policy.Load()
+	p := s.legacy.Load()
 	if !p.enabled || !strings.HasPrefix(x.Path, route.LegacyPrefix+"/") {
 		return
 	}
@@ -92,6 +94,65 @@ func (s *Server) legacyAPI(x *exchange) {
 	if link != "" {
 		x.SetHeader("Link", link)
 	}
+}
+
+// migrate counts the request of a key by API (proxy/migration), and, on a
+// legacy path, links the /v1 successor and refuses it with 410 once
+// retired there (retire). It runs once the request is valid.
+func (s *Server) migrate(x *exchange) bool {
+	// A principal belongs to one Server's key set, and the Server's
+	// counts live as long as it: the remembered pointer never goes stale.
+	k := x.principal.use.Load()
+	if k == nil {
+		k = s.migration.Key(x.principal.KeyID)
+		x.principal.use.Store(k)
+	}
+	k.Count(x.route.Index(), x.legacy, x.now)
+	if !x.legacy {
+		return true
+	}
+	return s.retire(x)
+}
+
+// retire answers 410 to a legacy request once that API is retired for it,
+// and links every legacy answer to the /v1 request that serves the same
+// data. It runs once the request is valid: the successor is its canonical
+// form.
+func (s *Server) retire(x *exchange) bool {
+	p := s.legacy.Load()
+	successor := x.req.SuccessorPath()
+	x.SetHeader("Link", successorLink([]byte(successor), p.links))
+	var why string
+	switch {
+	case !p.sunset.IsZero() && !x.now.Before(p.sunset):
+		why = "This API was retired on " + p.sunset.UTC().Format(time.RFC3339)
+	case x.principal.legacyRetired:
+		why = "This API is retired for this API key"
+	default:
+		for _, w := range p.brownouts {
+			if !x.now.Before(w.start) && x.now.Before(w.end) {
+				why = "This API is unavailable during a scheduled brownout until " +
+					w.end.UTC().Format(time.RFC3339) + ", ahead of its retirement"
+				break
+			}
+		}
+	}
+	if why == "" {
+		return true
+	}
+	x.fail(&edgeError{kind: failLegacyRetired, message: why + "; use " + successor + " instead"})
+	return false
+}
+
+// serveMigration answers GET /migration on the admin listener: the
+// report of the running configuration (proxy/migration).
+func (s *Server) serveMigration(w http.ResponseWriter, r *http.Request) {
+	b, err := json.Marshal(s.migration.Report(r.Context(), s.live.Load()))
+	if err != nil {
+		admin.WriteJSON(w, http.StatusInternalServerError, `{"status":"error"}`)
+		return
+	}
+	admin.WriteJSON(w, http.StatusOK, strings.TrimSpace(string(b)))
 }
 
 // successorLink is the Link value naming target as the successor

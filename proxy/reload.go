@@ -31,7 +31,8 @@ func (s *Server) Reload(cfg *config.Config) error {
 		return err
 	}
 	s.keys.Store(newKeySet(cfg.Keys, cfg.Plans, s.routes.Routes()))
-	s.migration.configure(cfg)
+	s.legacy.Store(newLegacyPolicy(cfg.Legacy))
+	s.migration.Configure(cfg)
 	s.limiter.SetPlans(cfg.Plans)
 	s.native.Reload(cfg.Native)
 	s.authGuard.setPlan(cfg.Limits.AuthFailures)

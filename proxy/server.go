@@ -1,8 +1,9 @@
 // Package proxy is the edge: the Server and the chain of steps a request
 // takes once a front has read it (Server.serve lists them, each in the
 // file its name says): the request id, metrics and the access log, the
-// legacy paths, auth, rate limits, routing, the migration counts, serving
-// from the cache and the order book, and the one error table. It owns
+// legacy paths, auth, rate limits, routing, counting who still calls the
+// legacy paths (the counts are proxy/migration's), serving from the cache
+// and the order book, and the one error table. It owns
 // what the steps learn on the way (exchange.go) and builds the parts
 // (New) and applies a configuration (Reload).
 //
@@ -38,6 +39,7 @@ import (
 	"tradergate/proxy/config"
 	"tradergate/proxy/fleet"
 	"tradergate/proxy/front"
+	"tradergate/proxy/migration"
 	"tradergate/proxy/native"
 	"tradergate/proxy/route"
 	"tradergate/proxy/status"
@@ -106,9 +108,10 @@ type Server struct {
 	configHash    string
 	redisPassword string
 
-	// The legacy paths' policy and the migration counts (legacy.go,
-	// migration.go); the OpenAPI document served at /v1/openapi.json.
-	migration *migration
+	// The legacy paths' policy (legacy.go) and who still calls them
+	// (proxy/migration); the OpenAPI document served at /v1/openapi.json.
+	legacy    atomic.Pointer[legacyPolicy]
+	migration *migration.Counts
 	openAPI   []byte
 	// authGuard locks out addresses that guess keys (authguard.go).
 	authGuard *authGuard
@@ -173,7 +176,7 @@ func (s *Server) build(cfg *config.Config, opt Options) error {
 	if s.trace, err = tracing.New(cfg.Tracing, tracing.Options{SpanProcessor: opt.SpanProcessor}); err != nil {
 		return err
 	}
-	copt := cache.Options{Now: s.now, StaleOK: upstream.Transient, Logger: s.log}
+	copt := cache.Options{Now: s.now, Logger: s.log}
 	uopt := upstream.Options{Logger: s.log, Observe: s.observeUpstream}
 	if s.trace != nil {
 		copt.Tracer = s.trace.Tracer
@@ -193,7 +196,6 @@ func (s *Server) build(cfg *config.Config, opt Options) error {
 			// A miss native fails is fetched from the legacy host after it.
 			copt.LeaseTimeout += cfg.Native.Timeout
 		}
-		copt.EncodeErr, copt.DecodeErr = upstream.EncodeError, upstream.DecodeError
 	}
 	if s.cache, err = cache.New(cfg.Cache, copt); err != nil {
 		return err
@@ -212,7 +214,8 @@ func (s *Server) build(cfg *config.Config, opt Options) error {
 	if s.authGuard, err = newAuthGuard(s.registry, cfg.Limits.AuthFailures); err != nil {
 		return err
 	}
-	if s.migration, err = newMigration(s.registry, cfg, s.routes.Routes(), s.fleet, s.log); err != nil {
+	s.legacy.Store(newLegacyPolicy(cfg.Legacy))
+	if s.migration, err = migration.New(s.registry, cfg, s.routes.Routes(), s.fleet, s.log); err != nil {
 		return err
 	}
 	s.openAPI = docs.OpenAPI()
@@ -241,7 +244,7 @@ func (s *Server) build(cfg *config.Config, opt Options) error {
 		ConfigHash: s.configHash,
 		Counters: status.Counters{
 			Requests: s.metrics.requests, Durations: s.metrics.duration, Upstream: s.metrics.upstream,
-			Refused: s.metrics.refused, KeyRequests: s.migration.requests,
+			Refused: s.metrics.refused, KeyRequests: s.migration.Requests(),
 		},
 		Routes: s.routes.Routes(), Upstream: s.upstream, Cache: s.cache, Limiter: s.limiter, TLS: s.tls,
 		Fleet: s.fleet, Replica: replica, Shadow: s.shadow,
@@ -301,7 +304,7 @@ func (s *Server) serve(x *exchange) {
 	if !s.route(x) { // routing.go: 404, 405, 414, 400, 403; the canonical request
 		return
 	}
-	if !s.migrate(x) { // migration.go: counted by API; 410 once a legacy path is retired
+	if !s.migrate(x) { // legacy.go: counted by API; 410 once a legacy path is retired
 		return
 	}
 	if x.route.EdgeBuilt {
@@ -383,7 +386,7 @@ func (s *Server) Close() error {
 			s.native.Close() // after the cache: no flight calls it any more
 		}
 		if s.migration != nil {
-			s.migration.close() // its last counts go to Redis first
+			s.migration.Close() // its last counts go to Redis first
 		}
 		if s.fleet != nil {
 			err = errors.Join(err, s.fleet.Close())

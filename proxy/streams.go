@@ -12,6 +12,7 @@ import (
 	"tradergate/proxy/config"
 	"tradergate/proxy/route"
 	"tradergate/proxy/stream"
+	"tradergate/proxy/wire"
 )
 
 // The server-sent event streams (docs/CONTRACT.md, "Streams"): the step
@@ -57,7 +58,7 @@ func (s *Server) serveStream(x *exchange) bool {
 		pairs = append(pairs, f, req.Param(f))
 	}
 	r.Filters = stream.FilterQuery(pairs...)
-	if key, ok := bearer(x.Authorization); ok {
+	if key, ok := wire.Bearer(x.Authorization); ok {
 		r.Key = sha256.Sum256([]byte(key))
 	}
 	// Last-Event-ID (a reconnecting EventSource sends it with the URL it

@@ -56,7 +56,7 @@ type Config struct {
 	// TokenEnv names the environment variable holding a bearer token that
 	// every admin path but /healthz and /readyz then requires
 	// (`Authorization: Bearer <token>`, or the cookie of the login form,
-	// adminlogin.go); zero: no token. Required when listen is not
+	// login.go); zero: no token. Required when listen is not
 	// loopback, unless InsecureOpen.
 	TokenEnv string `yaml:"token_env"`
 	// InsecureOpen serves a listener that is not loopback without a
@@ -140,7 +140,7 @@ type Parts struct {
 	Log      *slog.Logger
 	// Ready: the edge serves and is not draining (/readyz).
 	Ready func() bool
-	// Migration answers GET /migration (proxy/migration.go).
+	// Migration answers GET /migration (proxy/migration's report).
 	Migration http.HandlerFunc
 	// Native is the native service: GET /shadow, and its routes on the
 	// status page.
@@ -205,7 +205,7 @@ func (a *Admin) handler() http.Handler {
 		ErrorLog:          slogPrinter{a.p.Log},
 		EnableOpenMetrics: false,
 	}))
-	guarded.HandleFunc("GET /migration", a.p.Migration) // proxy/migration.go
+	guarded.HandleFunc("GET /migration", a.p.Migration) // proxy/migration
 	guarded.Handle("GET /shadow", a.p.Native)           // proxy/native: comparisons, modes, rollbacks
 	// Alive: the process answers.
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {

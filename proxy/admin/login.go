@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/gorilla/securecookie"
+
+	"tradergate/proxy/wire"
 )
 
 // The admin token in a browser. A browser cannot send an Authorization
@@ -84,7 +86,7 @@ func (a *auth) tokenIs(presented string) bool {
 // lifetime ago.
 func (a *auth) allowed(r *http.Request) bool {
 	if h := r.Header.Get("Authorization"); h != "" {
-		key, ok := bearer(h)
+		key, ok := wire.Bearer(h)
 		return ok && a.tokenIs(key)
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -203,18 +205,3 @@ const loginForm = `<form method="post" action="/login">
 <button type="submit">Log in</button>
 </form></body></html>
 `
-
-// maxTokenLen bounds the work an unauthenticated client can ask for, as
-// the client keys' bound does (proxy/auth.go).
-const maxTokenLen = 512
-
-// bearer extracts the token of "Bearer <token>"; the scheme is
-// case-insensitive (RFC 9110 section 11.1).
-func bearer(h string) (string, bool) {
-	const scheme = "bearer "
-	if len(h) <= len(scheme) || len(h) > len(scheme)+maxTokenLen || !strings.EqualFold(h[:len(scheme)], scheme) {
-		return "", false
-	}
-	token := strings.TrimSpace(h[len(scheme):])
-	return token, token != ""
-}

@@ -27,7 +27,7 @@ import (
 // Each reports what the attack cost the server and what a victim on
 // another connection saw. Figures: docs/BENCHMARKS.md.
 
-// edgeServer is h2edge as proxy/serve.go sets it up, at the default
+// edgeServer is h2edge as proxy/front/serve.go sets it up, at the default
 // server section; nopending takes the budget and the request timeout
 // out, for comparison.
 func edgeServer(handler func(*h2edge.Stream), nopending bool) *h2edge.Server {

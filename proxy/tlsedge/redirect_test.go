@@ -10,7 +10,7 @@ import (
 )
 
 // The redirect's Location for hosts and ports the end-to-end test cannot
-// dial (tls_edge_test.go covers the listener itself).
+// dial (proxy/tls_edge_test.go covers the listener itself).
 func TestRedirectToHTTPSLocation(t *testing.T) {
 	tests := []struct {
 		name, port, target, host string

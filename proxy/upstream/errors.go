@@ -6,105 +6,34 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
-	"tradergate/limits"
+	"tradergate/cache/fetcherr"
 	"tradergate/normalize"
 )
 
-// Reason is what went wrong with a page the edge could not get. The proxy's
-// error table turns each into the client's status and message; this
-// package never decides what a client is told.
-type Reason uint8
-
-const (
-	// Timeout: upstream.timeout passed before a page came.
-	Timeout Reason = iota + 1
-	// Unreachable: no connection to the legacy host.
-	Unreachable
-	// Failed: the legacy host answered 5xx, or broke off mid-answer.
-	Failed
-	// Invalid: the answer is not the legacy API's (no envelope, bad JSON,
-	// a redirect, an encoding not asked for).
-	Invalid
-	// TooLarge: the body is over upstream.max_body_bytes.
-	TooLarge
-	// Credential: the legacy host refused the edge's own key (401/403).
-	Credential
-	// RateLimited: the legacy host said 429, or the edge is holding back
-	// after one.
-	RateLimited
-	// Unavailable: the route's breaker is open.
-	Unavailable
-	// Refused: the legacy host refused the request as the client's fault
-	// (a 4xx other than 401/403/429); Status and Message are its own.
-	Refused
+// Error is a page the edge could not get, and Reason what went wrong:
+// fetcherr's, below the cache, so that the cache can carry them to the
+// replicas waiting on a fetch that failed (fetcherr.Encode) without asking
+// this package what they mean. The names here are the ones this package's
+// code and the error table use.
+type (
+	Error  = fetcherr.Error
+	Reason = fetcherr.Reason
 )
 
-// Error is a page the edge could not get. It carries only what the client
-// may learn; what the retry loop and the breaker need to know of the call
-// (outcome) travels apart from it.
-type Error struct {
-	Reason Reason
-	// Status and Message are the legacy host's, for Refused only.
-	Status  int
-	Message string
-	// RetryAfter, when positive, is when a client may try again.
-	RetryAfter time.Duration
-	// Err is the cause, for logs only.
-	Err error
-}
-
-func (e *Error) Error() string {
-	s := "upstream: " + e.Reason.String()
-	if e.Reason == Refused {
-		s += " " + strconv.Itoa(e.Status) + " " + e.Message
-	}
-	if e.Err != nil {
-		s += ": " + e.Err.Error()
-	}
-	return s
-}
-
-func (e *Error) Unwrap() error { return e.Err }
-
-func (r Reason) String() string {
-	switch r {
-	case Timeout:
-		return "timeout"
-	case Unreachable:
-		return "unreachable"
-	case Failed:
-		return "failed"
-	case Invalid:
-		return "invalid answer"
-	case TooLarge:
-		return "answer too large"
-	case Credential:
-		return "credential refused"
-	case RateLimited:
-		return "rate limited"
-	case Unavailable:
-		return "breaker open"
-	case Refused:
-		return "refused"
-	}
-	return "Reason(" + strconv.Itoa(int(r)) + ")"
-}
-
-// Transient reports whether err is the legacy host failing or being
-// shielded, so that a stale page may answer in its place; never a request
-// the legacy host refused as the client's fault.
-func Transient(err error) bool {
-	if errors.Is(err, limits.ErrShieldFull) || errors.Is(err, context.DeadlineExceeded) {
-		return true
-	}
-	e, ok := errors.AsType[*Error](err)
-	return ok && e.Reason != Refused
-}
+// The reasons, as fetcherr documents them.
+const (
+	Timeout     = fetcherr.Timeout
+	Unreachable = fetcherr.Unreachable
+	Failed      = fetcherr.Failed
+	Invalid     = fetcherr.Invalid
+	TooLarge    = fetcherr.TooLarge
+	Credential  = fetcherr.Credential
+	RateLimited = fetcherr.RateLimited
+	Unavailable = fetcherr.Unavailable
+	Refused     = fetcherr.Refused
+)
 
 // outcome is what one call tells the retry loop, the breaker and the 429
 // hold, never the client.
@@ -163,41 +92,13 @@ func mapStatus(code int, msg string, retryAfter time.Duration) *Error {
 		// client; it may come back after the legacy host's Retry-After.
 		return &Error{Reason: RateLimited, RetryAfter: max(retryAfter, time.Second), Err: cause}
 	case code >= 400 && code < 500:
-		if msg = cleanMessage(msg); msg == "" {
+		if msg = fetcherr.CleanMessage(msg); msg == "" {
 			msg = http.StatusText(code)
 		}
 		return &Error{Reason: Refused, Status: code, Message: msg, Err: cause}
 	default:
 		return fail(Failed, cause)
 	}
-}
-
-// maxMessage caps a legacy message passed on to a client.
-const maxMessage = 200
-
-// cleanMessage makes a legacy error message safe to pass on: control
-// characters and invalid UTF-8 become spaces, runs of space fold, and it
-// is cut at maxMessage bytes on a rune boundary. The legacy host is not
-// ours: its text must not smuggle anything into a client's terminal or
-// log.
-func cleanMessage(msg string) string {
-	var b strings.Builder
-	space := false
-	for _, r := range msg {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == utf8.RuneError || unicode.IsSpace(r) {
-			space = b.Len() > 0
-			continue
-		}
-		if space {
-			b.WriteByte(' ')
-			space = false
-		}
-		if b.Len()+utf8.RuneLen(r) > maxMessage {
-			break
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
 
 // parseRetryAfter reads delay-seconds or an HTTP-date (RFC 9110 section

@@ -136,6 +136,23 @@ const (
 	FieldLastEventID
 )
 
+// MaxBearerLen bounds the credential Bearer reads, and so the work an
+// unauthenticated client can ask for (hashing a key, comparing a token).
+const MaxBearerLen = 512
+
+// Bearer extracts the credential of an Authorization value "Bearer
+// <credential>"; the scheme is case-insensitive (RFC 9110 section 11.1).
+// The credential is a part of h: nothing is allocated. The client keys
+// (proxy/auth.go) and the admin token (proxy/admin/login.go) are read so.
+func Bearer(h string) (string, bool) {
+	const scheme = "bearer "
+	if len(h) <= len(scheme) || len(h) > len(scheme)+MaxBearerLen || !strings.EqualFold(h[:len(scheme)], scheme) {
+		return "", false
+	}
+	credential := strings.TrimSpace(h[len(scheme):])
+	return credential, credential != ""
+}
+
 // ReadField keeps one request field by the rules every front shares: a
 // field sent twice keeps its first value; Authorization fields are
 // counted, since two are refused (proxy/auth.go); every X-Forwarded-For

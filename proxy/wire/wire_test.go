@@ -60,3 +60,25 @@ func (x *Answer) header(name string) string {
 	}
 	return ""
 }
+
+// Bearer reads the credential of the Bearer scheme whatever its case, and
+// nothing else: another scheme, no credential, or one over MaxBearerLen.
+func TestBearer(t *testing.T) {
+	long := strings.Repeat("k", MaxBearerLen)
+	for h, want := range map[string]string{
+		"Bearer abc":           "abc",
+		"bEARER  abc ":         "abc",
+		"Bearer " + long:       long,
+		"Bearer " + long + "k": "",
+		"Bearer ":              "",
+		"Bearer    ":           "",
+		"Basic YWJjOmRlZg==":   "",
+		"Bearerabc":            "",
+		"":                     "",
+	} {
+		got, ok := Bearer(h)
+		if got != want || ok != (want != "") {
+			t.Errorf("Bearer(%.20q) = %.20q, %v; want %.20q", h, got, ok, want)
+		}
+	}
+}

@@ -1,4 +1,4 @@
-package upstream
+package fetcherr
 
 import (
 	"context"
@@ -20,24 +20,24 @@ func TestFailureNoticeRoundTrip(t *testing.T) {
 		&limits.ShieldFullError{RetryAfter: time.Second},
 		context.DeadlineExceeded,
 	} {
-		got := DecodeError(EncodeError(err))
+		got := Decode(Encode(err))
 		if Transient(got) != Transient(err) && !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("%v: transient %v after the trip, %v before", err, Transient(got), Transient(err))
 		}
 		var want, have *Error
 		if errors.As(err, &want) {
 			if !errors.As(got, &have) || have.Reason != want.Reason || have.Status != want.Status ||
-				have.RetryAfter != want.RetryAfter || have.Message != cleanMessage(want.Message) {
+				have.RetryAfter != want.RetryAfter || have.Message != CleanMessage(want.Message) {
 				t.Errorf("%v came back as %v", err, got)
 			}
 		}
 	}
 	// Anything else the holder met is the legacy host failing, as far as
 	// its waiters know: a 502, and stale may answer it.
-	if e, ok := DecodeError(EncodeError(errors.New("anything else"))).(*Error); !ok || e.Reason != Failed {
+	if e, ok := Decode(Encode(errors.New("anything else"))).(*Error); !ok || e.Reason != Failed {
 		t.Errorf("another error came back as %v", e)
 	}
-	if e, ok := DecodeError([]byte("garbage")).(*Error); !ok || e.Reason != Failed {
-		t.Errorf("an unreadable notice: %v", DecodeError([]byte("garbage")))
+	if e, ok := Decode([]byte("garbage")).(*Error); !ok || e.Reason != Failed {
+		t.Errorf("an unreadable notice: %v", Decode([]byte("garbage")))
 	}
 }
