@@ -56,6 +56,11 @@ type Checker struct {
 	Slack time.Duration
 	// Phases names the run's phases, for the report.
 	Phases []string
+	// Streams is the truth of the run's streams (CheckStreams), and
+	// StreamSlack what a stream's freshness bound allows beyond its
+	// route's poll and TTLs (streamBound).
+	Streams     StreamTruth
+	StreamSlack time.Duration
 
 	detailed int // violations given their detail so far
 }
@@ -112,6 +117,9 @@ type Result struct {
 	// Immutable is how many upstream requests the edge called immutable,
 	// each held to one body for the whole run.
 	Immutable int
+	// Streams is the verdict on the run's streams (CheckStreams); its
+	// violations are among Violations too. nil: the run had none.
+	Streams *StreamResult
 }
 
 // Check holds every exchange to the promise and returns the verdict.
@@ -531,13 +539,20 @@ func kinds(fs []Fault) string {
 // Report is the verdict in a few lines: answers and violations by phase.
 func (r *Result) Report() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d answers checked, %d violations, %d immutable pages held to one body\n", r.Checked, len(r.Violations), r.Immutable)
+	fmt.Fprintf(&b, "%d answers checked, %d violations, %d immutable pages held to one body", r.Checked, len(r.Violations), r.Immutable)
+	if r.Streams != nil {
+		fmt.Fprintf(&b, ", %d stream events checked over %d subscribers", r.Streams.Events, r.Streams.Subscriptions)
+	}
+	b.WriteString("\n")
 	rules := map[string]int{}
 	for _, v := range r.Violations {
 		rules[v.Rule]++
 	}
 	for rule, n := range rules {
 		fmt.Fprintf(&b, "  violations %q: %d\n", rule, n)
+	}
+	if r.Streams != nil {
+		b.WriteString(r.Streams.Report())
 	}
 	for _, p := range r.Phases {
 		var st []string

@@ -286,6 +286,7 @@ func (f *fleet) run(phases []phase, d time.Duration, answers int) *Result {
 	for id := range clients {
 		wg.Go(func() { f.client(id, w, stop) })
 	}
+	subscribers := f.startSubscribers(stop)
 	start := time.Now()
 	for i, p := range phases {
 		f.rec.SetPhase(i)
@@ -296,9 +297,13 @@ func (f *fleet) run(phases []phase, d time.Duration, answers int) *Result {
 	}
 	close(stop)
 	wg.Wait()
+	f.subs = subscribers()
 	took := time.Since(start)
 	checking := time.Now()
-	res := f.checker(names).Check(f.rec.Exchanges())
+	c := f.checker(names)
+	res := c.Check(f.rec.Exchanges())
+	res.Streams = c.CheckStreams(f.subs)
+	res.Violations = append(res.Violations, res.Streams.Violations...)
 	f.t.Logf("history of %v over %d replicas, checked in %v:\n%s", took.Round(time.Second), replicas,
 		time.Since(checking).Round(time.Millisecond), res.Report())
 	return res
