@@ -554,7 +554,7 @@ func (r *Result) Report() string {
 	if r.Streams != nil {
 		b.WriteString(r.Streams.Report())
 	}
-	for _, p := range r.Phases {
+	for i, p := range r.Phases {
 		var st []string
 		codes := make([]int, 0, len(p.Statuses))
 		for s := range p.Statuses {
@@ -568,7 +568,11 @@ func (r *Result) Report() string {
 			}
 			st = append(st, fmt.Sprintf("%s:%d", name, p.Statuses[s]))
 		}
-		fmt.Fprintf(&b, "  %-48s %7d answers, %d violations  [%s] stale %d\n", p.Name, p.Answers, p.Violations, strings.Join(st, " "), p.XCache["STALE"])
+		events := ""
+		if r.Streams != nil {
+			events = fmt.Sprintf(", %d stream events", r.Streams.ByPhase[i])
+		}
+		fmt.Fprintf(&b, "  %-48s %7d answers, %d violations  [%s] stale %d%s\n", p.Name, p.Answers, p.Violations, strings.Join(st, " "), p.XCache["STALE"], events)
 		var fs []string
 		for f, n := range p.Failures {
 			fs = append(fs, fmt.Sprintf("%s: %d", f, n))

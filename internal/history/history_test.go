@@ -266,6 +266,36 @@ func TestHistory(t *testing.T) {
 		t.Errorf("%d answers checked, want at least %d", res.Checked, minAnswers(d))
 	}
 	coverage(t, f.rec.Exchanges())
+	streamCoverage(t, f.subs)
+}
+
+// streamCoverage fails the run unless its streams were resumed: on an
+// order book stream and on a trader's, a connection that sent
+// Last-Event-ID got events, and some stream was ended by a replica going
+// down.
+func streamCoverage(t *testing.T, subs []Subscription) {
+	t.Helper()
+	resumed := map[string]bool{}
+	shutdown := false
+	for i := range subs {
+		s := &subs[i]
+		for _, e := range s.Events {
+			if s.Conns[e.Conn].LastEventID != "" {
+				resumed[s.Route] = true
+			}
+		}
+		for _, c := range s.Conns {
+			shutdown = shutdown || c.End == "shutting_down" || c.Err != ""
+		}
+	}
+	for _, r := range []string{"orderbook_events", "activity"} {
+		if !resumed[r] {
+			t.Errorf("no %s stream was resumed with Last-Event-ID and got events after", r)
+		}
+	}
+	if !shutdown {
+		t.Error("no stream was ended by a replica going down")
+	}
 }
 
 // run has the clients send requests through the phases, each d long, and

@@ -21,6 +21,7 @@ type StreamEvent struct {
 	ID, Type, Data string
 	At             time.Time // when its frame was read whole
 	Conn           int       // the connection it came on (Subscription.Conns)
+	Phase          int       // the run's phase when it came (Recorder.Phase)
 }
 
 // StreamConn is one request of a subscriber: a stream opened (or
@@ -59,12 +60,27 @@ func (s *Subscription) LastID() string {
 	return s.Events[len(s.Events)-1].ID
 }
 
-// ReadStream opens s's stream once on replica (at base, through rt) and
-// records its events until the stream ends, ctx is done, or nothing at
-// all (not even a heartbeat) came for silence. It returns the
-// connection's record, which it has appended to s.Conns.
-func ReadStream(ctx context.Context, rt http.RoundTripper, base string, replica int, front Front, key string, silence time.Duration, s *Subscription) StreamConn {
-	c := StreamConn{Replica: replica, Front: front, LastEventID: s.LastID(), Opened: time.Now()}
+// StreamClient is how a subscriber reaches one replica.
+type StreamClient struct {
+	RT      http.RoundTripper
+	Base    string // scheme and host of the replica
+	Replica int
+	Front   Front
+	Key     string // the client's API key, sent as a Bearer token
+	// Silence is how long the client waits for a byte (an event or a
+	// heartbeat) before it takes the stream for dead.
+	Silence time.Duration
+	// Phase is the run's phase now (Recorder.Phase).
+	Phase func() int
+}
+
+// ReadStream opens s's stream once through cl and records its events
+// until the stream ends, ctx is done, or nothing at all (not even a
+// heartbeat) came for cl.Silence. It returns the connection's record,
+// which it has appended to s.Conns.
+func ReadStream(ctx context.Context, cl StreamClient, s *Subscription) StreamConn {
+	c := StreamConn{Replica: cl.Replica, Front: cl.Front, LastEventID: s.LastID(), Opened: time.Now()}
+	rt, base, key, silence := cl.RT, cl.Base, cl.Key, cl.Silence
 	conn := len(s.Conns)
 	defer func() {
 		c.Closed = time.Now()
@@ -119,7 +135,7 @@ func ReadStream(ctx context.Context, rt http.RoundTripper, base string, replica 
 				_ = json.Unmarshal([]byte(data), &end)
 				c.End = end.Reason
 			} else if hasData {
-				s.Events = append(s.Events, StreamEvent{ID: id, Type: typ, Data: data, At: time.Now(), Conn: conn})
+				s.Events = append(s.Events, StreamEvent{ID: id, Type: typ, Data: data, At: time.Now(), Conn: conn, Phase: cl.Phase()})
 			}
 			id, typ, data, hasID, hasData = "", "", "", false, false
 			continue
@@ -161,8 +177,9 @@ type StreamTruth func(s *Subscription) ([]StreamItem, error)
 // StreamResult is the verdict on a run's streams.
 type StreamResult struct {
 	Subscriptions int
-	Events        int // events checked
-	Conns         int // stream requests
+	Events        int         // events checked
+	ByPhase       map[int]int // events checked, by the phase they came in
+	Conns         int         // stream requests
 	Ends          map[string]int
 	Refused       map[int]int // stream requests answered other than 200, by status (0: no answer)
 	// Fresh is how many events were held to the freshness bound (those
@@ -179,7 +196,7 @@ type StreamResult struct {
 // with no fault in force, each within the freshness bound of its
 // route (streamBound) of the item becoming visible.
 func (c *Checker) CheckStreams(subs []Subscription) *StreamResult {
-	res := &StreamResult{Ends: map[string]int{}, Refused: map[int]int{}}
+	res := &StreamResult{Ends: map[string]int{}, Refused: map[int]int{}, ByPhase: map[int]int{}}
 	for i := range subs {
 		c.checkStream(&subs[i], res)
 	}
@@ -215,6 +232,7 @@ func (c *Checker) checkStream(s *Subscription, res *StreamResult) {
 	next := 0 // the truth's index of the event due next
 	for _, e := range s.Events {
 		res.Events++
+		res.ByPhase[e.Phase]++
 		i, ok := index[e.ID]
 		switch {
 		case seen[e.ID]:

@@ -107,7 +107,8 @@ func (f *fleet) subscribe(spec streamSpec, start time.Time, stop <-chan struct{}
 				front = H1TLS
 			}
 		}
-		c := ReadStream(ctx, f.transport[rep][front], f.reps[rep].base(), rep, front, clientKey, streamSilence(), s)
+		c := ReadStream(ctx, StreamClient{RT: f.transport[rep][front], Base: f.reps[rep].base(), Replica: rep, Front: front,
+			Key: clientKey, Silence: streamSilence(), Phase: f.rec.Phase}, s)
 		if c.Status != http.StatusOK {
 			// Refused (a fault of the legacy host on the first read, a
 			// replica down): wait a little, as retry: advises.
