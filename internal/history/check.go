@@ -56,6 +56,11 @@ type Checker struct {
 	Slack time.Duration
 	// Phases names the run's phases, for the report.
 	Phases []string
+	// Streams is the truth of the run's streams (CheckStreams), and
+	// StreamSlack what a stream's freshness bound allows beyond its
+	// route's poll and TTLs (streamBound).
+	Streams     StreamTruth
+	StreamSlack time.Duration
 
 	detailed int // violations given their detail so far
 }
@@ -112,6 +117,9 @@ type Result struct {
 	// Immutable is how many upstream requests the edge called immutable,
 	// each held to one body for the whole run.
 	Immutable int
+	// Streams is the verdict on the run's streams (CheckStreams); its
+	// violations are among Violations too. nil: the run had none.
+	Streams *StreamResult
 }
 
 // Check holds every exchange to the promise and returns the verdict.
@@ -531,7 +539,11 @@ func kinds(fs []Fault) string {
 // Report is the verdict in a few lines: answers and violations by phase.
 func (r *Result) Report() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d answers checked, %d violations, %d immutable pages held to one body\n", r.Checked, len(r.Violations), r.Immutable)
+	fmt.Fprintf(&b, "%d answers checked, %d violations, %d immutable pages held to one body", r.Checked, len(r.Violations), r.Immutable)
+	if r.Streams != nil {
+		fmt.Fprintf(&b, ", %d stream events checked over %d subscribers", r.Streams.Events, r.Streams.Subscriptions)
+	}
+	b.WriteString("\n")
 	rules := map[string]int{}
 	for _, v := range r.Violations {
 		rules[v.Rule]++
@@ -539,7 +551,10 @@ func (r *Result) Report() string {
 	for rule, n := range rules {
 		fmt.Fprintf(&b, "  violations %q: %d\n", rule, n)
 	}
-	for _, p := range r.Phases {
+	if r.Streams != nil {
+		b.WriteString(r.Streams.Report())
+	}
+	for i, p := range r.Phases {
 		var st []string
 		codes := make([]int, 0, len(p.Statuses))
 		for s := range p.Statuses {
@@ -553,7 +568,11 @@ func (r *Result) Report() string {
 			}
 			st = append(st, fmt.Sprintf("%s:%d", name, p.Statuses[s]))
 		}
-		fmt.Fprintf(&b, "  %-48s %7d answers, %d violations  [%s] stale %d\n", p.Name, p.Answers, p.Violations, strings.Join(st, " "), p.XCache["STALE"])
+		events := ""
+		if r.Streams != nil {
+			events = fmt.Sprintf(", %d stream events", r.Streams.ByPhase[i])
+		}
+		fmt.Fprintf(&b, "  %-48s %7d answers, %d violations  [%s] stale %d%s\n", p.Name, p.Answers, p.Violations, strings.Join(st, " "), p.XCache["STALE"], events)
 		var fs []string
 		for f, n := range p.Failures {
 			fs = append(fs, fmt.Sprintf("%s: %d", f, n))

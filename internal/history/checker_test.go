@@ -1,6 +1,7 @@
 package history
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -143,6 +144,71 @@ func TestCheckerCatches(t *testing.T) {
 			}
 			if !found {
 				t.Errorf("caught as %q, want %q", res.Violations[0].Rule, tc.rule)
+			}
+			t.Logf("caught:\n%s", res.Violations[0].String())
+		})
+	}
+
+	// The streams of the same history, broken one way at a time: each
+	// subscription's events are its whole stream once, in order, each
+	// the legacy host's item.
+	if len(f.subs) == 0 {
+		t.Fatal("the history holds no stream")
+	}
+	busiest := 0
+	for i := range f.subs {
+		if len(f.subs[i].Events) > len(f.subs[busiest].Events) {
+			busiest = i
+		}
+	}
+	if n := len(f.subs[busiest].Events); n < 4 {
+		t.Fatalf("the busiest subscriber got %d events, the cases want 4", n)
+	}
+	for _, tc := range []struct {
+		name string
+		rule string
+		edit func(evs []StreamEvent) []StreamEvent
+		// stay is how much longer than it did the subscriber stays.
+		stay time.Duration
+	}{
+		{"an event lost between two others", "stream event lost", func(evs []StreamEvent) []StreamEvent {
+			k := len(evs) / 2
+			return append(evs[:k:k], evs[k+1:]...)
+		}, 0},
+		{"an event delivered twice", "stream event twice", func(evs []StreamEvent) []StreamEvent {
+			k := len(evs) / 2
+			return slices.Insert(evs, k+2, evs[k])
+		}, 0},
+		{"two events swapped", "stream event out of order", func(evs []StreamEvent) []StreamEvent {
+			k := len(evs) / 2
+			evs[k], evs[k+1] = evs[k+1], evs[k]
+			return evs
+		}, 0},
+		{"an event's data not the item's", "stream event differs", func(evs []StreamEvent) []StreamEvent {
+			k := len(evs) / 2
+			evs[k].Data = strings.Replace(evs[k].Data, `"`, `" `, 1)
+			return evs
+		}, 0},
+		{"an event 30s after the legacy host listed it", "stream event late", func(evs []StreamEvent) []StreamEvent {
+			k := len(evs) / 2
+			evs[k].At = evs[k].At.Add(30 * time.Second)
+			return evs
+		}, 0},
+		{"the stream stalled: the subscriber stayed 10s longer and got nothing more", "stream event lost", func(evs []StreamEvent) []StreamEvent {
+			return evs[:2]
+		}, 10 * time.Second},
+	} {
+		t.Run("stream: "+tc.name, func(t *testing.T) {
+			subs := slices.Clone(f.subs)
+			subs[busiest].Events = tc.edit(slices.Clone(subs[busiest].Events))
+			subs[busiest].Stop = subs[busiest].Stop.Add(tc.stay)
+			res := f.checker([]string{"calm"}).CheckStreams(subs)
+			found := false
+			for _, v := range res.Violations {
+				found = found || v.Rule == tc.rule
+			}
+			if !found {
+				t.Fatalf("not caught as %q: %d violations %v", tc.rule, len(res.Violations), res.Violations)
 			}
 			t.Logf("caught:\n%s", res.Violations[0].String())
 		})

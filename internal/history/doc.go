@@ -27,6 +27,15 @@
 //     after it ends it may still be seen), in the variant A failure
 //     envelope with Cache-Control: no-store; and no answer at all only
 //     while the replica asked is going down.
+//   - A subscriber of an event stream (docs/CONTRACT.md#streams) that
+//     reconnects with Last-Event-ID whenever its stream ends gets every
+//     item of the legacy host from its start to its last event once, in
+//     the stream's order, each event's data the item's variant A
+//     rewrite exactly, its id the one the contract gives; and, while no
+//     fault is in force, each within a poll interval, the route's fresh
+//     TTL and stale-while-revalidate, and Checker.StreamSlack of the
+//     item becoming visible (stream.go). What became visible that long
+//     before the subscriber left must have come.
 //
 // # The truth
 //
@@ -38,13 +47,18 @@
 // violation prints the request, the answer, the nearest truth (the
 // version of the same upstream request nearest in time, and where the
 // bodies first differ) and what the edge logged then (its access line for
-// the request id, and its warnings around it).
+// the request id, and its warnings around it). A stream's truth is the
+// pages of the route it streams, asked after the run of a twin of the
+// legacy host (the same data, a pure function of the clock, so asked
+// later it holds every item the run could have streamed), rewritten the
+// same way, each item given the id and event name of
+// docs/CONTRACT.md#streams.
 //
 // # Not covered
 //
-// Server-sent event streams are not part of the history: the edge's
-// stream support is being built beside this package, and a stream's
-// promise (events in order, none lost across a reconnect) needs a model
-// of its own. Only the routes of docs/CONTRACT.md#routes are recorded;
-// the admin listener and the legacy paths (/open-api/v1/...) are not.
+// Only the routes of docs/CONTRACT.md#routes and their streams are
+// recorded; the admin listener and the legacy paths (/open-api/v1/...)
+// are not. A stream's freshness is not held while a fault is in force
+// (its events may wait for the legacy host, or a lease to pass), and the
+// error events other than shutting_down are counted, not held to a rule.
 package history

@@ -99,6 +99,7 @@ type fleet struct {
 	epochs    []Epoch
 	deny      map[int]bool // replicas started with on_store_error: deny
 	transport [replicas]map[Front]http.RoundTripper
+	subs      []Subscription // what the last run's subscribers saw
 }
 
 // replica is one edge; a restart replaces srv, on the same address.
@@ -192,6 +193,9 @@ func (f *fleet) config(r *replica) *config.Config {
 	// redis.timeout 250ms rather than 50ms: a replica that denies on a
 	// store error must not deny for a loaded machine's slow call.
 	fmt.Fprintf(&b, "redis: {addrs: [%q], timeout: 250ms}\n", f.redisX.Listen)
+	// Heartbeats every second, so that a subscriber tells a dead stream
+	// from a quiet one within a few (streamSilence).
+	fmt.Fprintf(&b, "streams: {heartbeat: 1s}\n")
 	fmt.Fprintf(&b, "cache:\n  max_bytes: 1048576\n  sendfile_min_bytes: 16384\n  sendfile_dir: %q\n  stale_after: %s\n", os.TempDir(), tm.staleAfter)
 	if longTTL {
 		fmt.Fprintf(&b, "  routes:\n    activity: {fresh_ttl: 3s}\n    orderbook_events: {fresh_ttl: 3s, stale_while_revalidate: 2s}\n")
@@ -405,5 +409,7 @@ func (f *fleet) checker(phases []string) *Checker {
 		Logs:        f.logs,
 		Slack:       750 * time.Millisecond,
 		Phases:      phases,
+		Streams:     f.streamTruth,
+		StreamSlack: streamSlack(),
 	}
 }

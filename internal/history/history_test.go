@@ -266,6 +266,36 @@ func TestHistory(t *testing.T) {
 		t.Errorf("%d answers checked, want at least %d", res.Checked, minAnswers(d))
 	}
 	coverage(t, f.rec.Exchanges())
+	streamCoverage(t, f.subs)
+}
+
+// streamCoverage fails the run unless its streams were resumed: on an
+// order book stream and on a trader's, a connection that sent
+// Last-Event-ID got events, and some stream was ended by a replica going
+// down.
+func streamCoverage(t *testing.T, subs []Subscription) {
+	t.Helper()
+	resumed := map[string]bool{}
+	shutdown := false
+	for i := range subs {
+		s := &subs[i]
+		for _, e := range s.Events {
+			if s.Conns[e.Conn].LastEventID != "" {
+				resumed[s.Route] = true
+			}
+		}
+		for _, c := range s.Conns {
+			shutdown = shutdown || c.End == "shutting_down" || c.Err != ""
+		}
+	}
+	for _, r := range []string{"orderbook_events", "activity"} {
+		if !resumed[r] {
+			t.Errorf("no %s stream was resumed with Last-Event-ID and got events after", r)
+		}
+	}
+	if !shutdown {
+		t.Error("no stream was ended by a replica going down")
+	}
 }
 
 // run has the clients send requests through the phases, each d long, and
@@ -286,6 +316,7 @@ func (f *fleet) run(phases []phase, d time.Duration, answers int) *Result {
 	for id := range clients {
 		wg.Go(func() { f.client(id, w, stop) })
 	}
+	subscribers := f.startSubscribers(stop)
 	start := time.Now()
 	for i, p := range phases {
 		f.rec.SetPhase(i)
@@ -296,9 +327,13 @@ func (f *fleet) run(phases []phase, d time.Duration, answers int) *Result {
 	}
 	close(stop)
 	wg.Wait()
+	f.subs = subscribers()
 	took := time.Since(start)
 	checking := time.Now()
-	res := f.checker(names).Check(f.rec.Exchanges())
+	c := f.checker(names)
+	res := c.Check(f.rec.Exchanges())
+	res.Streams = c.CheckStreams(f.subs)
+	res.Violations = append(res.Violations, res.Streams.Violations...)
 	f.t.Logf("history of %v over %d replicas, checked in %v:\n%s", took.Round(time.Second), replicas,
 		time.Since(checking).Round(time.Millisecond), res.Report())
 	return res
