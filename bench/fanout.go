@@ -38,7 +38,8 @@ import (
 // for 1 and 10,000 subscribers if the stream is shared), the server's CPU
 // time over the events it delivered, its RSS growth over its RSS before
 // the subscribers came, per subscriber, and the delivery lag, from an
-// event's indexedTimestamp to its arrival at a subscriber.
+// event's timestamp (when the simulated host made it visible) to its
+// arrival at a subscriber.
 
 // fanoutBookEvery is how often the live host changes one token's book.
 const fanoutBookEvery = 300 * time.Millisecond
@@ -93,8 +94,6 @@ type fanoutRecorder struct {
 	measuring atomic.Bool
 	events    atomic.Int64
 	repeated  atomic.Int64
-	mu        sync.Mutex
-	lags      []int32 // ms, of events in the window
 }
 
 // sseSubscriber reads one event stream.
@@ -104,6 +103,10 @@ type sseSubscriber struct {
 	inWin  int64 // events received in the window
 	lastTS int64
 	lags   []int32
+	// stamps are the timestamps of the window's events, in the order
+	// they came (kept for the tests when keep is set).
+	keep   bool
+	stamps []int64
 }
 
 // dialSubscriber opens a stream at addr, path, with the headers, and
@@ -143,9 +146,9 @@ func dialSubscriber(ctx context.Context, addr, path string, header map[string]st
 }
 
 // read follows the stream until it ends: for each event (an empty line
-// after data), the timestamp and indexedTimestamp of its data.
+// after data), the timestamp of its data.
 func (s *sseSubscriber) read(r *bufio.Reader) {
-	var ts, its int64
+	var ts int64
 	have := false
 	for {
 		line, err := r.ReadSlice('\n')
@@ -156,11 +159,11 @@ func (s *sseSubscriber) read(r *bufio.Reader) {
 		switch {
 		case bytes.HasPrefix(line, []byte("data:")):
 			// A long data line's fields of interest come first.
-			ts, its = jsonInt(line, `"timestamp":`), jsonInt(line, `"indexedTimestamp":`)
+			ts = jsonInt(line, `"timestamp":`)
 			have = ts > 0
 		case !full && len(bytes.TrimRight(line, "\r\n")) == 0 && have:
 			have = false
-			s.event(ts, its)
+			s.event(ts)
 		}
 		for full { // the rest of a long line
 			_, err = r.ReadSlice('\n')
@@ -171,7 +174,7 @@ func (s *sseSubscriber) read(r *bufio.Reader) {
 	}
 }
 
-func (s *sseSubscriber) event(ts, its int64) {
+func (s *sseSubscriber) event(ts int64) {
 	if ts <= s.lastTS {
 		s.rec.repeated.Add(1)
 	}
@@ -181,8 +184,12 @@ func (s *sseSubscriber) event(ts, its int64) {
 	}
 	s.inWin++
 	s.rec.events.Add(1)
-	if its > 0 {
-		s.lags = append(s.lags, int32(max(0, time.Now().UnixMilli()-its)))
+	// The lag runs from the event's timestamp: the simulated host makes
+	// an event visible once its clock reaches that time (legacysim's
+	// live mode), and stamps its indexedTimestamp later still.
+	s.lags = append(s.lags, int32(max(0, time.Now().UnixMilli()-ts)))
+	if s.keep {
+		s.stamps = append(s.stamps, ts)
 	}
 }
 
