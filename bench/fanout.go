@@ -84,9 +84,15 @@ type fanoutPoint struct {
 	// Repeated counts events a subscriber got twice or out of order
 	// (its timestamp not after the one before); Silent subscribers that
 	// got no event in the window. Both must be 0.
-	Repeated int64  `json:"repeated"`
-	Silent   int    `json:"silent"`
-	Error    string `json:"error,omitempty"`
+	Repeated int64 `json:"repeated"`
+	Silent   int   `json:"silent"`
+	// PollsPerSec is the edge's own count of its poller's reads
+	// (tradergate_stream_polls_total) over the window; -1 for a peer.
+	// LoadAvg is the machine's one-minute load average at the window's
+	// end: other work on a shared machine shows here.
+	PollsPerSec float64 `json:"polls_per_second"`
+	LoadAvg     float64 `json:"load_average"`
+	Error       string  `json:"error,omitempty"`
 }
 
 // fanoutRecorder is what the subscribers of one point report to.
@@ -353,6 +359,7 @@ func (b *bench) fanoutPoint(ctx context.Context, name string, n int, sim *server
 	}
 	time.Sleep(fanoutSettle)
 
+	polls0 := b.edgePolls(t.srv)
 	calls0, err1 := b.simCalls(sim)
 	cpu0, err2 := cpustat.GroupJiffies(pgid)
 	start := time.Now()
@@ -366,6 +373,11 @@ func (b *bench) fanoutPoint(ctx context.Context, name string, n int, sim *server
 	span := time.Since(start)
 	calls1, err3 := b.simCalls(sim)
 	cpu1, err4 := cpustat.GroupJiffies(pgid)
+	p.PollsPerSec = -1
+	if polls1 := b.edgePolls(t.srv); polls0 >= 0 && polls1 >= 0 {
+		p.PollsPerSec = (polls1 - polls0) / span.Seconds()
+	}
+	p.LoadAvg = loadAverage()
 	if m, err := cpustat.GroupMemory(pgid); err == nil {
 		p.RSSAfter = int64(m.RSS)
 	}
@@ -398,6 +410,48 @@ func (b *bench) fanoutPoint(ctx context.Context, name string, n int, sim *server
 		p.LagP99Ms = float64(lags[min(len(lags)-1, len(lags)*99/100)])
 	}
 	return p
+}
+
+// edgePolls is tradergate_stream_polls_total of the order book stream on
+// the edge's admin listener, -1 when there is none.
+func (b *bench) edgePolls(srv *server) float64 {
+	if srv.admin == "" {
+		return -1
+	}
+	resp, err := b.client.Get("http://" + srv.admin + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	const series = `tradergate_stream_polls_total{route="orderbook_events"} `
+	i := bytes.Index(body, []byte(series))
+	if i < 0 {
+		return -1
+	}
+	rest := body[i+len(series):]
+	if j := bytes.IndexByte(rest, '\n'); j >= 0 {
+		rest = rest[:j]
+	}
+	v, err := strconv.ParseFloat(string(rest), 64)
+	if err != nil {
+		return -1
+	}
+	return v
+}
+
+// loadAverage is the one-minute load average, 0 when unknown.
+func loadAverage() float64 {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(data))
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
 }
 
 // simCalls is the live host's count of order book events calls.
@@ -596,8 +650,8 @@ func fanoutLine(p fanoutPoint) string {
 	if p.Connected == 0 {
 		return "failed: " + p.Error
 	}
-	s := fmt.Sprintf("%d connected, %d events, %.2f legacy calls/s, %.1f µs CPU/event, %s RSS/subscriber, lag p50 %.0f ms p99 %.0f ms, repeated %d, silent %d",
-		p.Connected, p.Events, p.LegacyPerSec, p.CPUPerEventUs, fmtPerSub(p.RSSPerSubscriber), p.LagP50Ms, p.LagP99Ms, p.Repeated, p.Silent)
+	s := fmt.Sprintf("%d connected, %d events, %.2f legacy calls/s, %.2f polls/s, load %.1f, %.1f µs CPU/event, %s RSS/subscriber, lag p50 %.0f ms p99 %.0f ms, repeated %d, silent %d",
+		p.Connected, p.Events, p.LegacyPerSec, p.PollsPerSec, p.LoadAvg, p.CPUPerEventUs, fmtPerSub(p.RSSPerSubscriber), p.LagP50Ms, p.LagP99Ms, p.Repeated, p.Silent)
 	if p.Error != "" {
 		s += " (" + p.Error + ")"
 	}
@@ -610,15 +664,19 @@ func fmtPerSub(b float64) string { return fmt.Sprintf("%.1f KiB", b/1024) }
 // writeFanoutTable writes the points as a Markdown table.
 func writeFanoutTable(w io.Writer, points []fanoutPoint, window time.Duration) {
 	fmt.Fprintf(w, "Fanout: one order book stream, N subscribers over plain HTTP/1.1, live legacy host (a book change per token about every %v), %v window\n\n", fanoutBookEvery, window)
-	fmt.Fprintln(w, "| server | subscribers | connected | events delivered | legacy calls/s | CPU µs/event | RSS/subscriber | lag p50 | lag p99 | repeated | silent |")
-	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+	fmt.Fprintln(w, "| server | subscribers | connected | events delivered | legacy calls/s | edge polls/s | CPU µs/event | RSS/subscriber | lag p50 | lag p99 | repeated | silent | load avg |")
+	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 	for _, p := range points {
 		if p.Connected == 0 {
-			fmt.Fprintf(w, "| %s | %d | 0 | failed: %s |||||||\n", p.Server, p.Subscribers, p.Error)
+			fmt.Fprintf(w, "| %s | %d | 0 | failed: %s |||||||||\n", p.Server, p.Subscribers, p.Error)
 			continue
 		}
-		fmt.Fprintf(w, "| %s | %d | %d | %d | %.2f | %.1f | %s | %.0f ms | %.0f ms | %d | %d |\n", p.Server, p.Subscribers, p.Connected, p.Events,
-			p.LegacyPerSec, p.CPUPerEventUs, fmtPerSub(p.RSSPerSubscriber), p.LagP50Ms, p.LagP99Ms, p.Repeated, p.Silent)
+		polls := "–"
+		if p.PollsPerSec >= 0 {
+			polls = fmt.Sprintf("%.2f", p.PollsPerSec)
+		}
+		fmt.Fprintf(w, "| %s | %d | %d | %d | %.2f | %s | %.1f | %s | %.0f ms | %.0f ms | %d | %d | %.1f |\n", p.Server, p.Subscribers, p.Connected, p.Events,
+			p.LegacyPerSec, polls, p.CPUPerEventUs, fmtPerSub(p.RSSPerSubscriber), p.LagP50Ms, p.LagP99Ms, p.Repeated, p.Silent, p.LoadAvg)
 	}
 	for _, p := range points {
 		if p.Error != "" && p.Connected > 0 {
