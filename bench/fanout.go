@@ -52,8 +52,12 @@ const fanoutPoll = time.Second
 // window.
 const fanoutSettle = 2 * time.Second
 
-// fanoutDialers bounds the subscribers connecting at once.
-const fanoutDialers = 64
+// fanoutDialers bounds the subscribers connecting at once; fanoutTries
+// is how often one tries.
+const (
+	fanoutDialers = 64
+	fanoutTries   = 3
+)
 
 //go:embed nchan.conf.tmpl
 var nchanConfTemplate string
@@ -327,7 +331,18 @@ func (b *bench) fanoutPoint(ctx context.Context, name string, n int, sim *server
 				if i >= n || ctx.Err() != nil {
 					return
 				}
-				s, r, err := dialSubscriber(ctx, t.srv.addr, t.path, t.header, rec)
+				// A burst of connections can overflow the server's accept
+				// queue (a reset): a subscriber tries again, as an
+				// EventSource would.
+				var s *sseSubscriber
+				var r *bufio.Reader
+				var err error
+				for try := range fanoutTries {
+					if s, r, err = dialSubscriber(ctx, t.srv.addr, t.path, t.header, rec); err == nil || ctx.Err() != nil {
+						break
+					}
+					time.Sleep(time.Duration(try+1) * 100 * time.Millisecond)
+				}
 				if err != nil {
 					firstErr.CompareAndSwap(nil, err.Error())
 					continue
@@ -352,7 +367,7 @@ func (b *bench) fanoutPoint(ctx context.Context, name string, n int, sim *server
 		}
 	}
 	if e, _ := firstErr.Load().(string); e != "" {
-		p.Error = fmt.Sprintf("%d of %d subscribers failed to connect, first: %s", n-p.Connected, n, e)
+		p.Error = fmt.Sprintf("%d of %d subscribers failed to connect (%d tries each), first: %s", n-p.Connected, n, fanoutTries, e)
 	}
 	if p.Connected == 0 {
 		return p
