@@ -34,6 +34,10 @@ type options struct {
 	// fixed-rate row whose tradergate run is traced after the table.
 	latencyPage string
 	trace       string
+	// fanout are the fanout rows' subscriber counts, fanoutWindow their
+	// measured time per point.
+	fanout       string
+	fanoutWindow time.Duration
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -44,9 +48,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured load before each window")
 	fs.IntVar(&o.connections, "connections", 32, "keep-alive connections of the load generator")
 	fs.StringVar(&o.out, "out", "bench/results", "directory for the table (Markdown, JSON), logs and profiles; relative to the module root")
-	fs.StringVar(&o.only, "only", "", "run only scenarios whose name starts with one of these (comma-separated): hit, hit-tx, hit-activity20, hit-orderbook1000, fleet, miss, miss-full, stampede, first-gzip-hit, zipf, zipf100k, tls, tls-h2, tls-h1, tls-new-conn, tls-resumed, latency (fixed-rate latency: latency-h1, latency-tls-h1, latency-tls-h2), idle, idle-h1, idle-h2; sweep (the page size sweep, page files against the heap: only when named)")
+	fs.StringVar(&o.only, "only", "", "run only scenarios whose name starts with one of these (comma-separated): hit, hit-tx, hit-activity20, hit-orderbook1000, fleet, miss, miss-full, stampede, first-gzip-hit, zipf, zipf100k, tls, tls-h2, tls-h1, tls-new-conn, tls-resumed, latency (fixed-rate latency: latency-h1, latency-tls-h1, latency-tls-h2), idle, idle-h1, idle-h2, fanout (subscribers of one order book stream, against Nchan: only when named); sweep (the page size sweep, page files against the heap: only when named)")
 	cpus := fs.String("cpus", "1,0", "server CPU, load generator CPU")
-	servers := fs.String("servers", "", "run only the rows of these servers (comma-separated): tradergate, ceiling-fasthttp, ceiling, ceiling+headers, nginx, nginx-tuned, varnish, passthrough, legacysim")
+	servers := fs.String("servers", "", "run only the rows of these servers (comma-separated): tradergate, ceiling-fasthttp, ceiling, ceiling+headers, nginx, nginx-tuned, varnish, passthrough, legacysim; nchan (the fanout rows only)")
 	fs.BoolVar(&o.pprof, "pprof", false, "after the table, profile tradergate's CPU on hit-activity20, miss and miss-full; with -only, on the first hit row and the miss rows chosen (admin pprof when served, else perf)")
 	fs.Float64Var(&o.zipfS, "zipf-s", 1, "Zipf exponent of the mix")
 	fs.IntVar(&o.zipfKeys, "zipf-keys", 10000, "keys in the Zipf mix")
@@ -61,6 +65,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.repeat, "repeat", 1, "run the whole matrix this many times, rows interleaved, and report each row's median run")
 	fs.StringVar(&o.latencyPage, "latency-page", "activity20-gzip", "hit page of the latency rows: tx, activity20 or orderbook1000, each also with -gzip")
 	fs.StringVar(&o.trace, "trace", "", "after the table, run this row (a fixed-rate one, e.g. latency-h1-75, or a plain HTTP/1.1 hit row, e.g. hit-activity20-gzip) once more on tradergate under a Go execution trace, and report what its slowest answers waited on")
+	fs.StringVar(&o.fanout, "fanout", "1,100,1000,10000", "subscriber counts of the fanout rows (-only fanout): one order book stream, each count a point on a fresh server")
+	fs.DurationVar(&o.fanoutWindow, "fanout-window", 10*time.Second, "measured time of each fanout point (after the subscribers connect and settle 2s); at most 20s")
 	fs.IntVar(&o.nice, "nice", 0, "run every server and the load generator under nice -n N (negative needs root): on a shared machine, keeps other work off the pinned CPUs")
 	err := fs.Parse(args)
 	if err != nil {
@@ -86,6 +92,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, errors.New("-cpus: the server and the load generator need different CPUs")
 	case o.duration < time.Second || o.warmup < 0 || o.connections < 1:
 		return o, errors.New("-duration must be at least 1s, -warmup not negative, -connections at least 1")
+	case o.fanoutWindow < time.Second || o.fanoutWindow > 20*time.Second:
+		return o, errors.New("-fanout-window between 1s and 20s")
 	case o.idleConnections < 1:
 		return o, errors.New("-idle-connections at least 1")
 	case o.zipfKeys < 100 || o.stampedeRounds < 1 || o.stampedeClients < 2 || o.repeat < 1 || o.firstGzipPages < 100 || o.l2Pages < 100:

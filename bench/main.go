@@ -6,6 +6,7 @@
 //	go run ./bench -only hit-activity20  one page's rows
 //	go run ./bench -pprof                also profile the hit and miss paths
 //	go run ./bench -only idle            memory per idle TLS connection
+//	go run ./bench -only fanout          subscribers of one stream, against Nchan
 //
 // It builds tradergate and its helpers (bench/cmd/...), starts the
 // simulated legacy host, then for every scenario and server starts a fresh
@@ -138,6 +139,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	if err := b.setUp(ctx); err != nil {
 		return err
+	}
+	if rest, ok := cutFanout(opt.only); ok {
+		// The fanout rows have their own table: they measure streams,
+		// not requests.
+		if err := b.runFanout(ctx, stdout); err != nil {
+			return fmt.Errorf("fanout: %w", err)
+		}
+		if rest == "" {
+			return nil
+		}
+		opt.only, b.opt.only = rest, rest
 	}
 	scs := buildScenarios(b.fixtures, scenarioOptions{
 		zipfKeys: opt.zipfKeys, firstGzipPages: opt.firstGzipPages, l2Pages: opt.l2Pages, stampedeRounds: opt.stampedeRounds, stampedeConns: opt.stampedeClients,
@@ -293,6 +305,21 @@ func printResults(w io.Writer, rows []row, verdicts []verdict) error {
 		fmt.Fprintf(w, "%-4s  %s: %s\n", v.Status, v.Target, v.Detail)
 	}
 	return nil
+}
+
+// cutFanout reports whether -only names the fanout rows, and the other
+// names.
+func cutFanout(only string) (rest string, ok bool) {
+	var others []string
+	for name := range strings.SplitSeq(only, ",") {
+		switch name = strings.TrimSpace(name); {
+		case name == "fanout":
+			ok = true
+		case name != "":
+			others = append(others, name)
+		}
+	}
+	return strings.Join(others, ","), ok
 }
 
 func randomKey(prefix string) string {

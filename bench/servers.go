@@ -32,6 +32,8 @@ const (
 	kindVarnish     serverKind = "varnish"
 	kindPassthrough serverKind = "passthrough"
 	kindLegacysim   serverKind = "legacysim"
+	// kindNchan is nginx with Nchan, the fanout rows' peer only.
+	kindNchan serverKind = "nchan"
 )
 
 // about explains each server in the report's notes.
@@ -55,6 +57,8 @@ func (k serverKind) about() string {
 		return "httputil.ReverseProxy to legacysim: no cache, no rewrite, no auth"
 	case kindLegacysim:
 		return "the simulated legacy host itself, as the server under test (variant B)"
+	case kindNchan:
+		return "nginx with Nchan (libnginx-mod-nchan), the fanout rows' peer: an EventSource subscriber endpoint fed by the harness's publisher, which polls the same live legacy host as the edge's poller does (every second) and posts each new event to Nchan's publisher endpoint; its CPU is not counted"
 	}
 	return ""
 }

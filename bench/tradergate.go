@@ -41,6 +41,9 @@ type tgConfig struct {
 	// per address (every connection of the benchmark comes from
 	// loopback): the idle rows.
 	MaxConnections int
+	// StreamsMaxPerKey, when set, is streams.max_per_key: the fanout
+	// rows' subscribers all use the bench key.
+	StreamsMaxPerKey int
 }
 
 // tgVariant is how a row's tradergate differs from the default
@@ -65,6 +68,11 @@ type tgVariant struct {
 	// maxConns, when set, is how many client connections it must take
 	// (the idle rows), beyond its default cap.
 	maxConns int
+	// upstream, when set, is the legacy host's base URL instead of the
+	// shared one (the fanout rows' live host); streams the streams one
+	// key may hold (the fanout rows' subscribers).
+	upstream string
+	streams  int
 }
 
 // defaultCacheBytes is config.yaml's cache.max_bytes. The harness writes
@@ -145,6 +153,10 @@ func (b *bench) startTradergate(ctx context.Context, v tgVariant) (*server, erro
 		if v.tls {
 			c.CertFile, c.KeyFile = b.cert.cert, b.cert.key
 		}
+		if v.upstream != "" {
+			c.UpstreamURL = v.upstream
+		}
+		c.StreamsMaxPerKey = v.streams
 		if v.maxConns > 0 && b.tgSections["conncap"] {
 			c.MaxConnections = v.maxConns + 64 // and the harness's own
 		}
@@ -166,6 +178,8 @@ func (b *bench) startTradergate(ctx context.Context, v tgVariant) (*server, erro
 		switch {
 		case v.otherReplica:
 			keep = name + ".yaml"
+		case v.streams > 0:
+			keep = "tradergate-fanout.yaml"
 		case v.tls && c.MaxConnections > 0:
 			keep = "tradergate-idle.yaml"
 		case v.tls:

@@ -149,3 +149,53 @@ func TestStatusPageReadyIsOneFact(t *testing.T) {
 		t.Errorf("reasons %q, want %q among them", s.Health.Reasons, want)
 	}
 }
+
+// The streams panel of a live edge, with a real order book stream open
+// against a live legacy host: status.json and the page, in a browser,
+// show the stream open and the events it was sent.
+func TestStatusPageShowsStreams(t *testing.T) {
+	e := newEdge(t, withAdmin, withSim(liveSim()))
+	testkit.Eventually(t, "the admin listener", func() bool { return e.srv.AdminAddr() != "" })
+	token := e.sim.Markets()[0].Tokens[0]
+	_, r := openStream(t, e, "/v1/orderbook/stream?tokenId="+token)
+	got := readEvents(t, r, 3)
+
+	s := statusJSON(t, e)
+	if s.Streams == nil {
+		t.Fatal("no streams panel with a stream open")
+	}
+	i := slices.IndexFunc(s.Streams.Routes, func(r status.StreamRoute) bool { return r.Name == "orderbook_events" })
+	if i < 0 {
+		t.Fatalf("streams %+v, no orderbook_events", s.Streams.Routes)
+	}
+	book := s.Streams.Routes[i]
+	if book.Open != 1 || book.Shared != 1 || book.MostPerStream != 1 || book.Polling != 1 {
+		t.Errorf("order book streams %+v, want one open, shared by one, polled here", book)
+	}
+	if book.EventsTotal < int64(len(got)) || book.LegacyCallsTotal == 0 || book.PollsPerSec <= 0 {
+		t.Errorf("order book streams %+v, want at least %d events, legacy calls and polls", book, len(got))
+	}
+
+	ctx := browsertest.Browser(t)
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate("http://"+e.srv.AdminAddr()+"/status"),
+		chromedp.WaitVisible(chromedp.ID("streams")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	text := func(sel string) string { t.Helper(); return browsertest.Text(t, ctx, sel) }
+	if got := text(`tr[data-stream="orderbook_events"] .open`); got != "1" {
+		t.Errorf("open order book streams show %q, want 1", got)
+	}
+	if got := text(`tr[data-stream="orderbook_events"] .events`); got == "0" || got == "" {
+		t.Errorf("order book events show %q, want some", got)
+	}
+	if got := text(`tr[data-stream="activity"] .open`); got != "0" {
+		t.Errorf("open activity streams show %q, want 0", got)
+	}
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	browsertest.SaveArtifact(t, "status-streams.png", png)
+}

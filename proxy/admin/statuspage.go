@@ -19,7 +19,8 @@ import (
 // The status page on the admin listener (GET /, /status, /status.json):
 // proxy/status renders it; this file feeds it. Its last-minute figures
 // come from the metrics' own counters (proxy/metrics.go, and the
-// migration's per-key count: Parts.Counters), read every few seconds by
+// migration's per-key count: Parts.Counters; the streams' series, from
+// the registry), read every few seconds by
 // a status.Sampler: no request is counted a second time for the page. A snapshot of the edge is taken
 // when the page is asked for. With Redis, each replica publishes its
 // summary for the others' pages.
@@ -55,8 +56,14 @@ func NewReplica() string {
 // initStatus starts the page's readings of the metrics' counters.
 func (a *Admin) initStatus() {
 	p := a.p
+	counters := p.Counters
+	if counters.Streams == nil && p.Registry != nil {
+		// The streams' series are registered by proxy/stream, which keeps
+		// its collectors: the panel reads them from the registry.
+		counters.Streams = p.Registry
+	}
 	a.status = statusState{
-		sampler: status.NewSampler(p.Counters, status.SamplerOptions{
+		sampler: status.NewSampler(counters, status.SamplerOptions{
 			Routes: route.Names(),
 			Cache:  status.CacheLabels{Hit: cache.Hit.String(), Miss: cache.Miss.String(), Stale: cache.Stale.String()},
 		}),

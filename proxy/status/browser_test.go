@@ -72,6 +72,12 @@ func TestPageInBrowser(t *testing.T) {
 	if got := text(t, ctx, "#verdict"); got != "Failing" {
 		t.Errorf("verdict %q, want Failing", got)
 	}
+	if got := text(t, ctx, `tr[data-stream="orderbook_events"] .open`); got != "1,840" {
+		t.Errorf("open order book streams show %q, want 1,840", got)
+	}
+	if !eval[bool](t, ctx, `document.querySelector('tr[data-stream="orderbook_events"] .lagging').classList.contains("st-warn")`) {
+		t.Error("order book streams ended lagging are not shown amber")
+	}
 
 	// The script refreshes the figures in place: change the snapshot and
 	// wait for the page to show it, without a reload.
@@ -85,6 +91,8 @@ func TestPageInBrowser(t *testing.T) {
 	next.Totals.ErrorsPerSec = 0
 	next.Native = &Native{Routes: slices.Clone(next.Native.Routes)}
 	next.Native.Routes[1].RolledBack, next.Native.Routes[1].Reason = false, "" // a reload re-armed tx
+	next.Streams = &Streams{Routes: slices.Clone(next.Streams.Routes)}
+	next.Streams.Routes[0].Open = 1900
 	snap.Store(&next)
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -107,6 +115,9 @@ func TestPageInBrowser(t *testing.T) {
 	}
 	if got := text(t, ctx, "#verdict"); got != "Healthy" {
 		t.Errorf("after the refresh, the verdict is %q", got)
+	}
+	if got := text(t, ctx, `tr[data-stream="orderbook_events"] .open`); got != "1,900" {
+		t.Errorf("after the refresh, open order book streams show %q, want 1,900", got)
 	}
 	if got := text(t, ctx, `[data-f="native.routes.1.rolled_back"]`); got != "no" {
 		t.Errorf("after the refresh, tx shows rolled back %q, want no", got)

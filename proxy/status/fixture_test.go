@@ -52,6 +52,14 @@ func fixture() Snapshot {
 				Reason: "native error ratio 0.400 (20 of 50 calls in 1m0s) passed rollback.error_ratio 0.05", Compared: 310, NativeErrors: 20, Dropped: 2},
 			{Name: "wallet_address", Mode: "canary", EffectiveMode: "canary", Percent: 30, Compared: 880, Different: 0},
 		}},
+		Streams: &Streams{Routes: []StreamRoute{
+			{Name: "orderbook_events", Open: 1840, Shared: 12, MostPerStream: 1200, Polling: 4,
+				EventsPerSec: 5520.5, EventsTotal: 91_200_311, PollsPerSec: 4, LegacyCallsPerSec: 1.2, LegacyCallsTotal: 310_422,
+				LagP50Seconds: 0.41, LagP99Seconds: 2.7, LaggingEndedTotal: 3},
+			{Name: "activity", Open: 22, Shared: 20, MostPerStream: 2, Polling: 20, EventsPerSec: 0.7, EventsTotal: 9120,
+				PollsPerSec: 6.6, LegacyCallsPerSec: 0.9, LegacyCallsTotal: 80_112, LagP50Seconds: 1.1, LagP99Seconds: 2.9},
+			{Name: "deposits_withdrawals"},
+		}},
 	}
 	rates := map[string][4]float64{ // requests/s, 5xx ratio, p50, p99
 		"orderbook_events":       {120.4, 0, 0.0009, 0.012},

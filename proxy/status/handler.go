@@ -178,8 +178,12 @@ func shape(s *Snapshot) string {
 	if s.Native != nil {
 		nat = len(s.Native.Routes)
 	}
-	return fmt.Sprintf("%d/%d/%d/%d/%d/%d/%t/%t/%d", len(s.Routes), len(s.Limits.Refused), len(s.Limits.TopKeys),
-		len(s.TLS), len(s.Fleet.Replicas), mig, s.Cache.L2.Present, s.Fleet.Enabled, nat)
+	str := -1
+	if s.Streams != nil {
+		str = len(s.Streams.Routes)
+	}
+	return fmt.Sprintf("%d/%d/%d/%d/%d/%d/%t/%t/%d/%d", len(s.Routes), len(s.Limits.Refused), len(s.Limits.TopKeys),
+		len(s.TLS), len(s.Fleet.Replicas), mig, s.Cache.L2.Present, s.Fleet.Enabled, nat, str)
 }
 
 var funcs = template.FuncMap{

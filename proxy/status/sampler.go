@@ -38,6 +38,9 @@ type Counters struct {
 	// tradergate_migration_requests_total, label key_id (and api, summed
 	// over).
 	KeyRequests prometheus.Collector
+	// Streams is the registry holding the streams' tradergate_stream_*
+	// series (proxy/stream), for the streams panel; nil: no panel.
+	Streams prometheus.Gatherer
 }
 
 // CacheLabels are the values of the cache label that are cache lookups: a
@@ -80,6 +83,10 @@ type reading struct {
 	bounds  []float64
 	refused map[string]float64 // by plan
 	keys    map[string]float64 // by key id
+	// streams are the streamed routes' figures (streams.go), nil
+	// without stream series; lagBounds their lag histogram's bounds.
+	streams   map[string]*streamTally
+	lagBounds []float64
 }
 
 // tally is one route's counts since the counters began.
@@ -193,6 +200,7 @@ func (s *Sampler) read() reading {
 	})
 	collect(s.c.Refused, func(m *dto.Metric) { r.refused[label(m, "plan")] += m.GetCounter().GetValue() })
 	collect(s.c.KeyRequests, func(m *dto.Metric) { r.keys[label(m, "key_id")] += m.GetCounter().GetValue() })
+	r.readStreams(s.c.Streams)
 	return r
 }
 
@@ -257,9 +265,9 @@ func label(m *dto.Metric, name string) string {
 
 // Fill writes the counters' figures into snap: Routes (breakers left as
 // they are, or closed for a route snap did not list), Totals' rates, the
-// cache's hit ratios and stale counts, the upstream's rates, and the
-// limits' refusals and busiest keys. Figures "of the last minute" are the
-// differences between a reading taken now and the oldest reading of the
+// cache's hit ratios and stale counts, the upstream's rates, the limits'
+// refusals and busiest keys, and Streams. Figures "of the last minute" are
+// the differences between a reading taken now and the oldest reading of the
 // last minute, over the time between them (at least a second); "total"
 // figures are since the counters began. The other fields are the edge's
 // to fill.
@@ -331,6 +339,8 @@ func (s *Sampler) Fill(snap *Snapshot) {
 		return cmp.Or(cmp.Compare(b.LastMinute, a.LastMinute), cmp.Compare(a.KeyID, b.KeyID))
 	})
 	snap.Limits.TopKeys = snap.Limits.TopKeys[:min(len(snap.Limits.TopKeys), topKeys)]
+
+	snap.Streams = fillStreams(cur, base, span)
 }
 
 func (t tally) lookups() float64 { return t.hits + t.misses + t.stale }

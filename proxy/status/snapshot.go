@@ -52,6 +52,8 @@ type Snapshot struct {
 	// Native is absent while no route leaves the legacy host (native
 	// section off).
 	Native *Native `json:"native,omitempty"`
+	// Streams is absent while the edge has no stream series (streams.go).
+	Streams *Streams `json:"streams,omitempty"`
 }
 
 // Build says which binary runs (tradergate_build_info).

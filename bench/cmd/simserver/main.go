@@ -44,13 +44,18 @@ func run() error {
 	key := flag.String("key", "", "the bearer key the host requires")
 	end := flag.Int64("end", 0, "Unix seconds of the newest data (0: now); give the same value to instances that must agree")
 	fixtures := flag.String("fixtures", "", "write the fixtures JSON here before serving")
+	liveBook := flag.Duration("live-book-every", 0, "live mode: each token's order book changes about this often, from now on (0: a fixed history, no live events); the fanout rows' host")
 	flag.Parse()
 
 	endT := time.Now().Truncate(time.Second)
 	if *end > 0 {
 		endT = time.Unix(*end, 0)
 	}
-	sim := legacysim.New(legacysim.Config{Seed: *seed, Key: *key, End: endT})
+	cfg := legacysim.Config{Seed: *seed, Key: *key, End: endT}
+	if *liveBook > 0 {
+		cfg.Live = &legacysim.Live{BookEvery: *liveBook}
+	}
+	sim := legacysim.New(cfg)
 	if *fixtures != "" {
 		if err := writeFixtures(*fixtures, sim, endT); err != nil {
 			return err

@@ -61,7 +61,8 @@
     days: function (v) { return "st-" + (v < 7 ? "bad" : v < 21 ? "warn" : "ok"); },
     store: function (v) { return v === "ok" ? "st-ok" : v === "degraded" ? "st-warn" : v === "down" ? "st-bad" : ""; },
     okbad: function (v) { return v ? "st-ok" : "st-bad"; },
-    none: function (v) { return v ? "st-bad" : "st-ok"; }
+    none: function (v) { return v ? "st-bad" : "st-ok"; },
+    lagging: function (v) { return v ? "st-warn" : "st-ok"; }
   };
   // value reads data-<attr>, divided by data-d when the element has one
   // (a ratio of two rates, which the JSON keeps apart so they add up).
@@ -74,8 +75,9 @@
   function shape(s) {
     var mig = s.migration ? s.migration.keys.length : -1;
     var nat = s.native ? s.native.routes.length : -1;
+    var str = s.streams ? s.streams.routes.length : -1;
     return [s.routes.length, s.limits.refused.length, s.limits.top_keys.length, s.tls.length,
-      s.fleet.replicas.length, mig, s.cache.l2.present, s.fleet.enabled, nat].join("/");
+      s.fleet.replicas.length, mig, s.cache.l2.present, s.fleet.enabled, nat, str].join("/");
   }
   function apply(s) {
     if (shape(s) !== body.getAttribute("data-shape")) { location.reload(); return; }
