@@ -285,6 +285,9 @@ func (b *bench) runFanout(ctx context.Context, stdout io.Writer) error {
 			}
 			fmt.Fprintf(b.stderr, "fanout: %s, %d subscribers…\n", name, n)
 			p := b.fanoutPoint(ctx, name, n, sim, token, nchanMod)
+			if ctx.Err() != nil {
+				break // an interrupted point measured nothing
+			}
 			points = append(points, p)
 			fmt.Fprintln(b.stderr, "  "+fanoutLine(p))
 		}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -160,3 +161,30 @@ func TestSSESubscriberRead(t *testing.T) {
 }
 
 func bufioReader(s string) *bufio.Reader { return bufio.NewReaderSize(strings.NewReader(s), 2048) }
+
+// -only fanout runs the fanout rows, and the other names the matrix;
+// -fanout reads subscriber counts.
+func TestFanoutFlags(t *testing.T) {
+	for _, tc := range []struct {
+		only, rest string
+		ok         bool
+	}{{"fanout", "", true}, {"hit, fanout ,miss", "hit,miss", true}, {"hit", "hit", false}, {"", "", false}, {"fanout-x", "fanout-x", false}} {
+		if rest, ok := cutFanout(tc.only); rest != tc.rest || ok != tc.ok {
+			t.Errorf("cutFanout(%q) = %q, %v; want %q, %v", tc.only, rest, ok, tc.rest, tc.ok)
+		}
+	}
+	if n, err := fanoutSubscribers("1, 100,10000"); err != nil || !slices.Equal(n, []int{1, 100, 10000}) {
+		t.Errorf("fanoutSubscribers: %v, %v", n, err)
+	}
+	for _, bad := range []string{"", "0", "10,x"} {
+		if _, err := fanoutSubscribers(bad); err == nil {
+			t.Errorf("fanoutSubscribers(%q) accepted", bad)
+		}
+	}
+	if _, err := parseFlags([]string{"-fanout-window", "30s"}, io.Discard); err == nil {
+		t.Error("a fanout window over 20s accepted")
+	}
+	if _, err := parseServers("tradergate,nchan"); err != nil {
+		t.Errorf("-servers nchan: %v", err)
+	}
+}
