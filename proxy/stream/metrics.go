@@ -19,8 +19,18 @@ type metrics struct {
 	gaps      *prometheus.CounterVec
 	takeovers *prometheus.CounterVec
 	lag       *prometheus.HistogramVec
+	// perEvent holds each route's series of delivered, looked up once:
+	// they are written once per event and subscriber, thousands of times
+	// an event on a busy stream.
+	perEvent map[string]eventSeries
 
 	openD, hubsD, mostD, leadD *prometheus.Desc
+}
+
+// eventSeries are one route's series written for each delivered event.
+type eventSeries struct {
+	events prometheus.Counter
+	lag    prometheus.Observer
 }
 
 func newMetrics(reg prometheus.Registerer, m *Manager) (*metrics, error) {
@@ -68,10 +78,11 @@ func newMetrics(reg prometheus.Registerer, m *Manager) (*metrics, error) {
 			Help:    "From an event's own time (indexedTimestamp of an order book event, blockTimestamp of an activity or transfer item) to its write to a subscriber's connection, by route.",
 			Buckets: []float64{0.1, 0.25, 0.5, 1, 2, 3, 5, 10, 30, 60, 300},
 		}, byRoute),
-		openD: prometheus.NewDesc("tradergate_stream_open", "Streams open on this replica, by route.", byRoute, nil),
-		hubsD: prometheus.NewDesc("tradergate_stream_pollers", "Canonical streams with subscribers on this replica (each shares one poller, here or on the replica holding its lease), by route.", byRoute, nil),
-		mostD: prometheus.NewDesc("tradergate_stream_subscribers_max", "The most subscribers one canonical stream has on this replica, by route.", byRoute, nil),
-		leadD: prometheus.NewDesc("tradergate_stream_leading", "Canonical streams this replica polls (alone, or holding the fleet's lease), by route.", byRoute, nil),
+		openD:    prometheus.NewDesc("tradergate_stream_open", "Streams open on this replica, by route.", byRoute, nil),
+		hubsD:    prometheus.NewDesc("tradergate_stream_pollers", "Canonical streams with subscribers on this replica (each shares one poller, here or on the replica holding its lease), by route.", byRoute, nil),
+		mostD:    prometheus.NewDesc("tradergate_stream_subscribers_max", "The most subscribers one canonical stream has on this replica, by route.", byRoute, nil),
+		leadD:    prometheus.NewDesc("tradergate_stream_leading", "Canonical streams this replica polls (alone, or holding the fleet's lease), by route.", byRoute, nil),
+		perEvent: make(map[string]eventSeries, len(Routes)),
 	}
 	for _, r := range Routes {
 		for _, c := range []*prometheus.CounterVec{x.openedC, x.events, x.polls, x.reads, x.legacy, x.failed, x.gaps, x.takeovers} {
@@ -80,7 +91,7 @@ func newMetrics(reg prometheus.Registerer, m *Manager) (*metrics, error) {
 		for _, reason := range Reasons {
 			x.endedC.WithLabelValues(r, string(reason))
 		}
-		x.lag.WithLabelValues(r)
+		x.perEvent[r] = eventSeries{x.events.WithLabelValues(r), x.lag.WithLabelValues(r)}
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{x.openedC, x.endedC, x.events, x.polls, x.reads, x.legacy, x.failed, x.gaps, x.takeovers, x.lag, x} {
@@ -116,8 +127,12 @@ func (x *metrics) opened(route string) { x.openedC.WithLabelValues(route).Inc() 
 func (x *metrics) ended(route string, r Reason) { x.endedC.WithLabelValues(route, string(r)).Inc() }
 
 func (x *metrics) delivered(route string, lag time.Duration) {
-	x.events.WithLabelValues(route).Inc()
-	x.lag.WithLabelValues(route).Observe(max(lag, 0).Seconds())
+	es, ok := x.perEvent[route]
+	if !ok {
+		es = eventSeries{x.events.WithLabelValues(route), x.lag.WithLabelValues(route)}
+	}
+	es.events.Inc()
+	es.lag.Observe(max(lag, 0).Seconds())
 }
 
 func (x *metrics) polled(route string) { x.polls.WithLabelValues(route).Inc() }
