@@ -97,7 +97,8 @@ type conn struct {
 	floodAt time.Time // when flood was last refilled
 	// closedWindow is what the client may still give back, by
 	// WINDOW_UPDATEs for streams already closed, without spending the
-	// flood budget: the DATA bytes sent, up to closedWindowMax (flood.go).
+	// flood budget: what those streams were sent and had not been given
+	// back when they closed (flood.go).
 	closedWindow int64
 	reason       string
 
@@ -769,6 +770,10 @@ func (c *conn) closeStreamLocked(st *Stream) {
 	c.unpendLocked(st)
 	c.active = true
 	delete(c.streams, st.id)
+	// What the client was sent on st and has not given back, it may
+	// still give back (flood.go): the window st was opened with, less
+	// what is left of it.
+	c.closedWindow += max(0, c.initialWindow-st.sendWindow)
 	c.openClosedLocked(st)
 	if st.cancel != nil {
 		st.cancel()

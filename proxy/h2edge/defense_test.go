@@ -256,6 +256,53 @@ func TestSettingsBounded(t *testing.T) {
 	}
 }
 
+// A client that reads large answers and gives their windows back after
+// the streams ended (Go's client does, 4 KiB at a time) is not a flood,
+// however much it was sent: what the closed streams were sent and had not
+// given back is free to give back, and only what goes past it counts.
+func TestWindowUpdatesAfterLargeAnswers(t *testing.T) {
+	const streams, size, step = 8, 512 << 10, 4 << 10
+	var ev events
+	body := bytes.Repeat([]byte("x"), size)
+	addr := serve(t, ev.hook(&h2edge.Server{Handler: func(st *h2edge.Stream) {
+		st.Status(200)
+		st.Send(body)
+	}}))
+	c := dialRaw(t, addr, http2.Setting{ID: http2.SettingInitialWindowSize, Val: 4 << 20})
+	if err := c.fr.WriteWindowUpdate(0, 1<<30); err != nil {
+		t.Fatal(err)
+	}
+	for i := range streams {
+		c.headers(uint32(1+2*i), true)
+	}
+	for ended := 0; ended < streams; {
+		switch f := c.next().(type) {
+		case *http2.MetaHeadersFrame:
+		case *http2.DataFrame:
+			if f.StreamEnded() {
+				ended++
+			}
+		default:
+			t.Fatalf("read %v", f)
+		}
+	}
+	// All of it given back, 4 KiB at a time: 1,024 updates for 4 MiB.
+	per := size / step
+	if n, ga := c.flood(streams*per, 25, func(i int) error {
+		return c.fr.WriteWindowUpdate(uint32(1+2*(i/per)), step)
+	}); ga != nil {
+		t.Fatalf("cut after %d window updates for closed streams: %v", n, ga)
+	}
+	// Past that, they count.
+	n, ga := c.flood(5000, 25, func(int) error { return c.fr.WriteWindowUpdate(1, step) })
+	if ga == nil || ga.ErrCode != http2.ErrCodeEnhanceYourCalm || n > 300 {
+		t.Fatalf("after %d more: GOAWAY %v, want ENHANCE_YOUR_CALM within about 200", n, ga)
+	}
+	if r := ev.waitClosed(t); r != h2edge.ReasonFlood {
+		t.Errorf("closed for %s", r)
+	}
+}
+
 // A SETTINGS frame of 100 parameters, the bound, is taken: the
 // connection goes on answering.
 func TestSettingsAtTheBound(t *testing.T) {

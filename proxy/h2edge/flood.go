@@ -71,14 +71,14 @@ const (
 // A client gives back the window of an answer as it reads it, and those
 // WINDOW_UPDATEs may reach the server after the stream has closed (Go's
 // client sends one for each 4 KiB read). They are free while they give
-// back no more than the DATA bytes sent (closedWindow), each counted as
-// at least closedWindowMin, so that a client can send at most
-// closedWindowMax/closedWindowMin of them for nothing; past that each
-// adds to the flood score.
-const (
-	closedWindowMin = 1 << 10
-	closedWindowMax = 1 << 20
-)
+// back no more than the closed streams were sent and had not given back
+// (closedWindow, counted as each stream closes), each counted as at least
+// closedWindowMin, so that a client that reads in small steps pays for
+// them; past that each adds to the flood score. There is no cap: what
+// is free was sent to the client, which costs the server more than the
+// updates that give it back, and a cap cut off clients that read many
+// large answers at once.
+const closedWindowMin = 1 << 10
 
 // calmError ends a connection with ENHANCE_YOUR_CALM.
 type calmError struct{ reason string }

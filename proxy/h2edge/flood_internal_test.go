@@ -20,7 +20,6 @@ func TestDefenseThresholdsAsDocumented(t *testing.T) {
 		{"floodCredit", floodCredit, 500},
 		{"floodRefill", int64(floodRefill), int64(time.Second)},
 		{"closedWindowMin", closedWindowMin, 1 << 10},
-		{"closedWindowMax", closedWindowMax, 1 << 20},
 		{"maxEmptyContinuations", maxEmptyContinuations, 200},
 		{"maxSettings", maxSettings, 100},
 		{"defaultMaxStreams", defaultMaxStreams, 250},
@@ -75,14 +74,15 @@ func TestFloodScore(t *testing.T) {
 }
 
 // A WINDOW_UPDATE for a closed stream is free while it gives back no
-// more than the DATA bytes sent, each counted as at least
-// closedWindowMin: so at most closedWindowMax/closedWindowMin of them,
-// then each adds to the flood score.
+// more than what is left to give back, each counted as at least
+// closedWindowMin; past that each adds to the flood score.
+// TestWindowUpdatesAfterLargeAnswers holds how much that is.
 func TestClosedStreamWindowUpdates(t *testing.T) {
-	c := &conn{streams: map[uint32]*Stream{}, maxID: 1, closedWindow: closedWindowMax}
+	const left = 64 << 10
+	c := &conn{streams: map[uint32]*Stream{}, maxID: 1, closedWindow: left}
 	f := &http2.WindowUpdateFrame{FrameHeader: http2.FrameHeader{Type: http2.FrameWindowUpdate, StreamID: 1}, Increment: 1}
 	free := 0
-	for range 2 * closedWindowMax / closedWindowMin {
+	for range 2 * left / closedWindowMin {
 		if err := c.processWindowUpdate(f); err != nil {
 			t.Fatal(err)
 		}
@@ -91,7 +91,7 @@ func TestClosedStreamWindowUpdates(t *testing.T) {
 		}
 		free++
 	}
-	if want := closedWindowMax / closedWindowMin; free != want || c.flood != 1 {
+	if want := left / closedWindowMin; free != want || c.flood != 1 {
 		t.Errorf("%d free updates of 1 byte then a score of %d; want %d then 1", free, c.flood, want)
 	}
 }

@@ -305,7 +305,6 @@ func (c *conn) pumpLocked() {
 		end := n == int64(len(st.out))
 		fin := st.framedLocked(end) // an open answer's last bytes do not end it
 		c.w.data(st.id, st.out[:n], fin)
-		c.closedWindow = min(c.closedWindow+n, closedWindowMax)
 		c.active = true
 		st.out = st.out[n:]
 		st.sendWindow -= n
