@@ -61,6 +61,10 @@ type Checker struct {
 	// route's poll and TTLs (streamBound).
 	Streams     StreamTruth
 	StreamSlack time.Duration
+	// StreamTail is how long after a fault's own tail a stream's events
+	// may still be late: the poller's lease (streams.lease), which a
+	// replica that stopped or lost Redis may hold that long after.
+	StreamTail time.Duration
 
 	detailed int // violations given their detail so far
 }

@@ -411,5 +411,6 @@ func (f *fleet) checker(phases []string) *Checker {
 		Phases:      phases,
 		Streams:     f.streamTruth,
 		StreamSlack: streamSlack(),
+		StreamTail:  5 * time.Second, // streams.lease, its default
 	}
 }

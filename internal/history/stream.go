@@ -295,10 +295,11 @@ func idOr(truth []StreamItem, i int) string {
 }
 
 // anyFault reports whether a fault on any replica may be seen during
-// [from, to]: a stream's events may come from any replica's poll.
+// [from, to], its tail lengthened by StreamTail: a stream's events may
+// come from any replica's poll.
 func (c *Checker) anyFault(from, to time.Time) bool {
 	for r := range 3 {
-		if len(active(c.Faults, c.Tails, r, from, to)) > 0 {
+		if len(active(c.Faults, c.Tails, r, from.Add(-c.StreamTail), to)) > 0 {
 			return true
 		}
 	}

@@ -285,7 +285,7 @@ func streamSlack() time.Duration {
 	if raceEnabled {
 		return 6 * time.Second
 	}
-	return 2 * time.Second
+	return 3 * time.Second
 }
 
 // routeTransfers is the route name of a trader's deposits and withdrawals
