@@ -298,8 +298,8 @@ func idOr(truth []StreamItem, i int) string {
 // [from, to], its tail lengthened by StreamTail: a stream's events may
 // come from any replica's poll.
 func (c *Checker) anyFault(from, to time.Time) bool {
-	for r := range 3 {
-		if len(active(c.Faults, c.Tails, r, from.Add(-c.StreamTail), to)) > 0 {
+	for _, f := range c.Faults {
+		if len(active([]Fault{f}, c.Tails, f.Replica, from.Add(-c.StreamTail), to)) > 0 {
 			return true
 		}
 	}
