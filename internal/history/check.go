@@ -50,6 +50,9 @@ type Checker struct {
 	// every moment, not only while a fault is in force.
 	SlowFetches bool
 	Logs        Logs // nil: none printed
+	// Fetch is the longest a legacy fetch may run (upstream.timeout for
+	// each of its attempts): what a MISS's Age may hold beyond its TTL.
+	Fetch time.Duration
 	// Slack is how much older than its Age an answer's legacy version may
 	// be: the time between the legacy host making the answer and the edge
 	// storing it (the transfer, the rewrite, a loaded machine).
@@ -61,6 +64,10 @@ type Checker struct {
 	// route's poll and TTLs (streamBound).
 	Streams     StreamTruth
 	StreamSlack time.Duration
+	// StreamTail is how long after a fault's own tail a stream's events
+	// may still be late: the poller's lease (streams.lease), which a
+	// replica that stopped or lost Redis may hold that long after.
+	StreamTail time.Duration
 
 	detailed int // violations given their detail so far
 }
@@ -352,6 +359,12 @@ func (c *Checker) checkPage(e *Exchange, up, routeName string, req *route.Reques
 		} else {
 			limit += b.SWR
 		}
+	}
+	if e.XCache == "MISS" {
+		// A fetched page's age counts from the fetch's start (cache/miss.go,
+		// newEntry, as RFC 9111 4.2.3 counts from the request time): a
+		// MISS that joined a slow fetch is as old as the fetch took.
+		limit += c.Fetch
 	}
 	if time.Duration(age)*time.Second > limit {
 		return c.violation(e, up, "stale beyond its bound", fmt.Sprintf("Age %ds, X-Cache %s, bound %v with faults in force: %s", age, e.XCache, limit, kinds(faults)))

@@ -62,6 +62,10 @@ func TestCheckerCatches(t *testing.T) {
 			e := &exs[pick("a page that changes", changing)]
 			e.Age, e.XCache = "400", "STALE"
 		}},
+		{"stale beyond its bound: a MISS 30s old, past TTL and the longest fetch", "stale beyond its bound", func(exs []Exchange, c *Checker) {
+			e := &exs[pick("a page that changes", changing)]
+			e.Age, e.XCache = "30", "MISS"
+		}},
 		{"stale beyond its bound: an old version served as new", "older than its Age", func(exs []Exchange, c *Checker) {
 			// A version of the page the legacy host last gave well
 			// before the answer, served with Age 0.

@@ -13,7 +13,8 @@
 //     that found nothing, a day for a settled page), plus
 //     stale-while-revalidate for a STALE answer, plus stale-if-error only
 //     while a fault makes fetches fail or wait (docs/CONTRACT.md
-//     #cache-headers and #errors). Its ETag names its body (an xxHash of
+//     #cache-headers and #errors), plus the longest fetch for a MISS
+//     (whose age counts from its fetch's start). Its ETag names its body (an xxHash of
 //     the identity body, cache/entry.go), and its encoding is one the
 //     client accepted.
 //   - A page the edge answered immutable never changes: one body for the

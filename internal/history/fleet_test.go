@@ -411,5 +411,7 @@ func (f *fleet) checker(phases []string) *Checker {
 		Phases:      phases,
 		Streams:     f.streamTruth,
 		StreamSlack: streamSlack(),
+		StreamTail:  5 * time.Second,                 // streams.lease, its default
+		Fetch:       2 * runTiming().upstreamTimeout, // upstream.retry.max_attempts 2
 	}
 }

@@ -328,6 +328,9 @@ func (f *fleet) run(phases []phase, d time.Duration, answers int) *Result {
 	close(stop)
 	wg.Wait()
 	f.subs = subscribers()
+	for i := range f.subs {
+		f.t.Logf("subscriber %q: %s", f.subs[i].Name, f.subs[i].Connections())
+	}
 	took := time.Since(start)
 	checking := time.Now()
 	c := f.checker(names)

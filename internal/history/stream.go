@@ -78,8 +78,8 @@ type StreamClient struct {
 // until the stream ends, ctx is done, or nothing at all (not even a
 // heartbeat) came for cl.Silence. It returns the connection's record,
 // which it has appended to s.Conns.
-func ReadStream(ctx context.Context, cl StreamClient, s *Subscription) StreamConn {
-	c := StreamConn{Replica: cl.Replica, Front: cl.Front, LastEventID: s.LastID(), Opened: time.Now()}
+func ReadStream(ctx context.Context, cl StreamClient, s *Subscription) (c StreamConn) {
+	c = StreamConn{Replica: cl.Replica, Front: cl.Front, LastEventID: s.LastID(), Opened: time.Now()}
 	rt, base, key, silence := cl.RT, cl.Base, cl.Key, cl.Silence
 	conn := len(s.Conns)
 	defer func() {
@@ -295,10 +295,11 @@ func idOr(truth []StreamItem, i int) string {
 }
 
 // anyFault reports whether a fault on any replica may be seen during
-// [from, to]: a stream's events may come from any replica's poll.
+// [from, to], its tail lengthened by StreamTail: a stream's events may
+// come from any replica's poll.
 func (c *Checker) anyFault(from, to time.Time) bool {
-	for r := range 3 {
-		if len(active(c.Faults, c.Tails, r, from, to)) > 0 {
+	for _, f := range c.Faults {
+		if len(active([]Fault{f}, c.Tails, f.Replica, from.Add(-c.StreamTail), to)) > 0 {
 			return true
 		}
 	}
@@ -334,4 +335,32 @@ func (r *StreamResult) Report() string {
 	}
 	b.WriteString("\n")
 	return b.String()
+}
+
+// Connections describes each connection of a subscription in a few
+// words: its replica and front, whether it resumed, how many events it
+// got, and how it ended.
+func (s *Subscription) Connections() string {
+	got := make([]int, len(s.Conns))
+	for _, e := range s.Events {
+		got[e.Conn]++
+	}
+	parts := make([]string, len(s.Conns))
+	for i, c := range s.Conns {
+		how := c.End
+		switch {
+		case c.Status != 200:
+			how = "refused " + strconv.Itoa(c.Status)
+		case how == "" && c.Err != "":
+			how = c.Err
+		case how == "":
+			how = "left"
+		}
+		resumed := ""
+		if c.LastEventID != "" {
+			resumed = " resumed"
+		}
+		parts[i] = fmt.Sprintf("replica %d %s%s at %s: %d events, %s", c.Replica, c.Front, resumed, c.Opened.Format("15:04:05.000"), got[i], how)
+	}
+	return strings.Join(parts, "; ")
 }

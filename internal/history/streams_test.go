@@ -11,8 +11,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
+	"tradergate/legacysim"
 	"tradergate/normalize"
 	"tradergate/proxy/route"
 )
@@ -285,9 +287,50 @@ func streamSlack() time.Duration {
 	if raceEnabled {
 		return 6 * time.Second
 	}
-	return 2 * time.Second
+	return 3 * time.Second
 }
 
 // routeTransfers is the route name of a trader's deposits and withdrawals
 // (proxy/route keeps it unexported).
 const routeTransfers = "deposits_withdrawals"
+
+// A stream opened a few seconds behind a busy order book, on a legacy
+// host that takes longer to answer a page than the book takes to get its
+// next event, is caught up in one page, yet ends too_far_behind.
+//
+// proxy/stream's Subscriber.catchUp reads pages while its position is not
+// among its hub's recent events. Its first read (cursor or from=, a new
+// cache key, so a legacy call) reaches the events of the moment the
+// legacy host answered: past the hub's newest, which the hub only gets at
+// its next poll. The position is then not among the hub's events either,
+// so catchUp reads the next page from there, a new cache key again, which
+// again holds the events that arrived meanwhile: while each read takes
+// longer than the gap between two events, every read is non-empty, each
+// counts against streams.catch_up_pages, and the stream ends
+// too_far_behind after 11 reads (about 4s here, 38 events), though it was
+// never more than one page behind (docs/CONTRACT.md#streams: the pages are
+// those "between the start and the live ones"). No event is lost (the
+// client resumes with Last-Event-ID, and the history checks that), but
+// each such end costs the client a request and a reconnection. Seen in
+// TestCheckerCatches under the race detector, where every read is slow;
+// without the skip this test fails every time.
+func TestStreamCatchUpOvertakesHub(t *testing.T) {
+	t.Skip("edge bug in proxy/stream (catchUp chases the live events past its hub): see the comment; not this package's to fix")
+	f := newFleet(t)
+	m := f.sim.Markets()[0]
+	// Every legacy page of the order book takes 300ms, more than twice
+	// the gap between two events of a market (125ms on average).
+	f.sim.SetFaults(legacysim.Faults{Route: "orderbook_events", Latency: 300 * time.Millisecond})
+	defer f.sim.SetFaults(legacysim.Faults{})
+	start := time.Now()
+	s := &Subscription{Name: "book of a market", Route: route.OrderBookEvents, Start: start,
+		Target: "/v1/orderbook/stream?marketId=" + m.ID + "&from=" + strconv.FormatInt(start.Add(-3*time.Second).UnixMilli(), 10)}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c := ReadStream(ctx, StreamClient{RT: f.transport[0][H1], Base: f.reps[0].base(), Front: H1, Key: clientKey,
+		Silence: streamSilence(), Phase: func() int { return 0 }}, s)
+	if c.End == "too_far_behind" {
+		t.Fatalf("a stream 3s behind (one page) ended too_far_behind after %v and %d events", c.Closed.Sub(c.Opened).Round(time.Millisecond), len(s.Events))
+	}
+	t.Logf("%s", s.Connections())
+}
