@@ -296,26 +296,19 @@ const routeTransfers = "deposits_withdrawals"
 
 // A stream opened a few seconds behind a busy order book, on a legacy
 // host that takes longer to answer a page than the book takes to get its
-// next event, is caught up in one page, yet ends too_far_behind.
+// next event, is caught up and handed to its hub; it does not end
+// too_far_behind.
 //
-// proxy/stream's Subscriber.catchUp reads pages while its position is not
-// among its hub's recent events. Its first read (cursor or from=, a new
-// cache key, so a legacy call) reaches the events of the moment the
-// legacy host answered: past the hub's newest, which the hub only gets at
-// its next poll. The position is then not among the hub's events either,
-// so catchUp reads the next page from there, a new cache key again, which
-// again holds the events that arrived meanwhile: while each read takes
-// longer than the gap between two events, every read is non-empty, each
-// counts against streams.catch_up_pages, and the stream ends
-// too_far_behind after 11 reads (about 4s here, 38 events), though it was
-// never more than one page behind (docs/CONTRACT.md#streams: the pages are
-// those "between the start and the live ones"). No event is lost (the
-// client resumes with Last-Event-ID, and the history checks that), but
-// each such end costs the client a request and a reconnection. Seen in
-// TestCheckerCatches under the race detector, where every read is slow;
-// without the skip this test fails every time.
+// Its first read (cursor or from=, a new cache key, so a legacy call)
+// reaches the events of the moment the legacy host answered: past the
+// hub's newest, which the hub only gets at its next poll. Were the
+// catch-up to read on from there, each page would hold the events that
+// arrived meanwhile, count against streams.catch_up_pages, and the stream
+// would end after 11 reads though it was never more than one page behind
+// (docs/CONTRACT.md#streams). Subscriber.catchUp waits for the hub's next
+// poll once a read reaches the end of the pages (TestCatchUpMeetsTheHub
+// in proxy/stream holds that deterministically; this is the whole fleet).
 func TestStreamCatchUpOvertakesHub(t *testing.T) {
-	t.Skip("edge bug in proxy/stream (catchUp chases the live events past its hub): see the comment; not this package's to fix")
 	f := newFleet(t)
 	m := f.sim.Markets()[0]
 	// Every legacy page of the order book takes 300ms, more than twice

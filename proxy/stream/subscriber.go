@@ -287,6 +287,13 @@ func (s *Subscriber) waitDrained(pending int) bool {
 func (s *Subscriber) catchUp(pos Pos) {
 	h := s.h
 	pages := 0
+	// waitHub: the last read reached the end of the pages, so pos is as
+	// new as the legacy host's events, newer than the hub's newest when
+	// the hub's last poll came before that read. Reading on would chase
+	// the new events a page at a time, each page a legacy call, and never
+	// meet the hub when pages take longer than events come; the stream
+	// waits for the hub's next poll to reach pos instead.
+	waitHub := false
 	for s.ctx.Err() == nil {
 		evs, attached, wake := h.next(s, pos)
 		if attached {
@@ -301,8 +308,21 @@ func (s *Subscriber) catchUp(pos Pos) {
 			pos = Pos{ID: evs[len(evs)-1].ID}
 			continue
 		}
+		if waitHub {
+			// pos is not among the hub's events yet: wait for its ring to
+			// grow (or a poll interval, for a hub that found nothing new),
+			// then look again before reading another page.
+			waitHub = false
+			select {
+			case <-wake:
+			case <-time.After(h.interval()):
+			case <-s.ctx.Done():
+				return
+			}
+			continue
+		}
 		// pos is not among the hub's events: read on from pages.
-		read, next, _, err := h.src.read(s.ctx, pos)
+		read, next, more, err := h.src.read(s.ctx, pos)
 		if err != nil {
 			if s.ctx.Err() != nil {
 				return
@@ -316,22 +336,13 @@ func (s *Subscriber) catchUp(pos Pos) {
 			}
 			continue
 		}
-		if len(read) == 0 {
-			// The end of the pages, and pos is not the hub's newest yet:
-			// the hub reads as far at its next poll (or pos was read from
-			// a page the cache held a moment longer). Empty reads are not
-			// counted: they wait for the hub.
-			select {
-			case <-wake:
-			case <-time.After(h.interval()):
-			case <-s.ctx.Done():
+		// An empty read at the end of the pages does not count against
+		// catch_up_pages: it waits for the hub.
+		if len(read) > 0 || more {
+			if pages++; pages > s.m.cfg.CatchUpPages {
+				s.end(ReasonTooFarBehind)
 				return
 			}
-			continue
-		}
-		if pages++; pages > s.m.cfg.CatchUpPages {
-			s.end(ReasonTooFarBehind)
-			return
 		}
 		for _, ev := range read {
 			if !s.sendCaughtUp(ev) {
@@ -339,6 +350,7 @@ func (s *Subscriber) catchUp(pos Pos) {
 			}
 		}
 		pos = next
+		waitHub = !more
 	}
 }
 
