@@ -38,18 +38,27 @@ func (s *Server) serveStream(x *exchange) bool {
 	if !ok {
 		return false
 	}
+	s.openStream(x, name, address)
+	return true
+}
+
+// openStream is serveStream's work on a stream path, apart so that its
+// stack frame is reserved only there, not on every request's way.
+//
+//go:noinline
+func (s *Server) openStream(x *exchange, name, address string) {
 	x.route = s.routes.ByName(name)
 	if !s.admit(x) {
-		return true
+		return
 	}
 	if err := route.CheckQuery(x.RawQuery); err != nil {
 		x.fail(err)
-		return true
+		return
 	}
 	req := new(route.Request)
 	if err := x.route.ValidateInto(req, address, stream.KeepParams(name, x.RawQuery)); err != nil {
 		x.fail(err)
-		return true
+		return
 	}
 	// What the stream keeps outlives the exchange: copies.
 	r := stream.Request{Route: name, PathParam: strings.Clone(req.PathParam), KeyID: x.keyID()}
@@ -67,13 +76,13 @@ func (s *Server) serveStream(x *exchange) bool {
 	case x.LastEventID != "":
 		if !stream.Valid(name, x.LastEventID) {
 			x.fail(&route.Error{Message: "Invalid Last-Event-ID"})
-			return true
+			return
 		}
 		r.Start = stream.Pos{ID: strings.Clone(x.LastEventID)}
 	case req.Param("cursor") != "":
 		if !stream.Valid(name, req.Param("cursor")) {
 			x.fail(&route.Error{Message: "Invalid cursor"})
-			return true
+			return
 		}
 		r.Start = stream.Pos{ID: strings.Clone(req.Param("cursor"))}
 	default:
@@ -84,16 +93,15 @@ func (s *Server) serveStream(x *exchange) bool {
 	if x.Method == http.MethodHead {
 		// HEAD: the head of the answer, and no stream.
 		streamHead(x)
-		return true
+		return
 	}
 	sub, err := s.streams.Open(x.ctx, r)
 	if err != nil {
 		x.fail(streamError(err, s.cfg.Streams.Retry))
-		return true
+		return
 	}
 	x.Stream = sub
 	streamHead(x)
-	return true
 }
 
 // streamHead sets the answer's status and fields: an event stream, which
