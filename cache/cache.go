@@ -250,7 +250,26 @@ func (c *Cache) Fresh(key string, now time.Time) *Entry {
 // key is the caller's memory, read during the call: what outlives it (a
 // flight, a refresh, the stored entry) keeps the copy ownKey makes.
 func (c *Cache) Get(ctx context.Context, key string, fetch Fetch) (Result, error) {
+	return c.GetSince(ctx, key, time.Time{}, fetch)
+}
+
+// GetSince is Get for a caller that must see what the legacy host said
+// since a moment: a page fetched before since (its Stored time), fresh or
+// stale, here or in the shared tier, is fetched again, or taken from a
+// flight of the key that fetches it anew; it still answers as
+// stale_if_error allows when that fetch fails. A stream's poller reads so
+// (proxy/stream): with its interval at the route's fresh TTL, the page it
+// read at its last poll is still fresh at the next by a hair, and then
+// inside stale_while_revalidate, so a poll that found nothing new would
+// find nothing new twice more, whatever came meanwhile.
+func (c *Cache) GetSince(ctx context.Context, key string, since time.Time, fetch Fetch) (Result, error) {
 	e := c.store.get(key)
+	if e != nil && e.Stored.Before(since) {
+		if e.state(c.now()) == unusable {
+			e = nil
+		}
+		return c.miss(ctx, ownKey(key), fetch, e, since)
+	}
 	if e != nil {
 		switch e.state(c.now()) {
 		case fresh:
@@ -264,7 +283,7 @@ func (c *Cache) Get(ctx context.Context, key string, fetch Fetch) (Result, error
 			e = nil
 		}
 	}
-	return c.miss(ctx, ownKey(key), fetch, e)
+	return c.miss(ctx, ownKey(key), fetch, e, since)
 }
 
 // ownKey copies a caller's key where the cache starts work that may

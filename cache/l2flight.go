@@ -72,7 +72,13 @@ func (f *flight) readShared(k sharedKeys, refresh bool) (_ result, ok bool, _ er
 		c.stats.l2Corrupt.Add(1)
 		return result{}, false, nil
 	}
-	switch e.state(c.now()) {
+	st := e.state(c.now())
+	if st != unusable && e.Stored.Before(f.since) {
+		// Older than the caller may take (GetSince): what it would serve
+		// if the fetch failed.
+		st = expired
+	}
+	switch st {
 	case fresh:
 		c.stats.l2Hits.Add(1)
 		c.store.put(f.key, e, c.lifetime(e))
@@ -149,13 +155,19 @@ func (f *flight) leaseOrWait(k sharedKeys, refresh bool) (result, error) {
 	}
 }
 
+// answers reports whether a page of L2 answers the flight: fresh, and
+// not older than its caller may take (GetSince).
+func (f *flight) answers(e *Entry) bool {
+	return e.state(f.c.now()) == fresh && !e.Stored.Before(f.since)
+}
+
 // fetchUnderLease looks in L2 once more, as the flight looks again in L1:
 // the holder before this one may have stored the page and let the lease go
 // between the read and the lease. Else it fetches for the fleet.
 func (f *flight) fetchUnderLease(ls *leaseHeld) (result, error) {
 	c := f.c
 	if b, err := c.l2.get(f.ctx, ls.k); err == nil && b != nil {
-		if e, err := c.fromShared(b); err == nil && e.state(c.now()) == fresh {
+		if e, err := c.fromShared(b); err == nil && f.answers(e) {
 			c.finish(f.ctx, ls, nil, 0, nil) // let the lease go
 			c.stats.l2Hits.Add(1)
 			c.store.put(f.key, e, c.lifetime(e))
@@ -182,7 +194,7 @@ func (f *flight) await(k sharedKeys, holder string, deadline time.Time) (result,
 		if value != nil {
 			// The value present while the holder fetches is the old one, past
 			// its TTL: only a fresh one is the holder's.
-			if e, err := c.fromShared(value); err == nil && e.state(c.now()) == fresh {
+			if e, err := c.fromShared(value); err == nil && f.answers(e) {
 				c.store.put(f.key, e, c.lifetime(e))
 				return result{e: e, st: MissL2}, waitAnswered, nil
 			}

@@ -29,7 +29,9 @@ type call struct {
 	// held is an expired entry the caller saw: the page to serve if the
 	// fetch fails (stale_if_error).
 	held *Entry
-	ran  atomic.Bool
+	// since: a page stored before it does not answer (GetSince).
+	since time.Time
+	ran   atomic.Bool
 }
 
 // result is what a flight hands to its callers.
@@ -46,7 +48,7 @@ type result struct {
 // Do: a caller whose ctx ends stops waiting, while the flight, in its own
 // goroutine, goes on for the others and for the store; its channel is
 // buffered, so nothing blocks on a caller that left.
-func (c *Cache) miss(ctx context.Context, key string, fetch Fetch, held *Entry) (Result, error) {
+func (c *Cache) miss(ctx context.Context, key string, fetch Fetch, held *Entry, since time.Time) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		// The client is gone already: no upstream call on its behalf.
 		c.stats.misses.Add(1)
@@ -69,7 +71,7 @@ func (c *Cache) miss(ctx context.Context, key string, fetch Fetch, held *Entry) 
 		defer t.Stop()
 		staleAfter = t.C
 	}
-	cl := &call{c: c, ctx: ctx, key: key, fetch: fetch, held: held}
+	cl := &call{c: c, ctx: ctx, key: key, fetch: fetch, held: held, since: since}
 	w, done := c.wants.wait(key)
 	defer done()
 	if c.tracer != nil {
@@ -167,7 +169,7 @@ func (cl *call) run() (v any, err error) {
 		}
 	}()
 	// The result goes with an error too: it carries the Fetch's report.
-	return c.flight(cl.ctx, cl.key, cl.fetch, cl.held)
+	return c.flight(cl.ctx, cl.key, cl.fetch, cl.held, cl.since)
 }
 
 // flight is the running flight of one key: what its steps share.
@@ -184,6 +186,8 @@ type flight struct {
 	// heldL2 says it came from the shared tier.
 	held   *Entry
 	heldL2 bool
+	// since: a page stored before it does not answer (GetSince).
+	since time.Time
 	// fetched: the Fetch ran, and report is what it said (result).
 	fetched bool
 	report  Report
@@ -191,13 +195,16 @@ type flight struct {
 
 // flight checks the store again, then asks the shared tier (l2flight.go)
 // or fetches and stores the page itself.
-func (c *Cache) flight(parent context.Context, key string, fetch Fetch, held *Entry) (result, error) {
+func (c *Cache) flight(parent context.Context, key string, fetch Fetch, held *Entry, since time.Time) (result, error) {
 	// Check again inside the flight (groupcache load()): a flight that ended
 	// between the caller's lookup and this one has stored the page.
 	if e := c.store.get(key); e != nil {
 		switch e.state(c.now()) {
 		case fresh:
-			return result{e: e, st: Hit}, nil
+			if !e.Stored.Before(since) {
+				return result{e: e, st: Hit}, nil
+			}
+			held = e
 		case revalidate, expired:
 			held = e
 		}
@@ -208,7 +215,7 @@ func (c *Cache) flight(parent context.Context, key string, fetch Fetch, held *En
 	defer context.AfterFunc(c.stop, cancel)()
 	w := c.wants.acquire(key)
 	defer c.wants.release(key, w)
-	f := &flight{c: c, ctx: ctx, key: key, fetch: fetch, want: w, held: held}
+	f := &flight{c: c, ctx: ctx, key: key, fetch: fetch, want: w, held: held, since: since}
 
 	var r result
 	var err error

@@ -169,7 +169,7 @@ func (s *Server) streamPages(ctx context.Context, name, pathParam, rawQuery stri
 	}
 	var id [32]byte
 	newRequestID(&id)
-	r, err := s.cache.Get(ctx, req.Key, s.fetch(&handed{id: string(id[:])}, "", req))
+	r, err := s.cache.GetSince(ctx, req.Key, stream.Since(ctx), s.fetch(&handed{id: string(id[:])}, "", req))
 	fetched := r.Fetched && r.Report.Origin != ""
 	if err != nil {
 		if asError(err).kind == failUpstreamRefused {

@@ -17,9 +17,10 @@ import (
 // That is the legacy host when its pages take longer than the gap
 // between two events.
 type liveBook struct {
-	mu    sync.Mutex
-	n     int // events so far: cursors c00000001 to cursor(n)
-	reads int
+	mu     sync.Mutex
+	n      int // events so far: cursors c00000001 to cursor(n)
+	reads  int
+	sinces []time.Time // Since of each read, in order
 }
 
 func cursor(i int) string { return fmt.Sprintf("c%08d", i) }
@@ -32,6 +33,7 @@ func (b *liveBook) pages(ctx context.Context, route, _, rawQuery string) ([]byte
 	b.mu.Lock()
 	b.n++
 	b.reads++
+	b.sinces = append(b.sinces, Since(ctx))
 	n := b.n
 	b.mu.Unlock()
 	q, err := url.ParseQuery(rawQuery)
@@ -153,5 +155,37 @@ func TestCatchUpMeetsTheHub(t *testing.T) {
 	// moment.
 	if reads > 60 {
 		t.Errorf("%d page reads in the test's second or so", reads)
+	}
+}
+
+// A hub's poll tells the page cache what it saw last: each read after
+// the first carries, as Since, the moment the previous read returned, so
+// that the page cached then (still fresh when the interval is the fresh
+// TTL) does not answer the next poll.
+func TestPollsCarrySince(t *testing.T) {
+	book := &liveBook{}
+	cfg := Config{Routes: map[string]RouteConfig{RouteOrderBook: {Poll: 50 * time.Millisecond}}}
+	m, err := New(cfg, Options{Pages: book.pages})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	s, err := m.Open(context.Background(), Request{Route: RouteOrderBook, Filters: "&tokenId=1", KeyID: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start(&recordSink{})
+	time.Sleep(400 * time.Millisecond)
+	book.mu.Lock()
+	sinces := append([]time.Time(nil), book.sinces...)
+	book.mu.Unlock()
+	// The head's read and the first poll's carry none.
+	if len(sinces) < 5 || !sinces[0].IsZero() || !sinces[1].IsZero() {
+		t.Fatalf("sinces %v", sinces)
+	}
+	for i := 2; i < len(sinces); i++ {
+		if !sinces[i].After(sinces[i-1]) {
+			t.Fatalf("read %d since %v, not after read %d's %v", i, sinces[i], i-1, sinces[i-1])
+		}
 	}
 }

@@ -46,6 +46,9 @@ type hub struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	msgs   chan *message // the holder's messages (fleet.go)
+	// lastRead is when the last poll's read returned, by the manager's
+	// clock; only the hub's goroutine polls.
+	lastRead time.Time
 }
 
 func newHub(m *Manager, key, route string, src source) *hub {
@@ -278,7 +281,10 @@ func (h *hub) pollLoop(ctx context.Context, publish func(from Pos, evs []*Event,
 func (h *hub) pollOnce(ctx context.Context, publish func(from Pos, evs []*Event, next Pos)) {
 	for range maxReadsPerPoll {
 		from := h.headPos()
-		evs, next, more, err := h.src.read(ctx, from)
+		// A page cached before the last poll's read returned is at most
+		// what that read saw: the poll must not take it (Since).
+		evs, next, more, err := h.src.read(withSince(ctx, h.lastRead), from)
+		h.lastRead = h.m.now()
 		h.m.metrics.polled(h.route)
 		if err != nil {
 			if ctx.Err() == nil {

@@ -20,8 +20,29 @@ import (
 // route's query, made canonical by the reader; pathParam the trader's
 // address, or "". fetched reports whether this read started the legacy
 // call that answered it. An error is the edge's error for the page (its
-// row of the error table).
+// row of the error table). A poll's read carries Since(ctx): a page the
+// cache stored before it must not answer.
 type Pages func(ctx context.Context, route, pathParam, rawQuery string) (body []byte, fetched bool, err error)
+
+// sinceKey carries, in a read's context, the moment before which a
+// cached page does not answer the read (Since).
+type sinceKey struct{}
+
+func withSince(ctx context.Context, t time.Time) context.Context {
+	if t.IsZero() {
+		return ctx
+	}
+	return context.WithValue(ctx, sinceKey{}, t)
+}
+
+// Since is, for a read of Pages, the moment before which a cached page
+// does not answer it: a poll's read must see what the legacy host says
+// since the last poll, not a page the cache kept from it (the cache's
+// GetSince). Zero: any page the cache would serve.
+func Since(ctx context.Context) time.Time {
+	t, _ := ctx.Value(sinceKey{}).(time.Time)
+	return t
+}
 
 // Pos is a position in a stream: after the event whose id is ID, or,
 // with no ID, from the time From (Unix ms for the order book, Unix s for
