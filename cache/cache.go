@@ -264,14 +264,8 @@ func (c *Cache) Get(ctx context.Context, key string, fetch Fetch) (Result, error
 // find nothing new twice more, whatever came meanwhile.
 func (c *Cache) GetSince(ctx context.Context, key string, since time.Time, fetch Fetch) (Result, error) {
 	e := c.store.get(key)
-	if e != nil && e.Stored.Before(since) {
-		if e.state(c.now()) == unusable {
-			e = nil
-		}
-		return c.miss(ctx, ownKey(key), fetch, e, since)
-	}
 	if e != nil {
-		switch e.state(c.now()) {
+		switch e.stateSince(c.now(), since) {
 		case fresh:
 			c.stats.hits.Add(1)
 			return Result{Entry: e, Status: Hit}, nil

@@ -84,6 +84,17 @@ func (e *Entry) state(now time.Time) freshness {
 	return unusable
 }
 
+// stateSince is state for a caller that takes no page stored before since
+// (GetSince): an older page is at best expired, the page to serve if the
+// fetch fails.
+func (e *Entry) stateSince(now, since time.Time) freshness {
+	st := e.state(now)
+	if st != unusable && e.Stored.Before(since) {
+		return expired
+	}
+	return st
+}
+
 // servableOnError: RFC 5861 stale-if-error, "up to" the window past the TTL.
 func (e *Entry) servableOnError(now time.Time) bool {
 	return e.sie > 0 && now.Sub(e.Stored) <= e.TTL+e.sie

@@ -72,13 +72,7 @@ func (f *flight) readShared(k sharedKeys, refresh bool) (_ result, ok bool, _ er
 		c.stats.l2Corrupt.Add(1)
 		return result{}, false, nil
 	}
-	st := e.state(c.now())
-	if st != unusable && e.Stored.Before(f.since) {
-		// Older than the caller may take (GetSince): what it would serve
-		// if the fetch failed.
-		st = expired
-	}
-	switch st {
+	switch e.stateSince(c.now(), f.since) {
 	case fresh:
 		c.stats.l2Hits.Add(1)
 		c.store.put(f.key, e, c.lifetime(e))
@@ -158,7 +152,7 @@ func (f *flight) leaseOrWait(k sharedKeys, refresh bool) (result, error) {
 // answers reports whether a page of L2 answers the flight: fresh, and
 // not older than its caller may take (GetSince).
 func (f *flight) answers(e *Entry) bool {
-	return e.state(f.c.now()) == fresh && !e.Stored.Before(f.since)
+	return e.stateSince(f.c.now(), f.since) == fresh
 }
 
 // fetchUnderLease looks in L2 once more, as the flight looks again in L1:

@@ -199,12 +199,9 @@ func (c *Cache) flight(parent context.Context, key string, fetch Fetch, held *En
 	// Check again inside the flight (groupcache load()): a flight that ended
 	// between the caller's lookup and this one has stored the page.
 	if e := c.store.get(key); e != nil {
-		switch e.state(c.now()) {
+		switch e.stateSince(c.now(), since) {
 		case fresh:
-			if !e.Stored.Before(since) {
-				return result{e: e, st: Hit}, nil
-			}
-			held = e
+			return result{e: e, st: Hit}, nil
 		case revalidate, expired:
 			held = e
 		}
