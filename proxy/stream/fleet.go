@@ -168,11 +168,9 @@ func (r *relay) run(ctx context.Context, h *hub) {
 func (r *relay) alone(ctx context.Context, h *hub, d time.Duration) {
 	end := time.Now().Add(d)
 	for ctx.Err() == nil && time.Now().Before(end) {
-		start := time.Now()
-		h.pollOnce(ctx, nil)
+		wait := h.pollTimed(ctx, nil)
 		r.drainOwn(h)
-		// The interval counts from the poll's start (hub.pollLoop).
-		if !sleep(ctx, max(min(h.interval()-time.Since(start), time.Until(end)), 0)) {
+		if !sleep(ctx, max(min(wait, time.Until(end)), 0)) {
 			return
 		}
 	}
@@ -232,9 +230,7 @@ func (r *relay) lead(ctx context.Context, h *hub, lease, channel, token string, 
 			// An error: Redis is unreachable, and the others poll alone
 			// as this replica goes on doing.
 		case <-poll.C:
-			start := time.Now()
-			h.pollOnce(ctx, publish)
-			poll.Reset(max(h.interval()-time.Since(start), 0)) // from the poll's start (hub.pollLoop)
+			poll.Reset(h.pollTimed(ctx, publish))
 		}
 	}
 }

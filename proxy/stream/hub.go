@@ -266,14 +266,19 @@ func (h *hub) pollLoop(ctx context.Context, publish func(from Pos, evs []*Event,
 			return
 		case <-t.C:
 		}
-		start := time.Now()
-		h.pollOnce(ctx, publish)
-		// The interval counts from the poll's start: the time a poll takes
-		// to read and to hand its events to thousands of subscribers must
-		// not stretch the interval (it made 0.6 polls a second of 1 s at
-		// 10,000 subscribers), nor the lag of the next events with it.
-		t.Reset(max(h.interval()-time.Since(start), 0))
+		t.Reset(h.pollTimed(ctx, publish))
 	}
+}
+
+// pollTimed polls once and returns how long to wait for the next poll:
+// the interval counts from the poll's start, as the time a poll takes to
+// read and to hand its events to thousands of subscribers must not
+// stretch the interval (it made 0.6 polls a second of 1 s at 10,000
+// subscribers), nor the lag of the next events with it.
+func (h *hub) pollTimed(ctx context.Context, publish func(from Pos, evs []*Event, next Pos)) time.Duration {
+	start := time.Now()
+	h.pollOnce(ctx, publish)
+	return max(h.interval()-time.Since(start), 0)
 }
 
 // pollOnce reads from the head until no more pages follow at once (at
