@@ -20,5 +20,5 @@ func TestMain(m *testing.M) {
 	redis.SetLogger(quietRedis{})
 	// Every test closes what it starts: no goroutine outlives the package
 	// (but certmagic's package-level ones, pebble_test.go, and fasthttp's).
-	goleak.VerifyTestMain(m, append(certmagicGoroutines, testkit.FasthttpGoroutines...)...)
+	goleak.VerifyTestMain(m, append(append(certmagicGoroutines, testkit.FasthttpGoroutines...), testkit.ToxiproxyGoroutines...)...)
 }

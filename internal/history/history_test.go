@@ -27,7 +27,7 @@ func (quietRedis) Printf(context.Context, string, ...any) {}
 
 func TestMain(m *testing.M) {
 	redis.SetLogger(quietRedis{})
-	goleak.VerifyTestMain(m, testkit.FasthttpGoroutines...)
+	goleak.VerifyTestMain(m, append(testkit.ToxiproxyGoroutines, testkit.FasthttpGoroutines...)...)
 }
 
 var phaseFlag = flag.Duration("history.phase", 5*time.Second,

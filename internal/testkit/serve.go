@@ -50,3 +50,14 @@ var FasthttpGoroutines = []goleak.Option{
 	goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"),
 	goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*workerPool).Start.func2"),
 }
+
+// ToxiproxyGoroutines are goleak options for toxiproxy's own goroutines,
+// for the TestMain of a package whose tests run a toxiproxy in process:
+// its noop toxic (toxics/noop.go, v2.5.0) sends a chunk on its stub's
+// output without watching the stub's interrupt, so a proxy stopped (or a
+// link closed) while a chunk is in flight leaves that goroutine blocked
+// for good. It is toxiproxy's, holds no connection of the edge's, and
+// turns up only when a fault stops Redis's proxy mid-transfer.
+var ToxiproxyGoroutines = []goleak.Option{
+	goleak.IgnoreTopFunction("github.com/Shopify/toxiproxy/v2/toxics.(*NoopToxic).Pipe"),
+}
