@@ -195,16 +195,9 @@ func (w *worker) runOpen(ctx context.Context, sch schedule, k int, win window, t
 			}
 		}
 		if w.c == nil {
-			c, err := dial(w.spec.Addr, w.tls)
-			if err != nil {
-				if measuring {
-					w.stats.errors++
-					w.stats.transport++
-				}
-				time.Sleep(10 * time.Millisecond) // a server that refuses must not spin the CPU
+			if _, ok := w.dial(measuring); !ok {
 				continue
 			}
-			w.c = c
 		}
 		req := w.pick.next()
 		w.n++
@@ -214,18 +207,8 @@ func (w *worker) runOpen(ctx context.Context, sch schedule, k int, win window, t
 		d := time.Since(due)
 		connWait := min(max(free.Sub(due), 0), max(sent.Sub(due), 0))
 		free = due.Add(d)
-		if err != nil {
-			w.c.close()
-			w.c = nil
-			if measuring {
-				w.stats.errors++
-				w.stats.transport++
-			}
+		if !w.settle(resp, err, measuring) {
 			continue
-		}
-		if resp.close {
-			w.c.close()
-			w.c = nil
 		}
 		if measuring {
 			w.record(resp, d, sample)

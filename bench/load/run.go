@@ -78,16 +78,10 @@ func (w *worker) run(ctx context.Context, phase *atomic.Int32) {
 		var dialed time.Time
 		if w.c == nil {
 			dialed = time.Now()
-			c, err := dial(w.spec.Addr, w.tls)
-			if err != nil {
-				if phase.Load() == phaseMeasure {
-					w.stats.errors++
-					w.stats.transport++
-				}
-				time.Sleep(10 * time.Millisecond) // a server that refuses must not spin the CPU
+			c, ok := w.dial(phase.Load() == phaseMeasure)
+			if !ok {
 				continue
 			}
-			w.c = c
 			if w.tls != nil && phase.Load() == phaseMeasure {
 				w.stats.handshakes++
 				if c.resumed {
@@ -108,20 +102,7 @@ func (w *worker) run(ctx context.Context, phase *atomic.Int32) {
 		}
 		d := time.Since(start)
 		measuring := phase.Load() == phaseMeasure
-		if err != nil {
-			w.c.close()
-			w.c = nil
-			if measuring {
-				w.stats.errors++
-				w.stats.transport++
-			}
-			continue
-		}
-		if resp.close {
-			w.c.close()
-			w.c = nil
-		}
-		if !measuring {
+		if !w.settle(resp, err, measuring) || !measuring {
 			continue
 		}
 		w.record(resp, d, sample)
@@ -129,6 +110,39 @@ func (w *worker) run(ctx context.Context, phase *atomic.Int32) {
 			w.kept = append(w.kept, openAnswer{(start.UnixNano() - w.windowStart.Load()) / 1e3, d.Microseconds(), 0, 0})
 		}
 	}
+}
+
+// dial connects w, counting a failure as a transport error when measuring
+// is set. After a failure it pauses, so a server that refuses does not
+// make the worker spin.
+func (w *worker) dial(measuring bool) (*conn, bool) {
+	c, err := dial(w.spec.Addr, w.tls)
+	if err != nil {
+		if measuring {
+			w.stats.errors++
+			w.stats.transport++
+		}
+		time.Sleep(10 * time.Millisecond)
+		return nil, false
+	}
+	w.c = c
+	return c, true
+}
+
+// settle keeps or drops w's connection after a round trip: a failed one
+// is dropped and, when measuring is set, counted as a transport error; an
+// answer that closes the connection drops it too. It reports whether an
+// answer came.
+func (w *worker) settle(resp response, err error, measuring bool) bool {
+	if err != nil || resp.close {
+		w.c.close()
+		w.c = nil
+	}
+	if err != nil && measuring {
+		w.stats.errors++
+		w.stats.transport++
+	}
+	return err == nil
 }
 
 func (w *worker) record(resp response, d time.Duration, sample bool) {
