@@ -3,6 +3,7 @@ package cache
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -172,20 +173,33 @@ func (cl *call) run() (any, error) {
 	return cl.res, cl.err
 }
 
-// fly runs the flight of cl and keeps its outcome in cl.res and cl.err,
-// a panic as an error.
+// fly runs the flight of cl, keeps its outcome in cl.res and cl.err (a
+// panic as an error) and marks cl flown. A fetch that ends its goroutine
+// (runtime.Goexit: a test's FailNow) ends the runner with it; its callers
+// get errFlightExited, as singleflight told them before flights had
+// runners.
 func (cl *call) fly() {
 	c := cl.c
+	returned := false
 	defer func() {
-		if p := recover(); p != nil {
-			// The stack is only here: log it once for all the waiters.
-			c.log.LogAttrs(context.WithoutCancel(cl.ctx), slog.LevelError, "cache: panic in flight",
-				slog.String("key", cl.key), slog.Any("panic", p), slog.String("stack", string(debug.Stack())))
-			cl.res, cl.err = result{}, fmt.Errorf("cache: flight of %q panicked: %v", cl.key, p)
+		if !returned {
+			if p := recover(); p != nil {
+				// The stack is only here: log it once for all the waiters.
+				c.log.LogAttrs(context.WithoutCancel(cl.ctx), slog.LevelError, "cache: panic in flight",
+					slog.String("key", cl.key), slog.Any("panic", p), slog.String("stack", string(debug.Stack())))
+				cl.res, cl.err = result{}, fmt.Errorf("cache: flight of %q panicked: %v", cl.key, p)
+			} else {
+				cl.res, cl.err = result{}, errFlightExited
+			}
 		}
+		cl.flown.Done()
 	}()
 	cl.res, cl.err = c.flight(cl.ctx, cl.key, cl.fetch, cl.held, cl.since)
+	returned = true
 }
+
+// errFlightExited: the fetch ended its goroutine (runtime.Goexit).
+var errFlightExited = errors.New("cache: the flight's goroutine exited")
 
 // flight is the running flight of one key: what its steps share.
 type flight struct {

@@ -40,7 +40,6 @@ func (c *Cache) runner(cl *call) {
 	defer idle.Stop()
 	for {
 		cl.fly()
-		cl.flown.Done()
 		cl = nil // nothing of a finished flight stays reachable from here
 		idle.Reset(c.runnerIdle)
 		select {

@@ -2,6 +2,8 @@ package cache
 
 import (
 	"context"
+	"errors"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -79,5 +81,24 @@ func TestRunnersBurst(t *testing.T) {
 	}
 	if got := c.stats.runners.Load(); got != 0 {
 		t.Fatalf("%d runners after Close", got)
+	}
+}
+
+// TestRunnerGoexit: a fetch that ends its goroutine fails its flight with
+// errFlightExited rather than leaving its callers waiting, and takes its
+// runner with it; the next miss starts another.
+func TestRunnerGoexit(t *testing.T) {
+	c := newTestCache(t, Config{}, newClock(), Options{})
+	_, _, err := c.get(context.Background(), "x", func(context.Context, func() bool) ([]byte, Facts, error) {
+		runtime.Goexit()
+		return nil, Facts{}, nil
+	})
+	if !errors.Is(err, errFlightExited) {
+		t.Fatalf("error %v, want errFlightExited", err)
+	}
+	var n atomic.Int64
+	mustGet(t, c, "y", counting(&n, "{}", liveFacts), Miss)
+	if got := c.Stats().Runners; got != 1 {
+		t.Fatalf("%d runners after the next miss, want 1", got)
 	}
 }
