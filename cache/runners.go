@@ -7,9 +7,9 @@ import "time"
 // stack starts small, and the flight (the legacy call, the rewrite's
 // descent through the page) grew it by copying two or three times on
 // every miss: that copying was 4 to 9% of a miss's CPU in the profiles
-// (docs/BENCHMARKS.md, "What a miss spends"). A kept runner's stack has
-// its size already. The goroutine singleflight starts only waits for the
-// runner, and its stack stays small.
+// (docs/BENCHMARKS.md, "The miss: flights on kept goroutines"). A kept
+// runner's stack has its size already. The goroutine singleflight starts
+// only waits for the runner, and its stack stays small.
 
 // runnerIdle is how long a runner waits for its next flight before it
 // ends: runners number at most the flights running at once, and those of
