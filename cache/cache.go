@@ -120,7 +120,10 @@ type Cache struct {
 	// maxFiles bounds the page files open at once (files.go).
 	maxFiles int64
 	wants    wants // callers waiting per key, for the fetch's abandoned
-	l2       *l2   // nil: no shared tier
+	// runs hands a flight to a parked runner (runners.go); unbuffered.
+	runs       chan *call
+	runnerIdle time.Duration
+	l2         *l2 // nil: no shared tier
 }
 
 // New builds a Cache from cfg (zero fields take their defaults).
@@ -142,6 +145,9 @@ func New(cfg Config, opt Options) (*Cache, error) {
 		now:    opt.Now,
 		log:    opt.Logger,
 		tracer: opt.Tracer,
+		runs:   make(chan *call),
+		// Set once here: tests shorten it before the first flight.
+		runnerIdle: runnerIdle,
 	}
 	if c.now == nil {
 		c.now = time.Now

@@ -3,9 +3,11 @@ package cache
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -32,6 +34,11 @@ type call struct {
 	// since: a page stored before it does not answer (GetSince).
 	since time.Time
 	ran   atomic.Bool
+	// res and err are the flight's outcome, set by the runner that flew
+	// it before flown is done (runners.go).
+	res   result
+	err   error
+	flown sync.WaitGroup
 }
 
 // result is what a flight hands to its callers.
@@ -150,27 +157,49 @@ func (c *Cache) refresh(ctx context.Context, key string, e *Entry, fetch Fetch) 
 
 // run is the flight of cl.key, executed for the first caller only, in a
 // goroutine of its own (DoChan) or of the refresh. It is tracked by the
-// Cache so that Close waits for it, and it recovers panics: singleflight
+// Cache so that Close waits for it. The flight itself runs on a kept
+// goroutine (runners.go), which recovers its panics: singleflight
 // re-panics a DoChan panic in a fresh goroutine, which would end the
 // process.
-func (cl *call) run() (v any, err error) {
+func (cl *call) run() (any, error) {
 	cl.ran.Store(true)
 	c := cl.c
 	if !c.enter() {
 		return nil, errClosed
 	}
 	defer c.wg.Done()
-	defer func() {
-		if p := recover(); p != nil {
-			// The stack is only here: log it once for all the waiters.
-			c.log.LogAttrs(context.WithoutCancel(cl.ctx), slog.LevelError, "cache: panic in flight",
-				slog.String("key", cl.key), slog.Any("panic", p), slog.String("stack", string(debug.Stack())))
-			v, err = nil, fmt.Errorf("cache: flight of %q panicked: %v", cl.key, p)
-		}
-	}()
+	c.fly(cl)
 	// The result goes with an error too: it carries the Fetch's report.
-	return c.flight(cl.ctx, cl.key, cl.fetch, cl.held, cl.since)
+	return cl.res, cl.err
 }
+
+// fly runs the flight of cl, keeps its outcome in cl.res and cl.err (a
+// panic as an error) and marks cl flown. A fetch that ends its goroutine
+// (runtime.Goexit: a test's FailNow) ends the runner with it; its callers
+// get errFlightExited, as singleflight told them before flights had
+// runners.
+func (cl *call) fly() {
+	c := cl.c
+	returned := false
+	defer func() {
+		if !returned {
+			if p := recover(); p != nil {
+				// The stack is only here: log it once for all the waiters.
+				c.log.LogAttrs(context.WithoutCancel(cl.ctx), slog.LevelError, "cache: panic in flight",
+					slog.String("key", cl.key), slog.Any("panic", p), slog.String("stack", string(debug.Stack())))
+				cl.res, cl.err = result{}, fmt.Errorf("cache: flight of %q panicked: %v", cl.key, p)
+			} else {
+				cl.res, cl.err = result{}, errFlightExited
+			}
+		}
+		cl.flown.Done()
+	}()
+	cl.res, cl.err = c.flight(cl.ctx, cl.key, cl.fetch, cl.held, cl.since)
+	returned = true
+}
+
+// errFlightExited: the fetch ended its goroutine (runtime.Goexit).
+var errFlightExited = errors.New("cache: the flight's goroutine exited")
 
 // flight is the running flight of one key: what its steps share.
 type flight struct {

@@ -24,6 +24,9 @@ type Stats struct {
 	Entries, Bytes uint64
 	// Waiting is the number of calls waiting on a flight now.
 	Waiting uint64
+	// Runners are the goroutines kept to run flights (runners.go), busy
+	// or waiting at most runnerIdle for the next one.
+	Runners uint64
 	// Files and FileBytes are the page files open now (files.go) and the
 	// bytes they hold, a part of Bytes.
 	Files, FileBytes uint64
@@ -46,7 +49,7 @@ type counters struct {
 	_                                         [56]byte
 	misses, stale, bypass, coalesced, fetches atomic.Uint64
 	refreshes                                 atomic.Uint64
-	waiting                                   atomic.Int64
+	waiting, runners                          atomic.Int64
 	files, fileBytes                          atomic.Int64
 
 	l2Hits, l2Misses, l2Stale, l2Errors, l2Corrupt atomic.Uint64
@@ -84,6 +87,7 @@ func (c *Cache) Stats() Stats {
 		Entries:   c.store.entries(),
 		Bytes:     uint64(max(c.store.bytes(), 0)),
 		Waiting:   uint64(max(k.waiting.Load(), 0)),
+		Runners:   uint64(max(k.runners.Load(), 0)),
 		Files:     uint64(max(k.files.Load(), 0)),
 		FileBytes: uint64(max(k.fileBytes.Load(), 0)),
 

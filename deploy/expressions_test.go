@@ -37,6 +37,7 @@ var exported = map[string][]string{
 	"tradergate_cache_bytes":                                  nil,
 	"tradergate_cache_files":                                  nil,
 	"tradergate_cache_file_bytes":                             nil,
+	"tradergate_cache_flight_runners":                         nil,
 	"tradergate_cache_max_bytes":                              nil,
 	"tradergate_ratelimit_store_errors_total":                 nil,
 	"tradergate_upstream_retries_total":                       nil,

@@ -231,6 +231,8 @@ var (
 		"Page files open: large pages kept in unnamed files in cache.sendfile_dir, sent with sendfile (cache.sendfile_min_bytes).", nil, nil)
 	descCacheFileBytes = prometheus.NewDesc("tradergate_cache_file_bytes",
 		"Bytes held in page files, a part of tradergate_cache_bytes.", nil, nil)
+	descCacheRunners = prometheus.NewDesc("tradergate_cache_flight_runners",
+		"Goroutines kept to run cache misses' flights, busy or idle (each ends after 10s without one).", nil, nil)
 	descL2Requests = prometheus.NewDesc("tradergate_l2_requests_total",
 		"Lookups of the shared page cache (Redis) by result: hit, stale, miss, error (Redis failed: the replica worked alone), corrupt (a value that did not decode).", []string{"result"}, nil)
 	descL2Stores = prometheus.NewDesc("tradergate_l2_stores_total",
@@ -243,7 +245,7 @@ var (
 
 func (c *cacheCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descCacheRequests, descCacheCoalesced, descCacheFetches,
-		descCacheEvictions, descCacheRejected, descCacheEntries, descCacheBytes, descCacheFiles, descCacheFileBytes} {
+		descCacheEvictions, descCacheRejected, descCacheEntries, descCacheBytes, descCacheFiles, descCacheFileBytes, descCacheRunners} {
 		ch <- d
 	}
 	if c.s.fleet != nil {
@@ -269,6 +271,7 @@ func (c *cacheCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descCacheBytes, prometheus.GaugeValue, float64(st.Bytes))
 	ch <- prometheus.MustNewConstMetric(descCacheFiles, prometheus.GaugeValue, float64(st.Files))
 	ch <- prometheus.MustNewConstMetric(descCacheFileBytes, prometheus.GaugeValue, float64(st.FileBytes))
+	ch <- prometheus.MustNewConstMetric(descCacheRunners, prometheus.GaugeValue, float64(st.Runners))
 	if c.s.fleet == nil {
 		return // the shared tier's series exist only where there is one
 	}

@@ -13,10 +13,13 @@ package upstream
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,9 +44,12 @@ type Page struct {
 // rewrites its answers. A client's key is never forwarded
 // (docs/ARCHITECTURE.md "Auth before cache").
 type legacyHost struct {
-	base    string
-	auth    string // "Bearer <edge key>"
-	client  *http.Client
+	base   string
+	auth   []string // {"Bearer <edge key>"}, shared by every request's header
+	client *http.Client
+	// rt is client's transport (wrapped by tracing's when it is on):
+	// calls go to it directly, as client.Do would send them (send).
+	rt      http.RoundTripper
 	maxBody int64
 	shift   bool
 	gzip    bool      // ask for gzip (upstream.compression)
@@ -82,8 +88,9 @@ func newLegacyHost(c Config, wrap func(http.RoundTripper) http.RoundTripper) *le
 	}
 	return &legacyHost{
 		base:    c.BaseURL,
-		auth:    "Bearer " + c.Key,
+		auth:    []string{"Bearer " + c.Key},
 		client:  &http.Client{Transport: rt, CheckRedirect: noRedirects},
+		rt:      rt,
 		maxBody: c.MaxBodyBytes,
 		shift:   c.PriceScale == PriceScaleCents,
 		gzip:    c.Compression != compressionNone,
@@ -136,7 +143,7 @@ func (u *legacyHost) call(ctx context.Context, req *route.Request, requestID str
 	if err != nil {
 		return nil, outcome{}, fail(Unreachable, err)
 	}
-	resp, err := u.client.Do(hr)
+	resp, err := u.send(hr)
 	if err != nil {
 		out, err := transportError(ctx, err, Unreachable)
 		return nil, out, err
@@ -155,6 +162,16 @@ func (u *legacyHost) call(ctx context.Context, req *route.Request, requestID str
 	return u.rewrite(req, resp.StatusCode, body)
 }
 
+// The values of the request header fields every call sends alike: the
+// header maps share them, since neither the transport nor tracing's
+// (which clones the request before adding traceparent) writes to a
+// request's header.
+var (
+	acceptJSON = []string{"application/json"}
+	acceptGzip = []string{"gzip"}
+	userAgent  = []string{"tradergate"}
+)
+
 // request is the GET of req, with the edge's own credential.
 func (u *legacyHost) request(ctx context.Context, req *route.Request, requestID string) (*http.Request, error) {
 	target := u.base + req.UpstreamPath()
@@ -165,14 +182,56 @@ func (u *legacyHost) request(ctx context.Context, req *route.Request, requestID 
 	if err != nil {
 		return nil, err
 	}
-	hr.Header.Set("Authorization", u.auth)
-	hr.Header.Set("Accept", "application/json")
-	if u.gzip {
-		hr.Header.Set("Accept-Encoding", "gzip") // pages travel compressed
+	// One map of the fields at once, in canonical form, rather than a
+	// Set (and a slice) per field.
+	hr.Header = http.Header{
+		"Authorization": u.auth,
+		"Accept":        acceptJSON,
+		"User-Agent":    userAgent,
+		"X-Request-Id":  {requestID},
 	}
-	hr.Header.Set("User-Agent", "tradergate")
-	hr.Header.Set("X-Request-Id", requestID)
+	if u.gzip {
+		hr.Header["Accept-Encoding"] = acceptGzip // pages travel compressed
+	}
 	return hr, nil
+}
+
+// send makes the call as client.Do does with noRedirects, without the
+// copy of the request's header that Do makes for redirects it never
+// follows: the same answer, or the same *url.Error, as Do's.
+func (u *legacyHost) send(hr *http.Request) (*http.Response, error) {
+	resp, err := u.rt.RoundTrip(hr)
+	if err != nil {
+		if resp != nil && resp.Body != nil {
+			resp.Body.Close()
+		}
+		if tlsErr, ok := err.(tls.RecordHeaderError); ok && string(tlsErr.RecordHeader[:]) == "HTTP/" {
+			err = http.ErrSchemeMismatch
+		}
+		return nil, urlError(hr, err)
+	}
+	switch resp.StatusCode {
+	case 301, 302, 303, 307, 308:
+		// Do parses a redirect's Location before asking CheckRedirect,
+		// and fails the call when it does not parse.
+		if loc := resp.Header.Get("Location"); loc != "" {
+			if _, perr := hr.URL.Parse(loc); perr != nil {
+				resp.Body.Close()
+				return nil, urlError(hr, fmt.Errorf("failed to parse Location header %q: %v", loc, perr))
+			}
+		}
+	}
+	return resp, nil
+}
+
+// urlError wraps a failed call's error as client.Do does: the method and
+// the URL, its password masked.
+func urlError(hr *http.Request, err error) error {
+	target := hr.URL.String()
+	if _, ok := hr.URL.User.Password(); ok {
+		target = strings.Replace(target, hr.URL.User.String()+"@", hr.URL.User.Username()+":***@", 1)
+	}
+	return &url.Error{Op: "Get", URL: target, Err: err}
 }
 
 // read reads the body of resp into buf, inflated, up to
