@@ -13,13 +13,10 @@ package upstream
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,12 +41,9 @@ type Page struct {
 // rewrites its answers. A client's key is never forwarded
 // (docs/ARCHITECTURE.md "Auth before cache").
 type legacyHost struct {
-	base   string
-	auth   []string // {"Bearer <edge key>"}, shared by every request's header
-	client *http.Client
-	// rt is client's transport (wrapped by tracing's when it is on):
-	// calls go to it directly, as client.Do would send them (send).
-	rt      http.RoundTripper
+	base    string
+	auth    []string // {"Bearer <edge key>"}, shared by every request's header
+	client  *http.Client
 	maxBody int64
 	shift   bool
 	gzip    bool      // ask for gzip (upstream.compression)
@@ -90,7 +84,6 @@ func newLegacyHost(c Config, wrap func(http.RoundTripper) http.RoundTripper) *le
 		base:    c.BaseURL,
 		auth:    []string{"Bearer " + c.Key},
 		client:  &http.Client{Transport: rt, CheckRedirect: noRedirects},
-		rt:      rt,
 		maxBody: c.MaxBodyBytes,
 		shift:   c.PriceScale == PriceScaleCents,
 		gzip:    c.Compression != compressionNone,
@@ -143,7 +136,7 @@ func (u *legacyHost) call(ctx context.Context, req *route.Request, requestID str
 	if err != nil {
 		return nil, outcome{}, fail(Unreachable, err)
 	}
-	resp, err := u.send(hr)
+	resp, err := u.client.Do(hr)
 	if err != nil {
 		out, err := transportError(ctx, err, Unreachable)
 		return nil, out, err
@@ -163,9 +156,8 @@ func (u *legacyHost) call(ctx context.Context, req *route.Request, requestID str
 }
 
 // The values of the request header fields every call sends alike: the
-// header maps share them, since neither the transport nor tracing's
-// (which clones the request before adding traceparent) writes to a
-// request's header.
+// header maps share them, since client.Do copies a request's header
+// before anything could write to it.
 var (
 	acceptJSON = []string{"application/json"}
 	acceptGzip = []string{"gzip"}
@@ -194,44 +186,6 @@ func (u *legacyHost) request(ctx context.Context, req *route.Request, requestID 
 		hr.Header["Accept-Encoding"] = acceptGzip // pages travel compressed
 	}
 	return hr, nil
-}
-
-// send makes the call as client.Do does with noRedirects, without the
-// copy of the request's header that Do makes for redirects it never
-// follows: the same answer, or the same *url.Error, as Do's.
-func (u *legacyHost) send(hr *http.Request) (*http.Response, error) {
-	resp, err := u.rt.RoundTrip(hr)
-	if err != nil {
-		if resp != nil && resp.Body != nil {
-			resp.Body.Close()
-		}
-		if tlsErr, ok := err.(tls.RecordHeaderError); ok && string(tlsErr.RecordHeader[:]) == "HTTP/" {
-			err = http.ErrSchemeMismatch
-		}
-		return nil, urlError(hr, err)
-	}
-	switch resp.StatusCode {
-	case 301, 302, 303, 307, 308:
-		// Do parses a redirect's Location before asking CheckRedirect,
-		// and fails the call when it does not parse.
-		if loc := resp.Header.Get("Location"); loc != "" {
-			if _, perr := hr.URL.Parse(loc); perr != nil {
-				resp.Body.Close()
-				return nil, urlError(hr, fmt.Errorf("failed to parse Location header %q: %v", loc, perr))
-			}
-		}
-	}
-	return resp, nil
-}
-
-// urlError wraps a failed call's error as client.Do does: the method and
-// the URL, its password masked.
-func urlError(hr *http.Request, err error) error {
-	target := hr.URL.String()
-	if _, ok := hr.URL.User.Password(); ok {
-		target = strings.Replace(target, hr.URL.User.String()+"@", hr.URL.User.Username()+":***@", 1)
-	}
-	return &url.Error{Op: "Get", URL: target, Err: err}
 }
 
 // read reads the body of resp into buf, inflated, up to
