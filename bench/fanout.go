@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -84,7 +85,10 @@ type fanoutPoint struct {
 	Server string `json:"server"`
 	// Replicas is how many edges share the subscribers (1: one process,
 	// or a peer).
-	Replicas    int     `json:"replicas"`
+	Replicas int `json:"replicas"`
+	// Proto is the subscribers' HTTP: "h1" (plain HTTP/1.1, a connection
+	// each) or "h2" (HTTP/2 over TLS, many streams a connection).
+	Proto       string  `json:"proto"`
 	Subscribers int     `json:"subscribers"`
 	Connected   int     `json:"connected"`
 	WindowS     float64 `json:"window_seconds"`
@@ -140,7 +144,8 @@ type fanoutRecorder struct {
 
 // sseSubscriber reads one event stream.
 type sseSubscriber struct {
-	conn   net.Conn
+	conn   net.Conn  // HTTP/1.1: its own connection
+	body   io.Closer // HTTP/2: its stream's body, on a shared connection
 	rec    *fanoutRecorder
 	inWin  int64 // events received in the window
 	lastTS int64
@@ -218,6 +223,47 @@ func (s *sseSubscriber) read(r *bufio.Reader) {
 	}
 }
 
+// close ends the stream.
+func (s *sseSubscriber) close() {
+	if s.body != nil {
+		s.body.Close()
+		return
+	}
+	s.conn.Close()
+}
+
+// h2Transport speaks HTTP/2 only, over TLS with tc: net/http's, which
+// puts streams on a connection up to the server's most and then opens
+// another.
+func h2Transport(tc *tls.Config) *http.Transport {
+	var p http.Protocols
+	p.SetHTTP2(true)
+	return &http.Transport{TLSClientConfig: tc, Protocols: &p, DisableCompression: true, MaxIdleConnsPerHost: 1024}
+}
+
+// dialH2Subscriber opens a stream at url over HTTP/2 with client, whose
+// transport puts many streams on a connection.
+func dialH2Subscriber(ctx context.Context, client *http.Client, url string, header map[string]string, rec *fanoutRecorder) (*sseSubscriber, *bufio.Reader, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	if resp.StatusCode != http.StatusOK || resp.ProtoMajor != 2 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
+		resp.Body.Close()
+		return nil, nil, fmt.Errorf("status %d over %s: %s", resp.StatusCode, resp.Proto, b)
+	}
+	return &sseSubscriber{body: resp.Body, rec: rec}, bufio.NewReaderSize(resp.Body, 2048), nil
+}
+
 func (s *sseSubscriber) event(ts int64) {
 	if ts <= s.lastTS {
 		s.rec.repeated.Add(1)
@@ -257,7 +303,10 @@ func jsonInt(line []byte, key string) int64 {
 // fanoutTarget is a server of the fanout rows once it listens: one, or
 // the fleet's replicas.
 type fanoutTarget struct {
-	name   string
+	name string
+	// h2: the subscribers use HTTP/2 over TLS, through client.
+	h2     bool
+	client *http.Client
 	srvs   []*server
 	path   string
 	header map[string]string
@@ -337,12 +386,16 @@ func (b *bench) runFanout(ctx context.Context, stdout io.Writer) error {
 	type series struct {
 		name     string
 		replicas int
+		h2       bool
 	}
 	var runs []series
 	for _, name := range servers {
-		runs = append(runs, series{name, 1})
+		runs = append(runs, series{name, 1, false})
 		if name == string(kindTradergate) && b.opt.fanoutReplicas > 1 {
-			runs = append(runs, series{name, b.opt.fanoutReplicas})
+			runs = append(runs, series{name, b.opt.fanoutReplicas, false})
+		}
+		if name == string(kindTradergate) && b.opt.fanoutH2 {
+			runs = append(runs, series{name, 1, true})
 		}
 	}
 	nchanMod := nchanModule()
@@ -367,8 +420,8 @@ func (b *bench) runFanout(ctx context.Context, stdout io.Writer) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			fmt.Fprintf(b.stderr, "fanout: %s, %d replicas, %d subscribers…\n", name, run.replicas, n)
-			p := b.fanoutPoint(ctx, name, run.replicas, n, sim, token, nchanMod)
+			fmt.Fprintf(b.stderr, "fanout: %s, %d replicas, h2 %v, %d subscribers…\n", name, run.replicas, run.h2, n)
+			p := b.fanoutPoint(ctx, name, run.replicas, run.h2, n, sim, token, nchanMod)
 			if ctx.Err() != nil {
 				break // an interrupted point measured nothing
 			}
@@ -386,8 +439,11 @@ func (b *bench) runFanout(ctx context.Context, stdout io.Writer) error {
 
 // fanoutPoint measures one server (or a fleet of replicas) with n
 // subscribers.
-func (b *bench) fanoutPoint(ctx context.Context, name string, replicas, n int, sim *server, token, nchanMod string) (p fanoutPoint) {
-	p = fanoutPoint{Server: name, Replicas: replicas, Subscribers: n}
+func (b *bench) fanoutPoint(ctx context.Context, name string, replicas int, h2 bool, n int, sim *server, token, nchanMod string) (p fanoutPoint) {
+	p = fanoutPoint{Server: name, Replicas: replicas, Proto: "h1", Subscribers: n}
+	if h2 {
+		p.Proto = "h2"
+	}
 	var t *fanoutTarget
 	var err error
 	switch {
@@ -396,7 +452,7 @@ func (b *bench) fanoutPoint(ctx context.Context, name string, replicas, n int, s
 	case replicas > 1:
 		t, err = b.startFanoutFleet(ctx, replicas, n, sim, token)
 	default:
-		t, err = b.startFanoutEdge(ctx, n, sim, token)
+		t, err = b.startFanoutEdge(ctx, n, sim, token, h2)
 	}
 	if err != nil {
 		p.Error = err.Error()
@@ -427,7 +483,12 @@ func (b *bench) fanoutPoint(ctx context.Context, name string, replicas, n int, s
 			var r *bufio.Reader
 			var err error
 			for try := range fanoutTries {
-				if s, r, err = dialSubscriber(ctx, addr, t.path, t.header, rec); err == nil || ctx.Err() != nil {
+				if t.h2 {
+					s, r, err = dialH2Subscriber(ctx, t.client, "https://"+addr+t.path, t.header, rec)
+				} else {
+					s, r, err = dialSubscriber(ctx, addr, t.path, t.header, rec)
+				}
+				if err == nil || ctx.Err() != nil {
 					break
 				}
 				time.Sleep(time.Duration(try+1) * 100 * time.Millisecond)
@@ -453,10 +514,13 @@ func (b *bench) fanoutPoint(ctx context.Context, name string, replicas, n int, s
 	defer func() {
 		for _, s := range subs {
 			if s != nil {
-				s.conn.Close()
+				s.close()
 			}
 		}
 		readers.Wait()
+		if t.client != nil {
+			t.client.CloseIdleConnections()
+		}
 	}()
 	for _, s := range subs {
 		if s != nil {
@@ -617,17 +681,28 @@ func (b *bench) simCalls(sim *server) (int64, error) {
 }
 
 // startFanoutEdge starts tradergate against the live host, with room for
-// n streams of the bench key and n connections.
-func (b *bench) startFanoutEdge(ctx context.Context, n int, sim *server, token string) (*fanoutTarget, error) {
-	srv, err := b.startTradergate(ctx, tgVariant{upstream: "http://" + sim.addr + "/open-api", streams: n, maxConns: n})
+// n streams of the bench key and n connections; with h2, serving TLS, its
+// subscribers' client ready: Go's HTTP/2 transport, which opens a
+// connection when the others hold the edge's most streams (250).
+func (b *bench) startFanoutEdge(ctx context.Context, n int, sim *server, token string, h2 bool) (*fanoutTarget, error) {
+	srv, err := b.startTradergate(ctx, tgVariant{upstream: "http://" + sim.addr + "/open-api", streams: n, maxConns: n, tls: h2})
 	if err != nil {
 		return nil, err
 	}
-	return &fanoutTarget{
+	t := &fanoutTarget{
 		name: "tradergate", srvs: []*server{srv}, stop: srv.stop,
 		path:   "/v1/orderbook/stream?tokenId=" + url.QueryEscape(token),
 		header: map[string]string{"Authorization": "Bearer " + b.clientKey},
-	}, nil
+	}
+	if h2 {
+		tc, err := tlsClientConfig(b.cert)
+		if err != nil {
+			srv.stop()
+			return nil, err
+		}
+		t.h2, t.client = true, &http.Client{Transport: h2Transport(tc)}
+	}
+	return t, nil
 }
 
 // startFanoutFleet starts r edges sharing the run's Redis (emptied
@@ -846,15 +921,18 @@ func fmtStreamMiB(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1
 
 // seriesName is a point's server as the table names it.
 func (p fanoutPoint) seriesName() string {
-	if p.Replicas > 1 {
+	switch {
+	case p.Replicas > 1:
 		return fmt.Sprintf("%s ×%d (Redis)", p.Server, p.Replicas)
+	case p.Proto == "h2":
+		return p.Server + " (HTTP/2, TLS)"
 	}
 	return p.Server
 }
 
 // writeFanoutTable writes the points as a Markdown table.
 func writeFanoutTable(w io.Writer, points []fanoutPoint, window time.Duration) {
-	fmt.Fprintf(w, "Fanout: one order book stream, N subscribers over plain HTTP/1.1, live legacy host (a book change per token about every %v), %v window. "+
+	fmt.Fprintf(w, "Fanout: one order book stream, N subscribers over plain HTTP/1.1 (or HTTP/2 over TLS, many streams a connection, where named), live legacy host (a book change per token about every %v), %v window. "+
 		"A fleet (×N) spreads the subscribers evenly over N edges sharing one Redis; its CPU and RSS are the replicas' sums. "+
 		"RSS/subscriber is the marginal cost: growth over the RSS with the stream already open to one subscriber per replica, over the other subscribers; "+
 		"stream RSS is that open stream's own growth. "+

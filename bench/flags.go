@@ -42,6 +42,8 @@ type options struct {
 	// many edges sharing a Redis the harness starts, the subscribers
 	// spread evenly over them.
 	fanoutReplicas int
+	// fanoutH2 adds the edge's points with HTTP/2 subscribers over TLS.
+	fanoutH2 bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -72,6 +74,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.fanout, "fanout", "1,100,1000,10000", "subscriber counts of the fanout rows (-only fanout): one order book stream, each count a point on a fresh server")
 	fs.DurationVar(&o.fanoutWindow, "fanout-window", 10*time.Second, "measured time of each fanout point (after the subscribers connect and settle 2s); at most 20s")
 	fs.IntVar(&o.fanoutReplicas, "fanout-replicas", 1, "above 1, the fanout rows also run on a fleet of this many edges sharing a Redis the harness starts, the subscribers spread evenly over them (at most 8)")
+	fs.BoolVar(&o.fanoutH2, "fanout-h2", false, "the fanout rows also run the edge (one process) with HTTP/2 subscribers over TLS: Go's HTTP/2 client, many streams a connection (up to the edge's 250)")
 	fs.IntVar(&o.nice, "nice", 0, "run every server and the load generator under nice -n N (negative needs root): on a shared machine, keeps other work off the pinned CPUs")
 	err := fs.Parse(args)
 	if err != nil {
