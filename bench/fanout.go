@@ -37,10 +37,16 @@ import (
 // them settle, and measures over -fanout-window: the legacy host's calls
 // for order book events (the edge's poller, or the publisher's: the same
 // for 1 and 10,000 subscribers if the stream is shared), the server's CPU
-// time over the events it delivered, its RSS growth over its RSS before
-// the subscribers came, per subscriber, and the delivery lag, from an
-// event's timestamp (when the simulated host made it visible) to its
-// arrival at a subscriber.
+// time over the events it delivered, its RSS per subscriber (below), and
+// the delivery lag, from an event's timestamp (when the simulated host
+// made it visible) to its arrival at a subscriber. That lag holds the
+// poll's phase, 0 to one interval alike for every subscriber; the spread,
+// an event's arrival after its first arrival at any subscriber, is the
+// fanout's share alone.
+//
+// With -fanout-h2, the edge's points (one process) run once more serving
+// TLS, the subscribers on HTTP/2 through net/http's client: many streams
+// a connection, up to the edge's most.
 //
 // With -fanout-replicas N (N > 1), the edge's points run once more on a
 // fleet: N edges on the server CPU sharing a redis-server the harness
