@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -36,10 +37,33 @@ import (
 // them settle, and measures over -fanout-window: the legacy host's calls
 // for order book events (the edge's poller, or the publisher's: the same
 // for 1 and 10,000 subscribers if the stream is shared), the server's CPU
-// time over the events it delivered, its RSS growth over its RSS before
-// the subscribers came, per subscriber, and the delivery lag, from an
-// event's timestamp (when the simulated host made it visible) to its
-// arrival at a subscriber.
+// time over the events it delivered, its RSS per subscriber (below), and
+// the delivery lag, from an event's timestamp (when the simulated host
+// made it visible) to its arrival at a subscriber. That lag holds the
+// poll's phase, 0 to one interval alike for every subscriber; the spread,
+// an event's arrival after its first arrival at any subscriber, is the
+// fanout's share alone.
+//
+// With -fanout-h2, the edge's points (one process) run once more serving
+// TLS, the subscribers on HTTP/2 through net/http's client: many streams
+// a connection, up to the edge's most.
+//
+// With -fanout-replicas N (N > 1), the edge's points run once more on a
+// fleet: N edges on the server CPU sharing a redis-server the harness
+// starts (on the load CPU, as the fleet rows' Redis), subscriber i on
+// replica i mod N. One replica holds the stream's lease and polls, the
+// others follow its messages (docs/SCALING.md, Event streams across the
+// fleet); the legacy calls are the host's, whoever made them, and CPU
+// and RSS are summed over the replicas.
+//
+// RSS per subscriber is the marginal cost of one more subscriber of a
+// stream already open: the first subscriber of each replica connects
+// alone, and once its stream runs (the hub, its poller or follower, the
+// buffers of a first poll, the runtime's growth for them) the RSS taken
+// then is the baseline; the others' growth over it is divided by their
+// number. Dividing the whole growth by the subscribers would charge the
+// stream's fixed cost to each, most of the figure at 1,000; that fixed
+// cost is reported apart (stream RSS).
 
 // fanoutBookEvery is how often the live host changes one token's book.
 const fanoutBookEvery = 300 * time.Millisecond
@@ -64,7 +88,13 @@ var nchanConfTemplate string
 
 // fanoutPoint is one measured point.
 type fanoutPoint struct {
-	Server      string  `json:"server"`
+	Server string `json:"server"`
+	// Replicas is how many edges share the subscribers (1: one process,
+	// or a peer).
+	Replicas int `json:"replicas"`
+	// Proto is the subscribers' HTTP: "h1" (plain HTTP/1.1, a connection
+	// each) or "h2" (HTTP/2 over TLS, many streams a connection).
+	Proto       string  `json:"proto"`
 	Subscribers int     `json:"subscribers"`
 	Connected   int     `json:"connected"`
 	WindowS     float64 `json:"window_seconds"`
@@ -77,14 +107,26 @@ type fanoutPoint struct {
 	// CPUPerEventUs that over Events, in microseconds.
 	CPUSeconds    float64 `json:"cpu_seconds"`
 	CPUPerEventUs float64 `json:"cpu_per_event_us"`
-	// RSSBefore is the server's RSS before the subscribers connected,
-	// RSSAfter at the window's end; RSSPerSubscriber their difference
-	// over Connected, in bytes.
+	// RSSBefore is the server's RSS before any subscriber connected,
+	// RSSOpen once the first subscriber of each replica had its stream
+	// running, RSSAfter at the window's end (each summed over the
+	// replicas). RSSPerSubscriber is RSSAfter-RSSOpen over the
+	// subscribers that connected after the first ones, in bytes (-1 when
+	// there were none); RSSStream is RSSOpen-RSSBefore, the open stream's
+	// fixed cost with its first subscribers, over the replicas.
 	RSSBefore        int64   `json:"rss_before_bytes"`
+	RSSOpen          int64   `json:"rss_open_bytes"`
 	RSSAfter         int64   `json:"rss_after_bytes"`
 	RSSPerSubscriber float64 `json:"rss_per_subscriber_bytes"`
+	RSSStream        int64   `json:"rss_stream_bytes"`
 	LagP50Ms         float64 `json:"lag_p50_ms"`
 	LagP99Ms         float64 `json:"lag_p99_ms"`
+	// SpreadP50Ms and SpreadP99Ms are quantiles of an event's arrival
+	// after its first arrival at any subscriber: the server's fanout
+	// (and the subscribers' reading), without the poll's phase, which
+	// puts 0 to one poll interval into every lag alike.
+	SpreadP50Ms float64 `json:"spread_p50_ms"`
+	SpreadP99Ms float64 `json:"spread_p99_ms"`
 	// Repeated counts events a subscriber got twice or out of order
 	// (its timestamp not after the one before); Silent subscribers that
 	// got no event in the window. Both must be 0.
@@ -108,11 +150,14 @@ type fanoutRecorder struct {
 
 // sseSubscriber reads one event stream.
 type sseSubscriber struct {
-	conn   net.Conn
+	conn   net.Conn  // HTTP/1.1: its own connection
+	body   io.Closer // HTTP/2: its stream's body, on a shared connection
 	rec    *fanoutRecorder
 	inWin  int64 // events received in the window
 	lastTS int64
 	lags   []int32
+	// lagTS is the timestamp of each of lags' events.
+	lagTS []int64
 	// stamps are the timestamps of the window's events, in the order
 	// they came (kept for the tests when keep is set).
 	keep   bool
@@ -184,6 +229,47 @@ func (s *sseSubscriber) read(r *bufio.Reader) {
 	}
 }
 
+// close ends the stream.
+func (s *sseSubscriber) close() {
+	if s.body != nil {
+		s.body.Close()
+		return
+	}
+	s.conn.Close()
+}
+
+// h2Transport speaks HTTP/2 only, over TLS with tc: net/http's, which
+// puts streams on a connection up to the server's most and then opens
+// another.
+func h2Transport(tc *tls.Config) *http.Transport {
+	var p http.Protocols
+	p.SetHTTP2(true)
+	return &http.Transport{TLSClientConfig: tc, Protocols: &p, DisableCompression: true, MaxIdleConnsPerHost: 1024}
+}
+
+// dialH2Subscriber opens a stream at url over HTTP/2 with client, whose
+// transport puts many streams on a connection.
+func dialH2Subscriber(ctx context.Context, client *http.Client, url string, header map[string]string, rec *fanoutRecorder) (*sseSubscriber, *bufio.Reader, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	if resp.StatusCode != http.StatusOK || resp.ProtoMajor != 2 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
+		resp.Body.Close()
+		return nil, nil, fmt.Errorf("status %d over %s: %s", resp.StatusCode, resp.Proto, b)
+	}
+	return &sseSubscriber{body: resp.Body, rec: rec}, bufio.NewReaderSize(resp.Body, 2048), nil
+}
+
 func (s *sseSubscriber) event(ts int64) {
 	if ts <= s.lastTS {
 		s.rec.repeated.Add(1)
@@ -198,6 +284,7 @@ func (s *sseSubscriber) event(ts int64) {
 	// an event visible once its clock reaches that time (legacysim's
 	// live mode), and stamps its indexedTimestamp later still.
 	s.lags = append(s.lags, int32(max(0, time.Now().UnixMilli()-ts)))
+	s.lagTS = append(s.lagTS, ts)
 	if s.keep {
 		s.stamps = append(s.stamps, ts)
 	}
@@ -219,13 +306,43 @@ func jsonInt(line []byte, key string) int64 {
 	return n
 }
 
-// fanoutTarget is a server of the fanout rows once it listens.
+// fanoutTarget is a server of the fanout rows once it listens: one, or
+// the fleet's replicas.
 type fanoutTarget struct {
-	name   string
-	srv    *server
+	name string
+	// h2: the subscribers use HTTP/2 over TLS, through client.
+	h2     bool
+	client *http.Client
+	srvs   []*server
 	path   string
 	header map[string]string
 	stop   func()
+}
+
+// jiffies is the CPU time of the target's processes, summed.
+func (t *fanoutTarget) jiffies() (uint64, error) {
+	var sum uint64
+	for _, s := range t.srvs {
+		j, err := cpustat.GroupJiffies(s.proc.pid())
+		if err != nil {
+			return 0, err
+		}
+		sum += j
+	}
+	return sum, nil
+}
+
+// rss is the target's processes' RSS, summed; 0 when one is unknown.
+func (t *fanoutTarget) rss() int64 {
+	var sum int64
+	for _, s := range t.srvs {
+		m, err := cpustat.GroupMemory(s.proc.pid())
+		if err != nil {
+			return 0
+		}
+		sum += int64(m.RSS)
+	}
+	return sum
 }
 
 // fanoutSubscribers reads -fanout.
@@ -272,19 +389,45 @@ func (b *bench) runFanout(ctx context.Context, stdout io.Writer) error {
 			}
 		}
 	}
+	type series struct {
+		name     string
+		replicas int
+		h2       bool
+	}
+	var runs []series
+	for _, name := range servers {
+		runs = append(runs, series{name, 1, false})
+		if name == string(kindTradergate) && b.opt.fanoutReplicas > 1 {
+			runs = append(runs, series{name, b.opt.fanoutReplicas, false})
+		}
+		if name == string(kindTradergate) && b.opt.fanoutH2 {
+			runs = append(runs, series{name, 1, true})
+		}
+	}
 	nchanMod := nchanModule()
 	var points []fanoutPoint
-	for _, name := range servers {
+	for _, run := range runs {
+		name := run.name
 		if name == "nchan" && (b.nginx == "" || nchanMod == "") {
 			b.note("fanout: no Nchan row: nginx or its nchan module (Debian: libnginx-mod-nchan) is not installed")
 			continue
+		}
+		if run.replicas > 1 && b.redisSrv == nil {
+			if b.redis == "" {
+				b.note("fanout: no fleet rows: redis-server is not installed")
+				continue
+			}
+			if b.redisSrv, err = b.startRedis(ctx); err != nil {
+				b.note("fanout: no fleet rows: redis-server: " + err.Error())
+				continue
+			}
 		}
 		for _, n := range counts {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			fmt.Fprintf(b.stderr, "fanout: %s, %d subscribers…\n", name, n)
-			p := b.fanoutPoint(ctx, name, n, sim, token, nchanMod)
+			fmt.Fprintf(b.stderr, "fanout: %s, %d replicas, h2 %v, %d subscribers…\n", name, run.replicas, run.h2, n)
+			p := b.fanoutPoint(ctx, name, run.replicas, run.h2, n, sim, token, nchanMod)
 			if ctx.Err() != nil {
 				break // an interrupted point measured nothing
 			}
@@ -300,26 +443,30 @@ func (b *bench) runFanout(ctx context.Context, stdout io.Writer) error {
 	return os.WriteFile(filepath.Join(b.out, "results-fanout.md"), md.Bytes(), 0o644)
 }
 
-// fanoutPoint measures one server with n subscribers.
-func (b *bench) fanoutPoint(ctx context.Context, name string, n int, sim *server, token, nchanMod string) (p fanoutPoint) {
-	p = fanoutPoint{Server: name, Subscribers: n}
+// fanoutPoint measures one server (or a fleet of replicas) with n
+// subscribers.
+func (b *bench) fanoutPoint(ctx context.Context, name string, replicas int, h2 bool, n int, sim *server, token, nchanMod string) (p fanoutPoint) {
+	p = fanoutPoint{Server: name, Replicas: replicas, Proto: "h1", Subscribers: n}
+	if h2 {
+		p.Proto = "h2"
+	}
 	var t *fanoutTarget
 	var err error
-	if name == "nchan" {
+	switch {
+	case name == "nchan":
 		t, err = b.startNchan(ctx, n, sim, token, nchanMod)
-	} else {
-		t, err = b.startFanoutEdge(ctx, n, sim, token)
+	case replicas > 1:
+		t, err = b.startFanoutFleet(ctx, replicas, n, sim, token)
+	default:
+		t, err = b.startFanoutEdge(ctx, n, sim, token, h2)
 	}
 	if err != nil {
 		p.Error = err.Error()
 		return p
 	}
 	defer t.stop()
-	pgid := t.srv.proc.pid()
 	time.Sleep(500 * time.Millisecond)
-	if m, err := cpustat.GroupMemory(pgid); err == nil {
-		p.RSSBefore = int64(m.RSS)
-	}
+	p.RSSBefore = t.rss()
 
 	rec := &fanoutRecorder{}
 	subs := make([]*sseSubscriber, n)
@@ -327,42 +474,59 @@ func (b *bench) fanoutPoint(ctx context.Context, name string, n int, sim *server
 	var readers sync.WaitGroup
 	var firstErr atomic.Value
 	next := atomic.Int64{}
-	for range min(fanoutDialers, n) {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n || ctx.Err() != nil {
-					return
-				}
-				// A burst of connections can overflow the server's accept
-				// queue (a reset): a subscriber tries again, as an
-				// EventSource would.
-				var s *sseSubscriber
-				var r *bufio.Reader
-				var err error
-				for try := range fanoutTries {
-					if s, r, err = dialSubscriber(ctx, t.srv.addr, t.path, t.header, rec); err == nil || ctx.Err() != nil {
-						break
-					}
-					time.Sleep(time.Duration(try+1) * 100 * time.Millisecond)
-				}
-				if err != nil {
-					firstErr.CompareAndSwap(nil, err.Error())
-					continue
-				}
-				subs[i] = s
-				readers.Go(func() { s.read(r) })
+	dial := func(end int) {
+		for {
+			i := int(next.Add(1)) - 1
+			if i >= end || ctx.Err() != nil {
+				next.Add(-1) // left for the next call
+				return
 			}
-		})
+			// A burst of connections can overflow the server's accept
+			// queue (a reset): a subscriber tries again, as an
+			// EventSource would.
+			addr := t.srvs[i%len(t.srvs)].addr
+			var s *sseSubscriber
+			var r *bufio.Reader
+			var err error
+			for try := range fanoutTries {
+				if t.h2 {
+					s, r, err = dialH2Subscriber(ctx, t.client, "https://"+addr+t.path, t.header, rec)
+				} else {
+					s, r, err = dialSubscriber(ctx, addr, t.path, t.header, rec)
+				}
+				if err == nil || ctx.Err() != nil {
+					break
+				}
+				time.Sleep(time.Duration(try+1) * 100 * time.Millisecond)
+			}
+			if err != nil {
+				firstErr.CompareAndSwap(nil, err.Error())
+				continue
+			}
+			subs[i] = s
+			readers.Go(func() { s.read(r) })
+		}
+	}
+	// The first subscriber of each replica opens its stream alone; the
+	// RSS once the streams run is the baseline of the marginal figure.
+	first := min(len(t.srvs), n)
+	dial(first)
+	time.Sleep(fanoutSettle)
+	p.RSSOpen = t.rss()
+	for range min(fanoutDialers, n-first) {
+		wg.Go(func() { dial(n) })
 	}
 	wg.Wait()
 	defer func() {
 		for _, s := range subs {
 			if s != nil {
-				s.conn.Close()
+				s.close()
 			}
 		}
 		readers.Wait()
+		if t.client != nil {
+			t.client.CloseIdleConnections()
+		}
 	}()
 	for _, s := range subs {
 		if s != nil {
@@ -377,9 +541,9 @@ func (b *bench) fanoutPoint(ctx context.Context, name string, n int, sim *server
 	}
 	time.Sleep(fanoutSettle)
 
-	polls0 := b.edgePolls(t.srv)
+	polls0 := b.edgePolls(t.srvs)
 	calls0, err1 := b.simCalls(sim)
-	cpu0, err2 := cpustat.GroupJiffies(pgid)
+	cpu0, err2 := t.jiffies()
 	start := time.Now()
 	rec.measuring.Store(true)
 	select {
@@ -390,15 +554,13 @@ func (b *bench) fanoutPoint(ctx context.Context, name string, n int, sim *server
 	rec.measuring.Store(false)
 	span := time.Since(start)
 	calls1, err3 := b.simCalls(sim)
-	cpu1, err4 := cpustat.GroupJiffies(pgid)
+	cpu1, err4 := t.jiffies()
 	p.PollsPerSec = -1
-	if polls1 := b.edgePolls(t.srv); polls0 >= 0 && polls1 >= 0 {
+	if polls1 := b.edgePolls(t.srvs); polls0 >= 0 && polls1 >= 0 {
 		p.PollsPerSec = (polls1 - polls0) / span.Seconds()
 	}
 	p.LoadAvg = loadAverage()
-	if m, err := cpustat.GroupMemory(pgid); err == nil {
-		p.RSSAfter = int64(m.RSS)
-	}
+	p.RSSAfter = t.rss()
 	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		p.Error = strings.TrimPrefix(p.Error+"; "+err.Error(), "; ")
 	}
@@ -411,8 +573,12 @@ func (b *bench) fanoutPoint(ctx context.Context, name string, n int, sim *server
 	if p.Events > 0 {
 		p.CPUPerEventUs = p.CPUSeconds / float64(p.Events) * 1e6
 	}
-	p.RSSPerSubscriber = float64(p.RSSAfter-p.RSSBefore) / float64(p.Connected)
+	p.RSSPerSubscriber, p.RSSStream = -1, p.RSSOpen-p.RSSBefore
+	if later := p.Connected - first; later > 0 && p.RSSAfter > 0 && p.RSSOpen > 0 {
+		p.RSSPerSubscriber = float64(p.RSSAfter-p.RSSOpen) / float64(later)
+	}
 	var lags []int32
+	firstLag := map[int64]int32{} // an event's lag at its first arrival
 	for _, s := range subs {
 		if s == nil {
 			continue
@@ -421,18 +587,50 @@ func (b *bench) fanoutPoint(ctx context.Context, name string, n int, sim *server
 			p.Silent++
 		}
 		lags = append(lags, s.lags...)
+		for i, ts := range s.lagTS {
+			if l, ok := firstLag[ts]; !ok || s.lags[i] < l {
+				firstLag[ts] = s.lags[i]
+			}
+		}
 	}
-	slices.Sort(lags)
-	if len(lags) > 0 {
-		p.LagP50Ms = float64(lags[len(lags)/2])
-		p.LagP99Ms = float64(lags[min(len(lags)-1, len(lags)*99/100)])
+	spread := make([]int32, 0, len(lags))
+	for _, s := range subs {
+		if s == nil {
+			continue
+		}
+		for i, ts := range s.lagTS {
+			spread = append(spread, s.lags[i]-firstLag[ts])
+		}
 	}
+	p.LagP50Ms, p.LagP99Ms = quantiles(lags)
+	p.SpreadP50Ms, p.SpreadP99Ms = quantiles(spread)
 	return p
 }
 
+// quantiles are the median and 99th percentile of v (sorted here).
+func quantiles(v []int32) (p50, p99 float64) {
+	if len(v) == 0 {
+		return 0, 0
+	}
+	slices.Sort(v)
+	return float64(v[len(v)/2]), float64(v[min(len(v)-1, len(v)*99/100)])
+}
+
 // edgePolls is tradergate_stream_polls_total of the order book stream on
-// the edge's admin listener, -1 when there is none.
-func (b *bench) edgePolls(srv *server) float64 {
+// the edges' admin listeners, summed; -1 when one has none.
+func (b *bench) edgePolls(srvs []*server) float64 {
+	var sum float64
+	for _, s := range srvs {
+		v := b.edgePollsOf(s)
+		if v < 0 {
+			return -1
+		}
+		sum += v
+	}
+	return sum
+}
+
+func (b *bench) edgePollsOf(srv *server) float64 {
 	if srv.admin == "" {
 		return -1
 	}
@@ -489,17 +687,57 @@ func (b *bench) simCalls(sim *server) (int64, error) {
 }
 
 // startFanoutEdge starts tradergate against the live host, with room for
-// n streams of the bench key and n connections.
-func (b *bench) startFanoutEdge(ctx context.Context, n int, sim *server, token string) (*fanoutTarget, error) {
-	srv, err := b.startTradergate(ctx, tgVariant{upstream: "http://" + sim.addr + "/open-api", streams: n, maxConns: n})
+// n streams of the bench key and n connections; with h2, serving TLS, its
+// subscribers' client ready: Go's HTTP/2 transport, which opens a
+// connection when the others hold the edge's most streams (250).
+func (b *bench) startFanoutEdge(ctx context.Context, n int, sim *server, token string, h2 bool) (*fanoutTarget, error) {
+	srv, err := b.startTradergate(ctx, tgVariant{upstream: "http://" + sim.addr + "/open-api", streams: n, maxConns: n, tls: h2})
 	if err != nil {
 		return nil, err
 	}
-	return &fanoutTarget{
-		name: "tradergate", srv: srv, stop: srv.stop,
+	t := &fanoutTarget{
+		name: "tradergate", srvs: []*server{srv}, stop: srv.stop,
 		path:   "/v1/orderbook/stream?tokenId=" + url.QueryEscape(token),
 		header: map[string]string{"Authorization": "Bearer " + b.clientKey},
-	}, nil
+	}
+	if h2 {
+		tc, err := tlsClientConfig(b.cert)
+		if err != nil {
+			srv.stop()
+			return nil, err
+		}
+		t.h2, t.client = true, &http.Client{Transport: h2Transport(tc)}
+	}
+	return t, nil
+}
+
+// startFanoutFleet starts r edges sharing the run's Redis (emptied
+// first: no lease or channel of an earlier point), each with room for n
+// streams and connections.
+func (b *bench) startFanoutFleet(ctx context.Context, r, n int, sim *server, token string) (*fanoutTarget, error) {
+	if err := redisFlush(b.redisSrv.addr); err != nil {
+		return nil, fmt.Errorf("redis: %w", err)
+	}
+	t := &fanoutTarget{
+		name:   "tradergate",
+		path:   "/v1/orderbook/stream?tokenId=" + url.QueryEscape(token),
+		header: map[string]string{"Authorization": "Bearer " + b.clientKey},
+	}
+	t.stop = func() {
+		for _, s := range t.srvs {
+			s.stop()
+		}
+	}
+	for i := range r {
+		srv, err := b.startTradergate(ctx, tgVariant{upstream: "http://" + sim.addr + "/open-api", streams: n, maxConns: n,
+			redisAddr: b.redisSrv.addr, replica: i + 1})
+		if err != nil {
+			t.stop()
+			return nil, err
+		}
+		t.srvs = append(t.srvs, srv)
+	}
+	return t, nil
 }
 
 // nchanModule is the path of nginx's nchan module, "" when not
@@ -565,7 +803,7 @@ func (b *bench) startNchan(ctx context.Context, n int, sim *server, token, modul
 		}
 	})
 	return &fanoutTarget{
-		name: "nchan", srv: srv, path: "/sub",
+		name: "nchan", srvs: []*server{srv}, path: "/sub",
 		stop: func() { cancel(); wg.Wait(); srv.stop() },
 	}, nil
 }
@@ -668,37 +906,60 @@ func fanoutLine(p fanoutPoint) string {
 	if p.Connected == 0 {
 		return "failed: " + p.Error
 	}
-	s := fmt.Sprintf("%d connected, %d events, %.2f legacy calls/s, %.2f polls/s, load %.1f, %.1f µs CPU/event, %s RSS/subscriber, lag p50 %.0f ms p99 %.0f ms, repeated %d, silent %d",
-		p.Connected, p.Events, p.LegacyPerSec, p.PollsPerSec, p.LoadAvg, p.CPUPerEventUs, fmtPerSub(p.RSSPerSubscriber), p.LagP50Ms, p.LagP99Ms, p.Repeated, p.Silent)
+	s := fmt.Sprintf("%d connected, %d events, %.2f legacy calls/s, %.2f polls/s, load %.1f, %.1f µs CPU/event, %s RSS/subscriber (stream %s), lag p50 %.0f ms p99 %.0f ms, spread p50 %.0f ms p99 %.0f ms, repeated %d, silent %d",
+		p.Connected, p.Events, p.LegacyPerSec, p.PollsPerSec, p.LoadAvg, p.CPUPerEventUs, fmtPerSub(p.RSSPerSubscriber), fmtStreamMiB(p.RSSStream), p.LagP50Ms, p.LagP99Ms, p.SpreadP50Ms, p.SpreadP99Ms, p.Repeated, p.Silent)
 	if p.Error != "" {
 		s += " (" + p.Error + ")"
 	}
 	return s
 }
 
-// fmtPerSub is an RSS per subscriber, in KiB.
-func fmtPerSub(b float64) string { return fmt.Sprintf("%.1f KiB", b/1024) }
+// fmtPerSub is an RSS per subscriber, in KiB; – when unmeasured.
+func fmtPerSub(b float64) string {
+	if b < 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f KiB", b/1024)
+}
+
+// fmtStreamMiB is an open stream's RSS in MiB, to a tenth.
+func fmtStreamMiB(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+// seriesName is a point's server as the table names it.
+func (p fanoutPoint) seriesName() string {
+	switch {
+	case p.Replicas > 1:
+		return fmt.Sprintf("%s ×%d (Redis)", p.Server, p.Replicas)
+	case p.Proto == "h2":
+		return p.Server + " (HTTP/2, TLS)"
+	}
+	return p.Server
+}
 
 // writeFanoutTable writes the points as a Markdown table.
 func writeFanoutTable(w io.Writer, points []fanoutPoint, window time.Duration) {
-	fmt.Fprintf(w, "Fanout: one order book stream, N subscribers over plain HTTP/1.1, live legacy host (a book change per token about every %v), %v window\n\n", fanoutBookEvery, window)
-	fmt.Fprintln(w, "| server | subscribers | connected | events delivered | legacy calls/s | edge polls/s | CPU µs/event | RSS/subscriber | lag p50 | lag p99 | repeated | silent | load avg |")
-	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+	fmt.Fprintf(w, "Fanout: one order book stream, N subscribers over plain HTTP/1.1 (or HTTP/2 over TLS, many streams a connection, where named), live legacy host (a book change per token about every %v), %v window. "+
+		"A fleet (×N) spreads the subscribers evenly over N edges sharing one Redis; its CPU and RSS are the replicas' sums. "+
+		"RSS/subscriber is the marginal cost: growth over the RSS with the stream already open to one subscriber per replica, over the other subscribers; "+
+		"stream RSS is that open stream's own growth. "+
+		"Spread is an event's arrival after its first arrival at any subscriber: the fanout's share of the lag, without the poll's phase.\n\n", fanoutBookEvery, window)
+	fmt.Fprintln(w, "| server | subscribers | connected | events delivered | legacy calls/s | edge polls/s | CPU µs/event | RSS/subscriber | stream RSS | lag p50 | lag p99 | spread p50 | spread p99 | repeated | silent | load avg |")
+	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 	for _, p := range points {
 		if p.Connected == 0 {
-			fmt.Fprintf(w, "| %s | %d | 0 | failed: %s |||||||||\n", p.Server, p.Subscribers, p.Error)
+			fmt.Fprintf(w, "| %s | %d | 0 | failed: %s ||||||||||||\n", p.seriesName(), p.Subscribers, p.Error)
 			continue
 		}
 		polls := "–"
 		if p.PollsPerSec >= 0 {
 			polls = fmt.Sprintf("%.2f", p.PollsPerSec)
 		}
-		fmt.Fprintf(w, "| %s | %d | %d | %d | %.2f | %s | %.1f | %s | %.0f ms | %.0f ms | %d | %d | %.1f |\n", p.Server, p.Subscribers, p.Connected, p.Events,
-			p.LegacyPerSec, polls, p.CPUPerEventUs, fmtPerSub(p.RSSPerSubscriber), p.LagP50Ms, p.LagP99Ms, p.Repeated, p.Silent, p.LoadAvg)
+		fmt.Fprintf(w, "| %s | %d | %d | %d | %.2f | %s | %.1f | %s | %s | %.0f ms | %.0f ms | %.0f ms | %.0f ms | %d | %d | %.1f |\n", p.seriesName(), p.Subscribers, p.Connected, p.Events,
+			p.LegacyPerSec, polls, p.CPUPerEventUs, fmtPerSub(p.RSSPerSubscriber), fmtStreamMiB(p.RSSStream), p.LagP50Ms, p.LagP99Ms, p.SpreadP50Ms, p.SpreadP99Ms, p.Repeated, p.Silent, p.LoadAvg)
 	}
 	for _, p := range points {
 		if p.Error != "" && p.Connected > 0 {
-			fmt.Fprintf(w, "\n%s, %d subscribers: %s\n", p.Server, p.Subscribers, p.Error)
+			fmt.Fprintf(w, "\n%s, %d subscribers: %s\n", p.seriesName(), p.Subscribers, p.Error)
 		}
 	}
 }

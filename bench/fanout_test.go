@@ -11,11 +11,13 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"tradergate/internal/testkit/redistest"
 	"tradergate/legacysim"
 	"tradergate/proxy"
 	"tradergate/proxy/config"
@@ -27,23 +29,116 @@ import (
 // get the same events, once and in order, the host's own events in
 // ascending order.
 func TestFanoutSubscribersGetEachEventOnceInOrder(t *testing.T) {
-	const simKey, clientKey, n = "sim-key", "client-key", 10
-	sim := legacysim.New(legacysim.Config{Seed: 1, Key: simKey, History: time.Hour, Live: &legacysim.Live{BookEvery: 100 * time.Millisecond}})
+	const n = 10
+	sim := legacysim.New(legacysim.Config{Seed: 1, Key: fanoutSimKey, History: time.Hour, Live: &legacysim.Live{BookEvery: 100 * time.Millisecond}})
 	host := httptest.NewServer(sim)
 	defer host.Close()
+	addr := startFanoutTestEdge(t, host.URL, "", n, nil)
+	token := sim.Markets()[0].Tokens[0]
+	subs, rec := fanoutTestSubscribers(t, []string{addr}, nil, token, n, 3*time.Second)
+	if got := rec.repeated.Load(); got != 0 {
+		t.Errorf("%d events came twice or out of order", got)
+	}
+	checkFanoutEvents(t, subs, host.URL, token)
+}
 
+// The fleet mode (-fanout-replicas): three edges sharing a real Redis,
+// with the configuration the harness renders for a fleet point, nine
+// subscribers spread over them as the harness spreads them. Each
+// subscriber gets the host's events once and in order, whichever replica
+// it is on, and the host sees one poller's calls for the fleet.
+func TestFanoutFleetSubscribersShareOnePoller(t *testing.T) {
+	const replicas, n = 3, 9
+	r := redistest.Start(t)
+	sim := legacysim.New(legacysim.Config{Seed: 1, Key: fanoutSimKey, History: time.Hour, Live: &legacysim.Live{BookEvery: 100 * time.Millisecond}})
+	host := httptest.NewServer(sim)
+	defer host.Close()
+	addrs := make([]string, replicas)
+	for i := range addrs {
+		addrs[i] = startFanoutTestEdge(t, host.URL, r.Addr(), n, nil)
+	}
+	token := sim.Markets()[0].Tokens[0]
+	calls := func() int64 { return sim.Stats().ByRoute["orderbook_events"] }
+	before := calls()
+	start := time.Now()
+	subs, rec := fanoutTestSubscribers(t, addrs, nil, token, n, 4*time.Second)
+	perSec := float64(calls()-before) / time.Since(start).Seconds()
+	if got := rec.repeated.Load(); got != 0 {
+		t.Errorf("%d events came twice or out of order", got)
+	}
+	checkFanoutEvents(t, subs, host.URL, token)
+	// One poller a second (streams.routes.orderbook_events.poll), and
+	// each replica's opening reads (the stream's head, a catch-up page):
+	// three pollers would make about 3/s.
+	t.Logf("legacy calls of the stream: %.2f/s, %d subscribers over %d replicas", perSec, n, replicas)
+	if perSec > 2.25 || perSec == 0 {
+		t.Errorf("legacy calls: %.2f/s over %d replicas, want one poller's (about 1/s)", perSec, replicas)
+	}
+}
+
+// The HTTP/2 subscribers (-fanout-h2): against an edge serving TLS as the
+// harness configures it, streams sharing the client's connections get
+// the same events, once and in order, over HTTP/2.
+func TestFanoutH2Subscribers(t *testing.T) {
+	const n = 5
+	sim := legacysim.New(legacysim.Config{Seed: 1, Key: fanoutSimKey, History: time.Hour, Live: &legacysim.Live{BookEvery: 100 * time.Millisecond}})
+	host := httptest.NewServer(sim)
+	defer host.Close()
+	cert, err := makeCert(t.TempDir(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := startFanoutTestEdge(t, host.URL, "", n, &cert)
+	tc, err := tlsClientConfig(cert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := h2Transport(tc)
+	defer tr.CloseIdleConnections()
+	token := sim.Markets()[0].Tokens[0]
+	subs, rec := fanoutTestSubscribers(t, []string{addr}, &http.Client{Transport: tr}, token, n, 3*time.Second)
+	if got := rec.repeated.Load(); got != 0 {
+		t.Errorf("%d events came twice or out of order", got)
+	}
+	checkFanoutEvents(t, subs, host.URL, token)
+}
+
+const fanoutSimKey, fanoutClientKey = "sim-key", "client-key"
+
+// withCert serves TLS with cert, when given.
+func (c tgConfig) withCert(cert *certFiles) tgConfig {
+	if cert != nil {
+		c.CertFile, c.KeyFile = cert.cert, cert.key
+	}
+	return c
+}
+
+// startFanoutTestEdge starts an edge in this process, configured as the
+// harness configures a fanout point (with the fleet's Redis when
+// redisAddr is set), in front of the host; it stops with the test.
+func startFanoutTestEdge(t *testing.T, hostURL, redisAddr string, n int, cert *certFiles) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
-	data, err := renderTGConfig(tgConfig{Port: port, UpstreamURL: host.URL + "/open-api", KeySHA256: hashKey(clientKey),
-		CacheMaxBytes: defaultCacheBytes, Log: true, MaxConnections: n + 64, StreamsMaxPerKey: n})
+	// The admin listener on a port of its own, as the harness gives it:
+	// the default one is the same for every replica.
+	adminPort, err := freePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Contains(data, []byte("max_per_key: 10")) {
+	data, err := renderTGConfig(tgConfig{Port: port, AdminPort: adminPort, Admin: true, UpstreamURL: hostURL + "/open-api", KeySHA256: hashKey(fanoutClientKey),
+		CacheMaxBytes: defaultCacheBytes, Log: true, MaxConnections: n + 64, StreamsMaxPerKey: n, RedisAddr: redisAddr}.withCert(cert))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(data, []byte("max_per_key: "+strconv.Itoa(n))) {
 		t.Fatalf("no streams.max_per_key in the fanout config:\n%s", data)
+	}
+	if redisAddr != "" && !bytes.Contains(data, []byte(redisAddr)) {
+		t.Fatalf("no redis in the fleet's config:\n%s", data)
 	}
 	cfg, err := config.Parse(data)
 	if err != nil {
@@ -51,7 +146,7 @@ func TestFanoutSubscribersGetEachEventOnceInOrder(t *testing.T) {
 	}
 	if err := cfg.Validate(func(k string) string {
 		if k == "TRADERGATE_BENCH_UPSTREAM_KEY" {
-			return simKey
+			return fanoutSimKey
 		}
 		return ""
 	}); err != nil {
@@ -64,20 +159,43 @@ func TestFanoutSubscribersGetEachEventOnceInOrder(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- edge.Serve(ctx, ln) }()
-	defer func() {
+	t.Cleanup(func() {
 		cancel()
-		<-served
+		if err := <-served; err != nil {
+			t.Errorf("edge: %v", err)
+		}
 		_ = edge.Close()
-	}()
+	})
+	return ln.Addr().String()
+}
 
-	token := sim.Markets()[0].Tokens[0]
+// fanoutTestSubscribers opens n streams of token, subscriber i on
+// addrs[i mod len(addrs)] as the harness spreads them (over HTTP/2 with
+// h2, else HTTP/1.1), reads them for d, and closes them.
+func fanoutTestSubscribers(t *testing.T, addrs []string, h2 *http.Client, token string, n int, d time.Duration) ([]*sseSubscriber, *fanoutRecorder) {
+	t.Helper()
 	rec := &fanoutRecorder{}
 	rec.measuring.Store(true)
 	subs := make([]*sseSubscriber, n)
 	var readers sync.WaitGroup
+	defer func() {
+		for _, s := range subs {
+			if s != nil {
+				s.close()
+			}
+		}
+		readers.Wait()
+	}()
 	for i := range subs {
-		s, r, err := dialSubscriber(ctx, ln.Addr().String(), "/v1/orderbook/stream?tokenId="+url.QueryEscape(token),
-			map[string]string{"Authorization": "Bearer " + clientKey}, rec)
+		path, header := "/v1/orderbook/stream?tokenId="+url.QueryEscape(token), map[string]string{"Authorization": "Bearer " + fanoutClientKey}
+		var s *sseSubscriber
+		var r *bufio.Reader
+		var err error
+		if h2 != nil {
+			s, r, err = dialH2Subscriber(context.Background(), h2, "https://"+addrs[i%len(addrs)]+path, header, rec)
+		} else {
+			s, r, err = dialSubscriber(context.Background(), addrs[i%len(addrs)], path, header, rec)
+		}
 		if err != nil {
 			t.Fatalf("subscriber %d: %v", i, err)
 		}
@@ -85,22 +203,20 @@ func TestFanoutSubscribersGetEachEventOnceInOrder(t *testing.T) {
 		subs[i] = s
 		readers.Go(func() { s.read(r) })
 	}
-	time.Sleep(3 * time.Second)
+	time.Sleep(d)
 	rec.measuring.Store(false)
-	for _, s := range subs {
-		s.conn.Close()
-	}
-	readers.Wait()
+	return subs, rec
+}
 
-	if got := rec.repeated.Load(); got != 0 {
-		t.Errorf("%d events came twice or out of order", got)
-	}
-	// Each subscriber saw what the others did, but for the window's
-	// edges: compare on the events all of them saw.
+// checkFanoutEvents checks that every subscriber saw what the others did
+// (but for the window's edges), and that those are the host's events of
+// the token in ascending order, none missing.
+func checkFanoutEvents(t *testing.T, subs []*sseSubscriber, hostURL, token string) {
+	t.Helper()
 	var lo, hi int64 = 0, 1<<63 - 1
 	for i, s := range subs {
 		if len(s.stamps) < 3 {
-			t.Fatalf("subscriber %d got %d events in 3s, want several", i, len(s.stamps))
+			t.Fatalf("subscriber %d got %d events, want several", i, len(s.stamps))
 		}
 		lo, hi = max(lo, s.stamps[0]), min(hi, s.stamps[len(s.stamps)-1])
 	}
@@ -113,10 +229,8 @@ func TestFanoutSubscribersGetEachEventOnceInOrder(t *testing.T) {
 			t.Errorf("subscriber %d got %v, subscriber 0 %v", i+1, got, want)
 		}
 	}
-	// They are the host's events of the token, in ascending order, none
-	// missing.
-	req, _ := http.NewRequest(http.MethodGet, host.URL+"/open-api/v1/orderbook/events?tokenId="+url.QueryEscape(token)+"&order=desc&limit=100", nil)
-	req.Header.Set("Authorization", "Bearer "+simKey)
+	req, _ := http.NewRequest(http.MethodGet, hostURL+"/open-api/v1/orderbook/events?tokenId="+url.QueryEscape(token)+"&order=desc&limit=100", nil)
+	req.Header.Set("Authorization", "Bearer "+fanoutSimKey)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -183,6 +297,14 @@ func TestFanoutFlags(t *testing.T) {
 	}
 	if _, err := parseFlags([]string{"-fanout-window", "30s"}, io.Discard); err == nil {
 		t.Error("a fanout window over 20s accepted")
+	}
+	if o, err := parseFlags([]string{"-fanout-replicas", "3"}, io.Discard); err != nil || o.fanoutReplicas != 3 {
+		t.Errorf("-fanout-replicas 3: %v, %v", o.fanoutReplicas, err)
+	}
+	for _, bad := range []string{"0", "9"} {
+		if _, err := parseFlags([]string{"-fanout-replicas", bad}, io.Discard); err == nil {
+			t.Errorf("-fanout-replicas %s accepted", bad)
+		}
 	}
 	if _, err := parseServers("tradergate,nchan"); err != nil {
 		t.Errorf("-servers nchan: %v", err)

@@ -38,6 +38,12 @@ type options struct {
 	// measured time per point.
 	fanout       string
 	fanoutWindow time.Duration
+	// fanoutReplicas, above 1, adds the fanout rows of a fleet: that
+	// many edges sharing a Redis the harness starts, the subscribers
+	// spread evenly over them.
+	fanoutReplicas int
+	// fanoutH2 adds the edge's points with HTTP/2 subscribers over TLS.
+	fanoutH2 bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -67,6 +73,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.trace, "trace", "", "after the table, run this row (a fixed-rate one, e.g. latency-h1-75, or a plain HTTP/1.1 hit row, e.g. hit-activity20-gzip) once more on tradergate under a Go execution trace, and report what its slowest answers waited on")
 	fs.StringVar(&o.fanout, "fanout", "1,100,1000,10000", "subscriber counts of the fanout rows (-only fanout): one order book stream, each count a point on a fresh server")
 	fs.DurationVar(&o.fanoutWindow, "fanout-window", 10*time.Second, "measured time of each fanout point (after the subscribers connect and settle 2s); at most 20s")
+	fs.IntVar(&o.fanoutReplicas, "fanout-replicas", 1, "above 1, the fanout rows also run on a fleet of this many edges sharing a Redis the harness starts, the subscribers spread evenly over them (at most 8)")
+	fs.BoolVar(&o.fanoutH2, "fanout-h2", false, "the fanout rows also run the edge (one process) with HTTP/2 subscribers over TLS: Go's HTTP/2 client, many streams a connection (up to the edge's 250)")
 	fs.IntVar(&o.nice, "nice", 0, "run every server and the load generator under nice -n N (negative needs root): on a shared machine, keeps other work off the pinned CPUs")
 	err := fs.Parse(args)
 	if err != nil {
@@ -94,6 +102,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, errors.New("-duration must be at least 1s, -warmup not negative, -connections at least 1")
 	case o.fanoutWindow < time.Second || o.fanoutWindow > 20*time.Second:
 		return o, errors.New("-fanout-window between 1s and 20s")
+	case o.fanoutReplicas < 1 || o.fanoutReplicas > 8:
+		return o, errors.New("-fanout-replicas between 1 and 8")
 	case o.idleConnections < 1:
 		return o, errors.New("-idle-connections at least 1")
 	case o.zipfKeys < 100 || o.stampedeRounds < 1 || o.stampedeClients < 2 || o.repeat < 1 || o.firstGzipPages < 100 || o.l2Pages < 100:

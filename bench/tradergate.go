@@ -73,6 +73,9 @@ type tgVariant struct {
 	// key may hold (the fanout rows' subscribers).
 	upstream string
 	streams  int
+	// replica, from 1, names one edge of the fanout rows' fleet
+	// (tradergate-r<n>), on the server CPU with the others.
+	replica int
 }
 
 // defaultCacheBytes is config.yaml's cache.max_bytes. The harness writes
@@ -165,8 +168,11 @@ func (b *bench) startTradergate(ctx context.Context, v tgVariant) (*server, erro
 			return nil, err
 		}
 		name := "tradergate"
-		if v.otherReplica {
+		switch {
+		case v.otherReplica:
 			name = "tradergate-other"
+		case v.replica > 0:
+			name = fmt.Sprintf("tradergate-r%d", v.replica)
 		}
 		path := filepath.Join(b.tmp, name+".yaml")
 		if err := os.WriteFile(path, data, 0o600); err != nil {
@@ -178,6 +184,8 @@ func (b *bench) startTradergate(ctx context.Context, v tgVariant) (*server, erro
 		switch {
 		case v.otherReplica:
 			keep = name + ".yaml"
+		case v.streams > 0 && v.replica > 0:
+			keep = "tradergate-fanout-fleet.yaml" // the replicas differ in their ports only
 		case v.streams > 0:
 			keep = "tradergate-fanout.yaml"
 		case v.tls && c.MaxConnections > 0:

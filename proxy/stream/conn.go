@@ -6,6 +6,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -24,6 +25,7 @@ import (
 // to write, each write bounded by streams.write_timeout.
 type ConnSink struct {
 	conn    net.Conn
+	raw     syscall.RawConn // the socket, for a write that does not wait; nil when none (TLS)
 	l       Listener
 	timeout time.Duration
 
@@ -43,6 +45,11 @@ var errSinkClosed = errors.New("stream: connection closed")
 // reads is dropped. writeTimeout bounds each write.
 func NewConnSink(conn net.Conn, read io.Reader, head []byte, l Listener, writeTimeout time.Duration) *ConnSink {
 	s := &ConnSink{conn: conn, l: l, timeout: writeTimeout}
+	if sc, ok := conn.(syscall.Conn); ok {
+		if raw, err := sc.SyscallConn(); err == nil {
+			s.raw = raw
+		}
+	}
 	s.mu.Lock()
 	s.buf = append(make([]byte, 0, len(head)+256), head...)
 	s.writing = true
@@ -63,22 +70,63 @@ func (s *ConnSink) watch(r io.Reader) {
 	}
 }
 
-// Write queues p as one chunk.
+// Write queues p as one chunk. When nothing is queued or being written,
+// it writes the chunk at once, as far as the socket takes it without
+// waiting, and queues only the rest for the writing goroutine: a hub
+// hands each of thousands of subscribers its events in turn, and a
+// goroutine started, scheduled and given a write deadline for each,
+// only to make one write the socket takes whole, was most of the
+// fanout's cost and time besides the write itself (docs/BENCHMARKS.md,
+// Fanout).
 func (s *ConnSink) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed || s.ending {
 		return 0, errSinkClosed
 	}
-	if len(p) > 0 {
-		s.buf = strconv.AppendInt(s.buf, int64(len(p)), 16)
-		s.buf = append(s.buf, '\r', '\n')
-		s.buf = append(s.buf, p...)
-		s.buf = append(s.buf, '\r', '\n')
-		s.startLocked()
+	if len(p) == 0 {
+		return len(s.buf) + s.inflight, nil
 	}
+	if !s.writing && s.raw != nil {
+		bp := chunkBufs.Get().(*[]byte)
+		chunk := appendChunk((*bp)[:0], p)
+		n := s.writeNowLocked(chunk)
+		if n < len(chunk) {
+			s.buf = append(s.buf, chunk[n:]...)
+			s.startLocked()
+		}
+		if cap(chunk) <= maxPooledChunk {
+			*bp = chunk
+			chunkBufs.Put(bp)
+		}
+		return len(s.buf) + s.inflight, nil
+	}
+	s.buf = appendChunk(s.buf, p)
+	s.startLocked()
 	return len(s.buf) + s.inflight, nil
 }
+
+// appendChunk appends p framed as one chunk.
+func appendChunk(b, p []byte) []byte {
+	b = strconv.AppendInt(b, int64(len(p)), 16)
+	b = append(b, '\r', '\n')
+	b = append(b, p...)
+	return append(b, '\r', '\n')
+}
+
+// chunkBufs frame the chunks written at once; what the socket does not
+// take is copied to the sink's own queue. Chunks past maxPooledChunk are
+// not kept.
+var chunkBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+const maxPooledChunk = 64 << 10
+
+// writeNowLocked writes b with one write call that does not wait for the
+// socket, and returns how much of it went. An error (the socket full, or
+// failed) writes nothing here: the writing goroutine meets it, waiting
+// for the socket or ending the stream, since closing here would call the
+// Listener while the caller (a hub) holds its lock.
+func (s *ConnSink) writeNowLocked(b []byte) int { return writeNoWait(s.raw, b) }
 
 func (s *ConnSink) startLocked() {
 	if !s.writing {

@@ -175,32 +175,50 @@ func (s *Subscriber) write(p []byte, hubLocked bool) (pending int, ok bool) {
 	return n, true
 }
 
-// send writes one event and reports the bytes the sink holds, and
-// whether the stream goes on. A live event (from the hub) past the
-// budget ends the stream as slow; a catch-up waits for the sink instead.
-func (s *Subscriber) send(ev *Event, live, hubLocked bool) (int, bool) {
+// send writes one event of a catch-up and reports the bytes the sink
+// holds, and whether the stream goes on.
+func (s *Subscriber) send(ev *Event) (int, bool) {
 	if ev.frame == nil {
 		return 0, true // an anchor: the event a stream started after
 	}
-	n, ok := s.write(ev.frame, hubLocked)
+	n, ok := s.write(ev.frame, false)
 	if !ok {
 		return 0, false
 	}
-	s.mu.Lock()
-	s.lastID = ev.ID
-	s.mu.Unlock()
+	s.sent(ev.ID)
 	s.m.metrics.delivered(s.route, s.m.now().Sub(ev.At))
-	if live && n > s.budget {
-		s.finishFrom(ReasonSlowConsumer, true, hubLocked)
-		return n, false
-	}
 	return n, true
+}
+
+// sendLive writes a read's new events from the hub, under its lock, and
+// reports whether the stream goes on: past the budget it ends as slow.
+func (s *Subscriber) sendLive(b *batch) bool {
+	n, ok := s.write(b.frame, true)
+	if !ok {
+		return false
+	}
+	s.sent(b.evs[len(b.evs)-1].ID)
+	now := s.m.now()
+	for _, ev := range b.evs {
+		s.m.metrics.delivered(s.route, now.Sub(ev.At))
+	}
+	if n > s.budget {
+		s.finishFrom(ReasonSlowConsumer, true, true)
+		return false
+	}
+	return true
+}
+
+func (s *Subscriber) sent(id string) {
+	s.mu.Lock()
+	s.lastID = id
+	s.mu.Unlock()
 }
 
 // sendCaughtUp sends one event of a catch-up, waiting for the sink when
 // it holds more than lowWater.
 func (s *Subscriber) sendCaughtUp(ev *Event) bool {
-	n, ok := s.send(ev, false, false)
+	n, ok := s.send(ev)
 	return ok && s.waitDrained(n)
 }
 

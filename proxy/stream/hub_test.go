@@ -1,0 +1,97 @@
+package stream
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// writesSink keeps each Write apart.
+type writesSink struct {
+	mu     sync.Mutex
+	writes []string
+}
+
+func (s *writesSink) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.writes = append(s.writes, string(p))
+	return 0, nil
+}
+func (s *writesSink) End() {}
+func (s *writesSink) Cut() {}
+
+func (s *writesSink) all() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.writes...)
+}
+
+// A read's new events reach each attached subscriber as one write, their
+// frames in order, an event the ring holds already left out: per event,
+// a poll's events made as many writes (and writing goroutines, and write
+// calls) per subscriber, the fanout's cost at 10,000 subscribers.
+func TestHubSendsAReadAsOneWrite(t *testing.T) {
+	book := &liveBook{n: 1}
+	// Polls far apart: the events below are the test's alone.
+	cfg := Config{Routes: map[string]RouteConfig{RouteOrderBook: {Poll: time.Hour}}}
+	m, err := New(cfg, Options{Pages: book.pages})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	subs := make([]*Subscriber, 2)
+	sinks := make([]*writesSink, 2)
+	for i := range subs {
+		s, err := m.Open(context.Background(), Request{Route: RouteOrderBook, Filters: "&tokenId=1", KeyID: "k"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sinks[i] = &writesSink{}
+		s.Start(sinks[i])
+		subs[i] = s
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for _, s := range subs {
+		for {
+			s.mu.Lock()
+			attached := s.attached
+			s.mu.Unlock()
+			if attached {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("not attached to the hub after 5s")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	h := subs[0].h
+	ev := func(id string) *Event { return newEvent(id, "price_change", []byte(`{"cursor":"`+id+`"}`), time.Now()) }
+	h.add([]*Event{ev("x1")}, Pos{ID: "x1"})
+	h.add([]*Event{ev("x1"), ev("x2"), ev("x3")}, Pos{ID: "x3"})
+	for i, sink := range sinks {
+		w := sink.all()
+		if len(w) < 2 {
+			t.Fatalf("subscriber %d: %d writes %q, want the retry hint and the events", i, len(w), w)
+		}
+		live := w[len(w)-2:]
+		want := []string{string(ev("x1").frame), string(ev("x2").frame) + string(ev("x3").frame)}
+		for j := range live {
+			if live[j] != want[j] {
+				t.Errorf("subscriber %d: live write %d is %q, want %q", i, j, live[j], want[j])
+			}
+		}
+		if ids := strings.Count(strings.Join(live, ""), "id: "); ids != 3 {
+			t.Errorf("subscriber %d: %d events in the live writes, want 3", i, ids)
+		}
+		subs[i].mu.Lock()
+		last := subs[i].lastID
+		subs[i].mu.Unlock()
+		if last != "x3" {
+			t.Errorf("subscriber %d: last event %q, want x3", i, last)
+		}
+	}
+}
