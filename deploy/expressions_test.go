@@ -48,7 +48,7 @@ var exported = map[string][]string{
 	"tradergate_client_connection_waits_total":                nil,
 	"tradergate_client_connection_wait_seconds_total":         nil,
 	"tradergate_client_connections_refused_total":             nil,
-	"tradergate_accept_errors_total":                          {"reason"},
+	"tradergate_accept_errors_total":                          {"listener", "reason"},
 	"tradergate_h2_connections_closed_total":                  {"reason"},
 	"tradergate_h2_streams_cut_total":                         {"reason"},
 	"tradergate_build_info":                                   {"version", "revision", "goversion"},

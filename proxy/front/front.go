@@ -39,6 +39,9 @@ type Edge struct {
 	log    *slog.Logger
 	traced bool
 	cap    *connCap
+	// accepts retries and counts the failed accepts of every listener
+	// (acceptretry.go).
+	accepts *acceptErrors
 	// streamWriteTimeout bounds one write of an event stream
 	// (streams.write_timeout; stream.go).
 	streamWriteTimeout time.Duration
@@ -81,6 +84,7 @@ func New(c Config, steps wire.Steps, opt Options) *Edge {
 	checkNofile(total, opt.Log)
 	e := &Edge{steps: steps, cfg: c, tls: opt.TLS, log: opt.Log, traced: opt.Traced,
 		cap: newConnCap(total, perAddr, opt.Log), streamWriteTimeout: cmp.Or(opt.StreamWriteTimeout, c.WriteTimeout)}
+	e.accepts = &acceptErrors{log: opt.Log, open: e.cap.open}
 	e.h2Closed = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "tradergate_h2_connections_closed_total",
 		Help: "HTTP/2 connections ended, by reason: client, idle, shutdown, protocol_error, read_timeout, " +
@@ -130,15 +134,18 @@ func (e *Edge) Collectors() []prometheus.Collector {
 			Help: "Client connections closed as they were accepted: their address held server.max_connections_per_address.",
 		}, func() float64 { return float64(c.refused.Load()) }),
 	}
-	// One series per reason, each there from the start.
-	for i, a := range acceptErrnos {
-		cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "tradergate_accept_errors_total",
-			Help: "Accepts on the client listener that failed for want of a resource, by reason: emfile (the process's " +
-				"descriptor limit), enfile (the system's), enobufs, enomem. The listener retries after a back-off " +
-				"of 5 ms doubling to 1 s; the connection waits in the kernel's backlog meanwhile.",
-			ConstLabels: prometheus.Labels{"reason": a.reason},
-		}, func() float64 { return float64(c.acceptErrs[i].Load()) }))
+	// One series per listener and reason, each there from the start.
+	for l, listener := range acceptListeners {
+		for i, a := range acceptErrnos {
+			cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "tradergate_accept_errors_total",
+				Help: "Accepts that failed for want of a resource, by listener (client, http: the plain-HTTP listener " +
+					"of a TLS edge, admin) and reason: emfile (the process's descriptor limit), enfile (the system's), " +
+					"enobufs, enomem. The listener retries after a back-off of 5 ms doubling to 1 s; the connection " +
+					"waits in the kernel's backlog meanwhile.",
+				ConstLabels: prometheus.Labels{"listener": listener, "reason": a.reason},
+			}, func() float64 { return float64(e.accepts.count(acceptListener(l), i)) }))
+		}
 	}
 	return cs
 }
