@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -53,8 +54,14 @@ type conn struct {
 	nc   net.Conn
 	peer netip.Addr
 	rd   reader // reader.go
-	fr   *http2.Framer
-	dec  *hpack.Decoder
+	// sock is the connection's socket, under TLS if any, which a parked
+	// connection waits on (park.go); nil: the read loop does not park.
+	sock syscall.RawConn
+	// baton is held by serve's goroutine while the read loop runs on
+	// another, which unlocks it as it ends (park.go).
+	baton sync.Mutex
+	fr    *http2.Framer
+	dec   *hpack.Decoder
 
 	// The read loop's own: when the connection counts as idle (no stream
 	// opened or ended, no DATA, since), the read deadline last set, and
@@ -63,6 +70,12 @@ type conn struct {
 	idleAt    time.Time
 	deadline  time.Time
 	emptySeen int
+	// due is the connection's own read deadline (idle, request timeout);
+	// deadline is earlier when parking: the park deadline (park.go).
+	due     time.Time
+	parking bool
+	// resumed is when the read loop last started again after parking.
+	resumed time.Time
 
 	// quitting is set before the read loop is woken to end (Shutdown, the
 	// last stream of a draining connection): see wake.
@@ -132,6 +145,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		c.peer = ap.Addr().Unmap()
 	}
 	c.rd.nc = nc
+	c.sock = socketOf(nc)
 	c.dec = hpack.NewDecoder(4096, nil)
 	c.newFramer()
 	return c
@@ -149,10 +163,22 @@ func (c *conn) newFramer() {
 	c.fr.SetReuseFrames()
 }
 
-// serve is the connection's read loop.
+// serve is the connection's read loop. With the socket at hand (park.go)
+// it runs on goroutines that end once the connection has been quiet for
+// parkAfter, while serve's own goroutine, which never runs deeper than
+// the wait between them, waits for the socket to become readable.
 func (c *conn) serve() error {
 	c.w.init(c)
 	defer c.teardown()
+	if c.sock == nil {
+		_, err := c.loop(true, nil)
+		return err
+	}
+	return c.serveParked()
+}
+
+// start writes the server's SETTINGS and reads the client's preface.
+func (c *conn) start() error {
 	c.mu.Lock()
 	c.writeSettingsLocked()
 	c.mu.Unlock()
@@ -170,12 +196,30 @@ func (c *conn) serve() error {
 	c.rd.scanning = true
 	c.idle = orDefault(c.srv.IdleTimeout, defaultIdleTimeout)
 	c.idleAt = time.Now().Add(c.idle)
+	return nil
+}
+
+// loop reads and processes frames, from the connection's start when first
+// is set, after handling werr (what the wait before it ended with) if any;
+// it returns when the connection ends, or with park set once the
+// connection has been quiet for parkAfter (park.go).
+func (c *conn) loop(first bool, werr error) (park bool, _ error) {
+	if first {
+		if err := c.start(); err != nil {
+			return false, err
+		}
+	}
+	if werr != nil {
+		if done, rerr := c.failed(werr); done {
+			return false, rerr
+		}
+	}
 	for {
 		if !c.rd.whole() {
 			c.between()
 		}
 		if c.quitting.Load() && c.quiet() {
-			return nil
+			return false, nil
 		}
 		var f http2.Frame
 		err := c.rd.wait()
@@ -196,8 +240,11 @@ func (c *conn) serve() error {
 		if err == nil {
 			continue
 		}
+		if c.parkNow(err) {
+			return true, nil
+		}
 		if done, rerr := c.failed(err); done {
-			return rerr
+			return false, rerr
 		}
 	}
 }
@@ -221,6 +268,14 @@ func (c *conn) between() {
 	}
 	quiet := c.quietLocked()
 	c.mu.Unlock()
+	c.due = d
+	c.parking = false
+	if c.sock != nil {
+		// The park deadline comes first unless the connection's own does.
+		if p := c.parkDeadline(); p.Before(d) {
+			d, c.parking = p, true
+		}
+	}
 	if !d.Equal(c.deadline) {
 		c.deadline = d
 		c.nc.SetReadDeadline(d)
