@@ -70,9 +70,8 @@ type conn struct {
 	idleAt    time.Time
 	deadline  time.Time
 	emptySeen int
-	// due is the connection's own read deadline (idle, request timeout);
-	// deadline is earlier when parking: the park deadline (park.go).
-	due     time.Time
+	// parking: the deadline set is the park deadline (park.go), before
+	// the connection's own.
 	parking bool
 	// resumed is when the read loop last started again after parking.
 	resumed time.Time
@@ -209,6 +208,9 @@ func (c *conn) loop(first bool, werr error) (park bool, _ error) {
 			return false, err
 		}
 	}
+	if c.fr == nil { // dropped as the loop parked
+		c.newFramer()
+	}
 	if werr != nil {
 		if done, rerr := c.failed(werr); done {
 			return false, rerr
@@ -260,15 +262,9 @@ func (c *conn) between() {
 		c.active = false
 		c.idleAt = time.Now().Add(c.idle)
 	}
-	d := c.idleAt
-	if st := c.oldestPendingLocked(); st != nil {
-		if due := st.pendingAt.Add(c.srv.requestTimeout()); due.Before(d) {
-			d = due
-		}
-	}
+	d := c.dueLocked()
 	quiet := c.quietLocked()
 	c.mu.Unlock()
-	c.due = d
 	c.parking = false
 	if c.sock != nil {
 		// The park deadline comes first unless the connection's own does.
@@ -284,6 +280,18 @@ func (c *conn) between() {
 		c.rd.maxLen = 0
 		c.newFramer()
 	}
+}
+
+// dueLocked is the connection's read deadline: its idle time or the
+// oldest unfinished request's, whichever is first.
+func (c *conn) dueLocked() time.Time {
+	d := c.idleAt
+	if st := c.oldestPendingLocked(); st != nil {
+		if due := st.pendingAt.Add(c.srv.requestTimeout()); due.Before(d) {
+			d = due
+		}
+	}
+	return d
 }
 
 // failed handles an error of the read loop: a stream error resets that
@@ -677,6 +685,9 @@ func (c *conn) processHeaders(f *http2.MetaHeadersFrame) error {
 			}
 			st.declared = int64(n)
 		}
+	}
+	if c.streams == nil { // dropped as the loop parked
+		c.streams = map[uint32]*Stream{}
 	}
 	c.streams[id] = st
 	if st.declared > 0 {

@@ -5,6 +5,8 @@ import (
 	"net"
 	"syscall"
 	"time"
+
+	"golang.org/x/net/http2/hpack"
 )
 
 // An idle connection costs its read loop's goroutine, whose stack the
@@ -91,16 +93,27 @@ func (c *conn) parkNow(err error) bool {
 	if !c.parking || c.rd.midFrame() || c.rd.Buffered() > 0 || !isTimeout(err) || c.quitting.Load() {
 		return false
 	}
+	// What the loop makes again as it resumes: the framer, and the
+	// streams' map once empty, which keeps the room it grew to.
+	c.fr = nil
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.deadline = c.due
+	if len(c.streams) == 0 {
+		c.streams = nil
+	}
+	c.deadline = c.dueLocked()
 	c.parking = false
-	c.nc.SetReadDeadline(c.due)
+	c.nc.SetReadDeadline(c.deadline)
+	// The decoder's emit function holds the last header block's frame,
+	// and with it the framer's read buffer.
+	c.dec.SetEmitFunc(dropField)
 	// Shutdown's wake-up (a deadline of now) may have come since the park
 	// deadline was set, and been overwritten.
 	c.wakeIfQuietLocked()
 	return true
 }
+
+func dropField(hpack.HeaderField) {}
 
 // isTimeout: err is a read that timed out.
 func isTimeout(err error) bool {
