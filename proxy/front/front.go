@@ -55,7 +55,10 @@ type Edge struct {
 
 	// h2ClosedBy and h2CutBy are the series of h2Closed and h2Cut by
 	// reason, resolved once: h2edge counts from under a connection's lock.
-	h2Closed, h2Cut     *prometheus.CounterVec // reason
+	h2Closed, h2Cut *prometheus.CounterVec // reason
+	// h2Returned counts the times h2edge had the runtime return memory
+	// after connections parked.
+	h2Returned          prometheus.Counter
 	h2ClosedBy, h2CutBy map[string]prometheus.Counter
 }
 
@@ -95,6 +98,11 @@ func New(c Config, steps wire.Steps, opt Options) *Edge {
 		Help: "HTTP/2 requests the server cut short: request_timeout (not ended within server.read_timeout, " +
 			"reset), header_budget (past the connection's budget for unfinished requests, answered 431).",
 	}, []string{"reason"})
+	e.h2Returned = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "tradergate_h2_memory_returns_total",
+		Help: "Times the HTTP/2 server had the Go runtime collect and return free memory to the system, once at least " +
+			"1024 idle connections had parked their read loops and none had for 2 s; at most once a minute.",
+	})
 	// Every reason's series exists from the start, so rate() and alerts
 	// see a zero rather than nothing.
 	e.h2ClosedBy, e.h2CutBy = map[string]prometheus.Counter{}, map[string]prometheus.Counter{}
@@ -112,7 +120,7 @@ func New(c Config, steps wire.Steps, opt Options) *Edge {
 func (e *Edge) Collectors() []prometheus.Collector {
 	c := e.cap
 	cs := []prometheus.Collector{
-		e.h2Closed, e.h2Cut,
+		e.h2Closed, e.h2Cut, e.h2Returned,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "tradergate_client_connections",
 			Help: "Open client connections, HTTP/1.1 and HTTP/2, TLS handshakes included.",

@@ -171,6 +171,7 @@ func (r *run) buildTLS(fs *fasthttp.Server) error {
 		Log:                   e.log,
 		ConnClosed:            e.h2ConnClosed,
 		StreamCut:             e.h2StreamCut,
+		MemoryReturned:        e.h2Returned.Inc,
 	}
 	// The connection is served on a goroutine of its own rather than on
 	// fasthttp's, under whose frames (over 1 KiB of them) every read

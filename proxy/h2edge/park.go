@@ -3,6 +3,7 @@ package h2edge
 import (
 	"crypto/tls"
 	"net"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -27,6 +28,20 @@ import (
 
 // parkAfter is how long a connection is quiet before its read loop parks.
 const parkAfter = time.Second
+
+// The stack a parked loop's goroutine gave back, and what its connection
+// let go of, return to the heap only at a collection, and to the system
+// after it; an idle process runs none (Go forces one every two minutes).
+// So once parkFreeMin connections have parked (at least 4 MiB of stacks)
+// and none has for parkQuiet, the server has the runtime collect and
+// return what is free (debug.FreeOSMemory), at most once every
+// parkFreeEvery: a client that opens and idles connections in bursts
+// costs a collection a minute at most.
+const (
+	parkFreeMin   = 1024
+	parkQuiet     = 2 * time.Second
+	parkFreeEvery = time.Minute
+)
 
 // socketOf is the socket under nc (a TLS connection over it, or the
 // connection itself), or nil: a connection of another kind does not park.
@@ -110,7 +125,46 @@ func (c *conn) parkNow(err error) bool {
 	// Shutdown's wake-up (a deadline of now) may have come since the park
 	// deadline was set, and been overwritten.
 	c.wakeIfQuietLocked()
+	c.srv.parked()
 	return true
+}
+
+// parked counts a connection that parked, and sets the timer that
+// returns memory once enough have.
+func (s *Server) parked() {
+	s.parkMu.Lock()
+	defer s.parkMu.Unlock()
+	s.parks++
+	s.lastPark = time.Now()
+	if s.parks >= parkFreeMin && s.freeTimer == nil {
+		s.freeTimer = time.AfterFunc(parkQuiet, s.freeParked)
+	}
+}
+
+// freeParked returns memory to the system once no connection has parked
+// for parkQuiet and none was returned for parkFreeEvery.
+func (s *Server) freeParked() {
+	s.parkMu.Lock()
+	now := time.Now()
+	wait := parkQuiet - now.Sub(s.lastPark)
+	if !s.lastFree.IsZero() {
+		wait = max(wait, parkFreeEvery-now.Sub(s.lastFree))
+	}
+	if wait > 0 {
+		s.freeTimer.Reset(wait)
+		s.parkMu.Unlock()
+		return
+	}
+	s.freeTimer = nil
+	s.parks = 0
+	s.lastFree = now
+	s.parkMu.Unlock()
+	if !s.closed() {
+		debug.FreeOSMemory()
+		if s.MemoryReturned != nil {
+			s.MemoryReturned()
+		}
+	}
 }
 
 func dropField(hpack.HeaderField) {}

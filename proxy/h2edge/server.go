@@ -82,10 +82,21 @@ type Server struct {
 	// of StreamCutReasons). They run on the connection's goroutines, some
 	// under its lock: keep them cheap (count, nothing more).
 	ConnClosed, StreamCut func(reason string)
+	// MemoryReturned, if set, is told each time the server had the
+	// runtime return memory after connections parked (park.go).
+	MemoryReturned func()
 
 	logMu      sync.Mutex
 	logNext    time.Time
 	logSkipped int
+
+	// The connections parked since the server last returned memory to
+	// the system, the last park, that return, and its timer (park.go).
+	parkMu    sync.Mutex
+	parks     int
+	lastPark  time.Time
+	lastFree  time.Time
+	freeTimer *time.Timer
 
 	mu       sync.Mutex
 	conns    map[*conn]struct{}
