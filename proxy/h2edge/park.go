@@ -24,7 +24,8 @@ import (
 // for the socket to become readable without reading. Then the loop runs
 // again on a new goroutine. A busy connection never parks; one quiet for
 // parkAfter costs a goroutine's start and a system call (MSG_PEEK) when it
-// wakes (docs/BENCHMARKS.md, "Idle connections").
+// wakes (docs/BENCHMARKS.md, "Idle HTTP/2 connections: the read loop
+// parks").
 
 // parkAfter is how long a connection is quiet before its read loop parks.
 const parkAfter = time.Second

@@ -122,7 +122,9 @@ var ErrServerClosed = errors.New("h2edge: server closed")
 // the connection breaks, sits idle past IdleTimeout, or the server shuts
 // down and its last stream ends. The client's preface has not been read
 // yet; TLS (if any) has negotiated "h2". The connection is closed when
-// ServeConn returns.
+// ServeConn returns. Its goroutine is what the connection keeps while
+// idle once the read loop parks (park.go): one started for ServeConn
+// alone keeps a new goroutine's 2 KiB stack.
 func (s *Server) ServeConn(nc net.Conn) error {
 	c := newConn(s, nc)
 	if !s.track(c) {
