@@ -228,3 +228,51 @@ func TestH2ConnServedOffFasthttpGoroutine(t *testing.T) {
 		t.Fatal("no HTTP/2 connection served while the client keeps one open")
 	}
 }
+
+// An HTTP/2 connection through the TLS front that goes quiet parks its
+// read loop (proxy/h2edge, park.go): the front hands h2edge a TLS
+// connection whose socket it can wait on, and a request after the park
+// is answered.
+func TestH2IdleConnParksThroughTLSFront(t *testing.T) {
+	te, first, _, _ := filesEdge(t, `http_listen: ""`)
+	path := "/v1/tx/" + te.sim.TradeTxs()[0]
+	cfg := &tls.Config{RootCAs: first.Pool(), ServerName: edgeName}
+	const n = 4
+	ccs := make([]*http2.ClientConn, n)
+	get := func(cc *http2.ClientConn) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, te.url(path), nil)
+		req.Header.Set("Authorization", "Bearer "+keyAll)
+		resp, err := cc.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("status %d", resp.StatusCode)
+		}
+	}
+	for i := range ccs {
+		cc, err := (&http2.Transport{}).NewClientConn(dialTLS(t, te.addr, cfg, "h2"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cc.Close()
+		ccs[i] = cc
+		get(cc)
+	}
+	parked := func() int {
+		buf := make([]byte, 4<<20)
+		k := 0
+		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+			if strings.Contains(g, "h2edge.(*conn).serveParked") && strings.Contains(g, "net.(*rawConn).Read") {
+				k++
+			}
+		}
+		return k
+	}
+	testkit.Eventually(t, "the idle connections parked", func() bool { return parked() == n })
+	for _, cc := range ccs {
+		get(cc)
+	}
+}

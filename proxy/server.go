@@ -342,7 +342,7 @@ func (s *Server) startBeside(ctx context.Context) (stop func(), err error) {
 		return stop, nil
 	}
 	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
+	go func() { done <- s.front.ServeAdmin(srv, ln) }()
 	stopRest := stop
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)

@@ -1,16 +1,13 @@
 package front
 
 import (
-	"errors"
 	"log/slog"
 	"math"
 	"net"
 	"net/netip"
 	"runtime/debug"
-	"slices"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -134,11 +131,8 @@ type connCap struct {
 	// the listener is not waiting.
 	waitingSince atomic.Int64
 	refused      atomic.Uint64 // connections closed over the per-address cap
-	// acceptErrs counts the accepts that failed for want of a resource,
-	// by acceptErrnos' index.
-	acceptErrs [len(acceptErrnos)]atomic.Uint64
 	// The unix nanos of the last warning of each kind.
-	lastFull, lastAddr, lastAcceptErr atomic.Int64
+	lastFull, lastAddr atomic.Int64
 }
 
 func newConnCap(total, perAddr int, log *slog.Logger) *connCap {
@@ -152,12 +146,18 @@ func (c *connCap) open() int64 { return c.conns.Load() }
 // warn logs a line at most once every period: a client can make the
 // edge reach its cap, or run out of descriptors, as often as it likes.
 func (c *connCap) warn(lastLog *atomic.Int64, every time.Duration, msg string, args ...any) {
+	warnEvery(c.log, lastLog, every, msg, args...)
+}
+
+// warnEvery logs msg unless it did within every, by the unix nanos of
+// its last time in lastLog.
+func warnEvery(log *slog.Logger, lastLog *atomic.Int64, every time.Duration, msg string, args ...any) {
 	now := time.Now().UnixNano()
 	last := lastLog.Load()
 	if now-last < int64(every) || !lastLog.CompareAndSwap(last, now) {
 		return
 	}
-	c.log.Warn(msg, args...)
+	log.Warn(msg, args...)
 }
 
 // acquire takes a slot for a connection about to be accepted, waiting
@@ -228,34 +228,28 @@ func (c *connCap) leave(addr netip.Addr) {
 }
 
 // capListener is the client listener under the cap: Accept waits for a
-// slot before it accepts, and closes at once a connection whose address
-// holds its cap.
+// slot before it accepts (retrying as every listener of the edge does,
+// acceptretry.go), and closes at once a connection whose address holds
+// its cap.
 type capListener struct {
-	net.Listener
-	cap       *connCap
-	done      chan struct{}
-	closeOnce sync.Once
+	*retryListener
+	cap *connCap
 }
 
-func (c *connCap) listen(ln net.Listener) *capListener {
-	return &capListener{Listener: ln, cap: c, done: make(chan struct{})}
+func (c *connCap) listen(ln *retryListener) *capListener {
+	return &capListener{retryListener: ln, cap: c}
 }
 
 func (l *capListener) Accept() (net.Conn, error) {
-	var delay time.Duration // the back-off after a failed accept
 	for {
 		if !l.cap.acquire(l.done) {
 			return nil, net.ErrClosed
 		}
-		c, err := l.Listener.Accept()
+		c, err := l.retryListener.Accept()
 		if err != nil {
 			l.cap.release()
-			if err := l.retryAccept(err, &delay); err != nil {
-				return nil, err
-			}
-			continue
+			return nil, err
 		}
-		delay = 0
 		addr := peerAddr(c.RemoteAddr())
 		if !l.cap.admit(addr) {
 			_ = c.Close()
@@ -272,68 +266,6 @@ func (l *capListener) Accept() (net.Conn, error) {
 		}
 		return &capOtherConn{Conn: c, slot: s}, nil
 	}
-}
-
-// acceptErrnos are the accept errors that say the process or the system
-// is short of something (descriptors, socket buffers, memory) that the
-// connections open give back as they close. Each is counted under its
-// reason (tradergate_accept_errors_total).
-var acceptErrnos = [...]acceptErrno{
-	{syscall.EMFILE, "emfile"},
-	{syscall.ENFILE, "enfile"},
-	{syscall.ENOBUFS, "enobufs"},
-	{syscall.ENOMEM, "enomem"},
-}
-
-type acceptErrno struct {
-	errno  syscall.Errno
-	reason string
-}
-
-// Back-off after an accept failed for want of a resource, as net/http's
-// Server does: 5 ms, doubling up to a second.
-const (
-	acceptRetryFirst = 5 * time.Millisecond
-	acceptRetryMax   = time.Second
-)
-
-// nextAcceptDelay is the back-off after d.
-func nextAcceptDelay(d time.Duration) time.Duration {
-	return min(max(2*d, acceptRetryFirst), acceptRetryMax)
-}
-
-// retryAccept waits out the back-off after a failed accept, which it
-// grows in *delay, and returns nil for the accept to be tried again; or
-// the error to end Accept with: err itself when it is not one of
-// acceptErrnos, net.ErrClosed when the listener closes meanwhile. The
-// servers on the listener (fasthttp, crypto/tls) end on an accept error
-// that is not a timeout, and a process out of descriptors would then stop
-// serving for good, rather than for as long as its open connections hold
-// them all: the connection waiting in the kernel's backlog is accepted
-// once one closes.
-func (l *capListener) retryAccept(err error, delay *time.Duration) error {
-	i := slices.IndexFunc(acceptErrnos[:], func(e acceptErrno) bool { return errors.Is(err, e.errno) })
-	if i < 0 {
-		return err
-	}
-	l.cap.acceptErrs[i].Add(1)
-	*delay = nextAcceptDelay(*delay)
-	l.cap.warn(&l.cap.lastAcceptErr, time.Second, "client connections: accept failed; retrying",
-		"err", err, "retry_in", *delay, "open", l.cap.open())
-	t := time.NewTimer(*delay)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-l.done:
-		return net.ErrClosed
-	}
-}
-
-// Close stops the listener, and an Accept waiting for a slot with it.
-func (l *capListener) Close() error {
-	l.closeOnce.Do(func() { close(l.done) })
-	return l.Listener.Close()
 }
 
 // connSlot is one connection's hold on the cap, given back once.

@@ -210,5 +210,5 @@ type countExchange struct {
 func (x *countExchange) In() *wire.Request { return &x.in }
 func (x *countExchange) Release()          {}
 func (x *countExchange) Serve() *wire.Answer {
-	return &wire.Answer{Status: http.StatusOK, Body: strconv.AppendUint(nil, x.e.cap.acceptErrs[0].Load(), 10)}
+	return &wire.Answer{Status: http.StatusOK, Body: strconv.AppendUint(nil, x.e.accepts.count(listenerClient, 0), 10)}
 }

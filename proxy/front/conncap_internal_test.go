@@ -2,14 +2,19 @@ package front
 
 import (
 	"errors"
+	"io"
 	"log/slog"
 	"math"
 	"net"
+	"net/http"
 	"os"
 	"slices"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"tradergate/cache"
 )
@@ -93,7 +98,8 @@ func TestAcceptRetry(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	failing := &errListener{err: &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.ENFILE)}}
 	c := newConnCap(4, 0, log)
-	l := c.listen(failing)
+	accepts := &acceptErrors{log: log, open: c.open}
+	l := c.listen(accepts.listen(failing, listenerClient))
 	done := make(chan error, 1)
 	go func() {
 		_, err := l.Accept()
@@ -117,10 +123,10 @@ func TestAcceptRetry(t *testing.T) {
 	// 5+10+20+40 ms fit in 100 ms, 80 more does not: about 5 tries
 	// failed (more on a slow machine), not the thousands of a loop that
 	// does not wait.
-	if n := c.acceptErrs[1].Load(); n < 3 || n > 10 || acceptErrnos[1].reason != "enfile" {
+	if n := accepts.count(listenerClient, 1); n < 3 || n > 10 || acceptErrnos[1].reason != "enfile" {
 		t.Errorf("%d accepts counted under %s, want about 5", n, acceptErrnos[1].reason)
 	}
-	if n := c.acceptErrs[0].Load(); n != 0 {
+	if n := accepts.count(listenerClient, 0); n != 0 {
 		t.Errorf("%d counted under emfile", n)
 	}
 	if len(c.slots) != 0 {
@@ -128,10 +134,116 @@ func TestAcceptRetry(t *testing.T) {
 	}
 
 	other := errors.New("accept: something else")
-	l = newConnCap(4, 0, log).listen(&errListener{err: other})
+	c = newConnCap(4, 0, log)
+	l = c.listen(accepts.listen(&errListener{err: other}, listenerClient))
 	if _, err := l.Accept(); err != other {
 		t.Errorf("Accept with another error: %v", err)
 	}
+	if len(c.slots) != 0 {
+		t.Errorf("%d slots held after a failed accept", len(c.slots))
+	}
+}
+
+// The listeners served by net/http, the plain-HTTP one of a TLS edge and
+// the admin one, retry an accept that fails with ENOBUFS as the client
+// listener does: net/http's Serve takes it for final (its Temporary() is
+// false) and would end, the listener with it.
+func TestAcceptRetryEveryListener(t *testing.T) {
+	var c Config
+	c.ApplyDefaults()
+	e := New(c, nil, Options{Log: slog.New(slog.DiscardHandler)})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(e.Collectors()...)
+	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
+	for _, tc := range []struct {
+		listener acceptListener
+		serve    func(*http.Server, net.Listener) error
+	}{
+		{listenerHTTP, func(rs *http.Server, ln net.Listener) error { return e.plainServing(rs, ln).serve() }},
+		{listenerAdmin, e.ServeAdmin},
+	} {
+		name := acceptListeners[tc.listener]
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		const failures = 3
+		flaky := &flakyListener{Listener: ln, failures: failures,
+			err: &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.ENOBUFS)}}
+		srv := &http.Server{Handler: ok}
+		done := make(chan error, 1)
+		go func() { done <- tc.serve(srv, flaky) }()
+		client := &http.Client{Timeout: 5 * time.Second}
+		resp, err := client.Get("http://" + ln.Addr().String() + "/")
+		if err != nil {
+			select {
+			case serr := <-done:
+				t.Fatalf("%s: Serve ended with %v", name, serr)
+			default:
+				t.Fatalf("%s: %v", name, err)
+			}
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("%s: status %d", name, resp.StatusCode)
+		}
+		if err := srv.Close(); err != nil {
+			t.Error(err)
+		}
+		if err := <-done; !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("%s: Serve ended with %v", name, err)
+		}
+		if n := acceptErrorsOf(t, reg, name, "enobufs"); n != failures {
+			t.Errorf("%s: %v accepts counted under enobufs, want %d", name, n, failures)
+		}
+	}
+}
+
+// acceptErrorsOf is tradergate_accept_errors_total of listener and
+// reason, as the registry reg gathers it.
+func acceptErrorsOf(t *testing.T, reg *prometheus.Registry, listener, reason string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "tradergate_accept_errors_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				labels[lp.GetName()] = lp.GetValue()
+			}
+			if labels["listener"] == listener && labels["reason"] == reason {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	t.Fatalf("no tradergate_accept_errors_total{listener=%q,reason=%q}", listener, reason)
+	return 0
+}
+
+// flakyListener fails its first failures Accepts with err, then accepts.
+type flakyListener struct {
+	net.Listener
+	err      error
+	mu       sync.Mutex
+	failures int
+}
+
+func (l *flakyListener) Accept() (net.Conn, error) {
+	l.mu.Lock()
+	fail := l.failures > 0
+	if fail {
+		l.failures--
+	}
+	l.mu.Unlock()
+	if fail {
+		return nil, l.err
+	}
+	return l.Listener.Accept()
 }
 
 // errListener fails every Accept with err.

@@ -39,6 +39,9 @@ type Edge struct {
 	log    *slog.Logger
 	traced bool
 	cap    *connCap
+	// accepts retries and counts the failed accepts of every listener
+	// (acceptretry.go).
+	accepts *acceptErrors
 	// streamWriteTimeout bounds one write of an event stream
 	// (streams.write_timeout; stream.go).
 	streamWriteTimeout time.Duration
@@ -52,7 +55,10 @@ type Edge struct {
 
 	// h2ClosedBy and h2CutBy are the series of h2Closed and h2Cut by
 	// reason, resolved once: h2edge counts from under a connection's lock.
-	h2Closed, h2Cut     *prometheus.CounterVec // reason
+	h2Closed, h2Cut *prometheus.CounterVec // reason
+	// h2Returned counts the times h2edge had the runtime return memory
+	// after connections parked.
+	h2Returned          prometheus.Counter
 	h2ClosedBy, h2CutBy map[string]prometheus.Counter
 }
 
@@ -81,6 +87,7 @@ func New(c Config, steps wire.Steps, opt Options) *Edge {
 	checkNofile(total, opt.Log)
 	e := &Edge{steps: steps, cfg: c, tls: opt.TLS, log: opt.Log, traced: opt.Traced,
 		cap: newConnCap(total, perAddr, opt.Log), streamWriteTimeout: cmp.Or(opt.StreamWriteTimeout, c.WriteTimeout)}
+	e.accepts = &acceptErrors{log: opt.Log, open: e.cap.open}
 	e.h2Closed = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "tradergate_h2_connections_closed_total",
 		Help: "HTTP/2 connections ended, by reason: client, idle, shutdown, protocol_error, read_timeout, " +
@@ -91,6 +98,11 @@ func New(c Config, steps wire.Steps, opt Options) *Edge {
 		Help: "HTTP/2 requests the server cut short: request_timeout (not ended within server.read_timeout, " +
 			"reset), header_budget (past the connection's budget for unfinished requests, answered 431).",
 	}, []string{"reason"})
+	e.h2Returned = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "tradergate_h2_memory_returns_total",
+		Help: "Times the HTTP/2 server had the Go runtime collect and return free memory to the system, once at least " +
+			"1024 idle connections had parked their read loops and none had for 2 s; at most once a minute.",
+	})
 	// Every reason's series exists from the start, so rate() and alerts
 	// see a zero rather than nothing.
 	e.h2ClosedBy, e.h2CutBy = map[string]prometheus.Counter{}, map[string]prometheus.Counter{}
@@ -108,7 +120,7 @@ func New(c Config, steps wire.Steps, opt Options) *Edge {
 func (e *Edge) Collectors() []prometheus.Collector {
 	c := e.cap
 	cs := []prometheus.Collector{
-		e.h2Closed, e.h2Cut,
+		e.h2Closed, e.h2Cut, e.h2Returned,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "tradergate_client_connections",
 			Help: "Open client connections, HTTP/1.1 and HTTP/2, TLS handshakes included.",
@@ -130,15 +142,18 @@ func (e *Edge) Collectors() []prometheus.Collector {
 			Help: "Client connections closed as they were accepted: their address held server.max_connections_per_address.",
 		}, func() float64 { return float64(c.refused.Load()) }),
 	}
-	// One series per reason, each there from the start.
-	for i, a := range acceptErrnos {
-		cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "tradergate_accept_errors_total",
-			Help: "Accepts on the client listener that failed for want of a resource, by reason: emfile (the process's " +
-				"descriptor limit), enfile (the system's), enobufs, enomem. The listener retries after a back-off " +
-				"of 5 ms doubling to 1 s; the connection waits in the kernel's backlog meanwhile.",
-			ConstLabels: prometheus.Labels{"reason": a.reason},
-		}, func() float64 { return float64(c.acceptErrs[i].Load()) }))
+	// One series per listener and reason, each there from the start.
+	for l, listener := range acceptListeners {
+		for i, a := range acceptErrnos {
+			cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "tradergate_accept_errors_total",
+				Help: "Accepts that failed for want of a resource, by listener (client, http: the plain-HTTP listener " +
+					"of a TLS edge, admin) and reason: emfile (the process's descriptor limit), enfile (the system's), " +
+					"enobufs, enomem. The listener retries after a back-off of 5 ms doubling to 1 s; the connection " +
+					"waits in the kernel's backlog meanwhile.",
+				ConstLabels: prometheus.Labels{"listener": listener, "reason": a.reason},
+			}, func() float64 { return float64(e.accepts.count(acceptListener(l), i)) }))
+		}
 	}
 	return cs
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"syscall"
 )
 
 // A client that speaks plain HTTP to the TLS port gets a plain-text 400
@@ -58,4 +59,13 @@ func looksLikeHTTP(b []byte) bool {
 		return true
 	}
 	return false
+}
+
+// SyscallConn is the socket's, which the HTTP/2 server waits on while a
+// connection idles (proxy/h2edge, park.go).
+func (c *sniffConn) SyscallConn() (syscall.RawConn, error) {
+	if sc, ok := c.Conn.(syscall.Conn); ok {
+		return sc.SyscallConn()
+	}
+	return nil, errors.ErrUnsupported
 }

@@ -36,7 +36,7 @@ func (e *Edge) Serve(ctx context.Context, ln net.Listener, beside Beside) error 
 
 	// Every connection the fronts take counts against the cap, from
 	// before a TLS handshake until it closes.
-	r := &run{e: e, ln: e.cap.listen(ln), base: base, beside: beside}
+	r := &run{e: e, ln: e.cap.listen(e.accepts.listen(ln, listenerClient)), base: base, beside: beside}
 	defer r.close()
 	if err := r.build(); err != nil {
 		return err
@@ -171,6 +171,7 @@ func (r *run) buildTLS(fs *fasthttp.Server) error {
 		Log:                   e.log,
 		ConnClosed:            e.h2ConnClosed,
 		StreamCut:             e.h2StreamCut,
+		MemoryReturned:        e.h2Returned.Inc,
 	}
 	// The connection is served on a goroutine of its own rather than on
 	// fasthttp's, under whose frames (over 1 KiB of them) every read
@@ -194,14 +195,28 @@ func (r *run) buildTLS(fs *fasthttp.Server) error {
 	// then end once their streams are done.
 	r.servers = append(r.servers, serving{shutdown: h2.Shutdown, cut: func() { _ = h2.Close() }})
 	if rs := st.Redirect; rs != nil {
-		r.servers = append(r.servers, serving{
-			serve:    func() error { return rs.Serve(st.Plain) },
-			shutdown: rs.Shutdown,
-			cut:      func() { _ = rs.Close() },
-		})
+		r.servers = append(r.servers, e.plainServing(rs, st.Plain))
 	}
 	r.ready = st.Ready
 	return nil
+}
+
+// plainServing serves the plain-HTTP listener ln of a TLS edge with rs,
+// its accepts retried as the client listener's are (acceptretry.go).
+func (e *Edge) plainServing(rs *http.Server, ln net.Listener) serving {
+	rln := e.accepts.listen(ln, listenerHTTP)
+	return serving{
+		serve:    func() error { return rs.Serve(rln) },
+		shutdown: rs.Shutdown,
+		cut:      func() { _ = rs.Close() },
+	}
+}
+
+// ServeAdmin serves the admin listener ln with srv until srv is shut
+// down, its accepts retried as the client listener's are
+// (acceptretry.go).
+func (e *Edge) ServeAdmin(srv *http.Server, ln net.Listener) error {
+	return srv.Serve(e.accepts.listen(ln, listenerAdmin))
 }
 
 // h2HeaderRoom is how many times server.max_header_bytes the HTTP/2

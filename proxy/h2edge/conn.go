@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -53,8 +54,14 @@ type conn struct {
 	nc   net.Conn
 	peer netip.Addr
 	rd   reader // reader.go
-	fr   *http2.Framer
-	dec  *hpack.Decoder
+	// sock is the connection's socket, under TLS if any, which a parked
+	// connection waits on (park.go); nil: the read loop does not park.
+	sock syscall.RawConn
+	// baton is held by serve's goroutine while the read loop runs on
+	// another, which unlocks it as it ends (park.go).
+	baton sync.Mutex
+	fr    *http2.Framer
+	dec   *hpack.Decoder
 
 	// The read loop's own: when the connection counts as idle (no stream
 	// opened or ended, no DATA, since), the read deadline last set, and
@@ -63,6 +70,11 @@ type conn struct {
 	idleAt    time.Time
 	deadline  time.Time
 	emptySeen int
+	// parking: the deadline set is the park deadline (park.go), before
+	// the connection's own.
+	parking bool
+	// resumed is when the read loop last started again after parking.
+	resumed time.Time
 
 	// quitting is set before the read loop is woken to end (Shutdown, the
 	// last stream of a draining connection): see wake.
@@ -132,6 +144,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		c.peer = ap.Addr().Unmap()
 	}
 	c.rd.nc = nc
+	c.sock = socketOf(nc)
 	c.dec = hpack.NewDecoder(4096, nil)
 	c.newFramer()
 	return c
@@ -149,10 +162,22 @@ func (c *conn) newFramer() {
 	c.fr.SetReuseFrames()
 }
 
-// serve is the connection's read loop.
+// serve is the connection's read loop. With the socket at hand (park.go)
+// it runs on goroutines that end once the connection has been quiet for
+// parkAfter, while serve's own goroutine, which never runs deeper than
+// the wait between them, waits for the socket to become readable.
 func (c *conn) serve() error {
 	c.w.init(c)
 	defer c.teardown()
+	if c.sock == nil {
+		_, err := c.loop(true, nil)
+		return err
+	}
+	return c.serveParked()
+}
+
+// start writes the server's SETTINGS and reads the client's preface.
+func (c *conn) start() error {
 	c.mu.Lock()
 	c.writeSettingsLocked()
 	c.mu.Unlock()
@@ -170,12 +195,33 @@ func (c *conn) serve() error {
 	c.rd.scanning = true
 	c.idle = orDefault(c.srv.IdleTimeout, defaultIdleTimeout)
 	c.idleAt = time.Now().Add(c.idle)
+	return nil
+}
+
+// loop reads and processes frames, from the connection's start when first
+// is set, after handling werr (what the wait before it ended with) if any;
+// it returns when the connection ends, or with park set once the
+// connection has been quiet for parkAfter (park.go).
+func (c *conn) loop(first bool, werr error) (park bool, _ error) {
+	if first {
+		if err := c.start(); err != nil {
+			return false, err
+		}
+	}
+	if c.fr == nil { // dropped as the loop parked
+		c.newFramer()
+	}
+	if werr != nil {
+		if done, rerr := c.failed(werr); done {
+			return false, rerr
+		}
+	}
 	for {
 		if !c.rd.whole() {
 			c.between()
 		}
 		if c.quitting.Load() && c.quiet() {
-			return nil
+			return false, nil
 		}
 		var f http2.Frame
 		err := c.rd.wait()
@@ -196,8 +242,11 @@ func (c *conn) serve() error {
 		if err == nil {
 			continue
 		}
+		if c.parkNow(err) {
+			return true, nil
+		}
 		if done, rerr := c.failed(err); done {
-			return rerr
+			return false, rerr
 		}
 	}
 }
@@ -213,14 +262,16 @@ func (c *conn) between() {
 		c.active = false
 		c.idleAt = time.Now().Add(c.idle)
 	}
-	d := c.idleAt
-	if st := c.oldestPendingLocked(); st != nil {
-		if due := st.pendingAt.Add(c.srv.requestTimeout()); due.Before(d) {
-			d = due
-		}
-	}
+	d := c.dueLocked()
 	quiet := c.quietLocked()
 	c.mu.Unlock()
+	c.parking = false
+	if c.sock != nil {
+		// The park deadline comes first unless the connection's own does.
+		if p := c.parkDeadline(); p.Before(d) {
+			d, c.parking = p, true
+		}
+	}
 	if !d.Equal(c.deadline) {
 		c.deadline = d
 		c.nc.SetReadDeadline(d)
@@ -229,6 +280,18 @@ func (c *conn) between() {
 		c.rd.maxLen = 0
 		c.newFramer()
 	}
+}
+
+// dueLocked is the connection's read deadline: its idle time or the
+// oldest unfinished request's, whichever is first.
+func (c *conn) dueLocked() time.Time {
+	d := c.idleAt
+	if st := c.oldestPendingLocked(); st != nil {
+		if due := st.pendingAt.Add(c.srv.requestTimeout()); due.Before(d) {
+			d = due
+		}
+	}
+	return d
 }
 
 // failed handles an error of the read loop: a stream error resets that
@@ -622,6 +685,9 @@ func (c *conn) processHeaders(f *http2.MetaHeadersFrame) error {
 			}
 			st.declared = int64(n)
 		}
+	}
+	if c.streams == nil { // dropped as the loop parked
+		c.streams = map[uint32]*Stream{}
 	}
 	c.streams[id] = st
 	if st.declared > 0 {

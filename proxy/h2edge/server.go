@@ -82,10 +82,21 @@ type Server struct {
 	// of StreamCutReasons). They run on the connection's goroutines, some
 	// under its lock: keep them cheap (count, nothing more).
 	ConnClosed, StreamCut func(reason string)
+	// MemoryReturned, if set, is told each time the server had the
+	// runtime return memory after connections parked (park.go).
+	MemoryReturned func()
 
 	logMu      sync.Mutex
 	logNext    time.Time
 	logSkipped int
+
+	// The connections parked since the server last returned memory to
+	// the system, the last park, that return, and its timer (park.go).
+	parkMu    sync.Mutex
+	parks     int
+	lastPark  time.Time
+	lastFree  time.Time
+	freeTimer *time.Timer
 
 	mu       sync.Mutex
 	conns    map[*conn]struct{}
@@ -111,7 +122,9 @@ var ErrServerClosed = errors.New("h2edge: server closed")
 // the connection breaks, sits idle past IdleTimeout, or the server shuts
 // down and its last stream ends. The client's preface has not been read
 // yet; TLS (if any) has negotiated "h2". The connection is closed when
-// ServeConn returns.
+// ServeConn returns. Its goroutine is what the connection keeps while
+// idle once the read loop parks (park.go): one started for ServeConn
+// alone keeps a new goroutine's 2 KiB stack.
 func (s *Server) ServeConn(nc net.Conn) error {
 	c := newConn(s, nc)
 	if !s.track(c) {

@@ -723,3 +723,40 @@ func wantServerGoroutines(t *testing.T, n int) {
 		t.Fatalf("%d goroutines of the server, want %d:\n%s", len(ours), n, strings.Join(ours, "\n\n"))
 	}
 }
+
+// A connection quiet for a second parks: its read loop's goroutine ends,
+// and the one left waits on the socket without reading (park.go), on
+// none of the read loop's frames; a request wakes it, and is answered.
+func TestIdleConnParks(t *testing.T) {
+	const n = 4
+	addr := serve(t, &h2edge.Server{Handler: echo})
+	conns := make([]*rawConn, n)
+	for i := range conns {
+		conns[i] = dialRaw(t, addr)
+		conns[i].headers(1, true)
+		conns[i].answer(1)
+	}
+	parked := func() int {
+		buf := make([]byte, 1<<20)
+		k := 0
+		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+			if strings.Contains(g, "h2edge.(*conn).serveParked") && !strings.Contains(g, "h2edge.(*conn).loop") &&
+				strings.Contains(g, "net.(*rawConn).Read") {
+				k++
+			}
+		}
+		return k
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for parked() != n && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if k := parked(); k != n {
+		t.Fatalf("%d of %d idle connections parked", k, n)
+	}
+	wantServerGoroutines(t, n)
+	for _, c := range conns {
+		c.headers(3, true)
+		c.answer(3)
+	}
+}
