@@ -57,11 +57,8 @@ type conn struct {
 	// sock is the connection's socket, under TLS if any, which a parked
 	// connection waits on (park.go); nil: the read loop does not park.
 	sock syscall.RawConn
-	// baton is held by serve's goroutine while the read loop runs on
-	// another, which unlocks it as it ends (park.go).
-	baton sync.Mutex
-	fr    *http2.Framer
-	dec   *hpack.Decoder
+	fr   *http2.Framer
+	dec  *hpack.Decoder
 
 	// The read loop's own: when the connection counts as idle (no stream
 	// opened or ended, no DATA, since), the read deadline last set, and

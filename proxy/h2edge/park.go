@@ -73,13 +73,12 @@ func (c *conn) serveParked() error {
 	)
 	first, werr := true, error(nil)
 	for {
-		c.baton.Lock()
+		ended := make(chan struct{})
 		go func() {
 			park, err = c.loop(first, werr)
-			c.baton.Unlock()
+			close(ended)
 		}()
-		c.baton.Lock() // until the loop ends
-		c.baton.Unlock()
+		<-ended
 		if !park {
 			return err
 		}
