@@ -176,8 +176,7 @@ func (cl *call) run() (any, error) {
 // fly runs the flight of cl, keeps its outcome in cl.res and cl.err (a
 // panic as an error) and marks cl flown. A fetch that ends its goroutine
 // (runtime.Goexit: a test's FailNow) ends the runner with it; its callers
-// get errFlightExited, as singleflight told them before flights had
-// runners.
+// get errFlightExited rather than wait for a result that never comes.
 func (cl *call) fly() {
 	c := cl.c
 	returned := false

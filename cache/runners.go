@@ -4,12 +4,12 @@ import "time"
 
 // A flight runs on a goroutine kept from one flight to the next rather
 // than on the goroutine singleflight starts for it. A fresh goroutine's
-// stack starts small, and the flight (the legacy call, the rewrite's
-// descent through the page) grew it by copying two or three times on
-// every miss: that copying was 4 to 9% of a miss's CPU in the profiles
-// (docs/BENCHMARKS.md, "The miss: flights on kept goroutines"). A kept
-// runner's stack has its size already. The goroutine singleflight starts
-// only waits for the runner, and its stack stays small.
+// stack starts small, and a flight (the legacy call, the rewrite's
+// descent through the page) would grow it by copying two or three times
+// on every miss (docs/BENCHMARKS.md, "The miss: flights on kept
+// goroutines", has the profiles). A kept runner's stack has its size
+// already. The goroutine singleflight starts only waits for the runner,
+// and its stack stays small.
 
 // runnerIdle is how long a runner waits for its next flight before it
 // ends: runners number at most the flights running at once, and those of

@@ -74,10 +74,9 @@ func (s *ConnSink) watch(r io.Reader) {
 // it writes the chunk at once, as far as the socket takes it without
 // waiting, and queues only the rest for the writing goroutine: a hub
 // hands each of thousands of subscribers its events in turn, and a
-// goroutine started, scheduled and given a write deadline for each,
-// only to make one write the socket takes whole, was most of the
-// fanout's cost and time besides the write itself (docs/BENCHMARKS.md,
-// Fanout).
+// goroutine started, scheduled and given a write deadline for each, only
+// to make one write the socket takes whole, would cost more than the
+// write itself (docs/BENCHMARKS.md, Fanout).
 func (s *ConnSink) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -187,11 +187,11 @@ func (h *hub) add(evs []*Event, next Pos) {
 }
 
 // addLocked hands a read's new events to each subscriber at once, as one
-// write: their frames joined once for all of them. Per event, a poll's
-// three or four events made as many queued writes, writing goroutines
-// and write calls per subscriber, and the last subscriber of 10,000 got
-// the first event only after every other one had been handed all of them
-// (docs/BENCHMARKS.md, Fanout).
+// write: their frames joined once for all of them. One write per event
+// would cost each subscriber as many queued writes and write calls as
+// the read has events, and the last of thousands of subscribers would
+// get the first event only after every other had been handed all of
+// them (docs/BENCHMARKS.md, Fanout).
 func (h *hub) addLocked(evs []*Event, next Pos) {
 	h.head = next
 	var fresh []*Event
