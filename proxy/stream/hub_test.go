@@ -87,11 +87,91 @@ func TestHubSendsAReadAsOneWrite(t *testing.T) {
 		if ids := strings.Count(strings.Join(live, ""), "id: "); ids != 3 {
 			t.Errorf("subscriber %d: %d events in the live writes, want 3", i, ids)
 		}
-		subs[i].mu.Lock()
+		subs[i].wmu.Lock()
 		last := subs[i].lastID
-		subs[i].mu.Unlock()
+		subs[i].wmu.Unlock()
 		if last != "x3" {
 			t.Errorf("subscriber %d: last event %q, want x3", i, last)
 		}
+	}
+}
+
+// pausingSink holds the first write of an event in Write, as a sink that
+// has put the bytes on the socket but not yet returned, until release.
+type pausingSink struct {
+	writesSink
+	paused  chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+func (s *pausingSink) Write(p []byte) (int, error) {
+	if strings.Contains(string(p), "id: ") {
+		s.once.Do(func() {
+			close(s.paused)
+			select {
+			case <-s.release:
+			case <-time.After(200 * time.Millisecond):
+			}
+		})
+	}
+	return s.writesSink.Write(p)
+}
+
+// An end that comes while an event is being handed to the sink names
+// that event as the last one sent: the client may have read it already,
+// and an older id would have it sent again on resume.
+func TestEndNamesTheEventInTheSink(t *testing.T) {
+	book := &liveBook{n: 1}
+	cfg := Config{Routes: map[string]RouteConfig{RouteOrderBook: {Poll: time.Hour}}}
+	m, err := New(cfg, Options{Pages: book.pages})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	s, err := m.Open(context.Background(), Request{Route: RouteOrderBook, Filters: "&tokenId=1", KeyID: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &pausingSink{paused: make(chan struct{}), release: make(chan struct{})}
+	s.Start(sink)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		s.mu.Lock()
+		attached := s.attached
+		s.mu.Unlock()
+		if attached {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("not attached to the hub after 5s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	ev := newEvent("x1", "price_change", []byte(`{"cursor":"x1"}`), time.Now())
+	added := make(chan struct{})
+	go func() {
+		s.h.add([]*Event{ev}, Pos{ID: "x1"})
+		close(added)
+	}()
+	<-sink.paused
+	ended := make(chan struct{})
+	go func() {
+		s.end(ReasonShuttingDown)
+		close(ended)
+	}()
+	// The end waits for the write under way; the sink lets it go after
+	// the end has had time to run ahead, when it could.
+	select {
+	case <-ended:
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(sink.release)
+	<-added
+	<-ended
+	w := sink.all()
+	last := w[len(w)-1]
+	if !strings.HasPrefix(last, "event: error\n") || !strings.Contains(last, `"lastEventId":"x1"`) {
+		t.Fatalf("last write %q, want the error event naming x1 (writes %q)", last, w)
 	}
 }

@@ -82,10 +82,18 @@ type Subscriber struct {
 	// budget is streams.buffer_bytes as the stream opened.
 	budget int
 
+	// wmu makes handing bytes to the sink and recording the last event
+	// they carry one step as the end frame sees it: a sink may write to
+	// the socket at once, so a client can read an event before the
+	// writer records it, and an end frame naming the one before would
+	// have the client take it again on resume. Taken before mu, never
+	// while waiting on the client (sinks do not block).
+	wmu    sync.Mutex
+	lastID string // the last event handed to the sink (under wmu)
+
 	mu        sync.Mutex
 	sink      Sink
-	lastID    string // the last event handed to the sink
-	attached  bool   // fed by its hub (under the hub's lock)
+	attached  bool // fed by its hub (under the hub's lock)
 	ended     bool
 	reason    Reason
 	lastWrite atomic.Int64 // Unix ns of the last write, for heartbeats
@@ -136,7 +144,7 @@ func (s *Subscriber) Start(sink Sink) {
 	// it waits for the catch-ups.
 	s.m.wg.Add(1)
 	s.mu.Unlock()
-	s.write(retryFrame(s.m.cfg.Retry), false)
+	s.write(retryFrame(s.m.cfg.Retry), "", false)
 	// The front's goroutine returns at once: a catch-up may wait on the
 	// client.
 	go func() {
@@ -155,16 +163,23 @@ func (s *Subscriber) Start(sink Sink) {
 // Abandon releases a stream the front could not start.
 func (s *Subscriber) Abandon() { s.finish(ReasonClientClosed, false) }
 
-// write hands p to the sink: the bytes it now holds, and false once the
+// write hands p to the sink, and records id (when set) as the last event
+// sent: it reports the bytes the sink now holds, and false once the
 // stream has ended (a sink that failed ends it, as the client's doing).
-func (s *Subscriber) write(p []byte, hubLocked bool) (pending int, ok bool) {
+func (s *Subscriber) write(p []byte, id string, hubLocked bool) (pending int, ok bool) {
+	s.wmu.Lock()
 	s.mu.Lock()
 	sink, ended := s.sink, s.ended
 	s.mu.Unlock()
 	if ended || sink == nil {
+		s.wmu.Unlock()
 		return 0, false
 	}
 	n, err := sink.Write(p)
+	if err == nil && id != "" {
+		s.lastID = id
+	}
+	s.wmu.Unlock()
 	if err != nil {
 		s.finishFrom(ReasonClientClosed, false, hubLocked)
 		return 0, false
@@ -181,11 +196,10 @@ func (s *Subscriber) send(ev *Event) (int, bool) {
 	if ev.frame == nil {
 		return 0, true // an anchor: the event a stream started after
 	}
-	n, ok := s.write(ev.frame, false)
+	n, ok := s.write(ev.frame, ev.ID, false)
 	if !ok {
 		return 0, false
 	}
-	s.sent(ev.ID)
 	s.m.metrics.delivered(s.route, s.m.now().Sub(ev.At))
 	return n, true
 }
@@ -193,11 +207,10 @@ func (s *Subscriber) send(ev *Event) (int, bool) {
 // sendLive writes a read's new events from the hub, under its lock, and
 // reports whether the stream goes on: past the budget it ends as slow.
 func (s *Subscriber) sendLive(b *batch) bool {
-	n, ok := s.write(b.frame, true)
+	n, ok := s.write(b.frame, b.evs[len(b.evs)-1].ID, true)
 	if !ok {
 		return false
 	}
-	s.sent(b.evs[len(b.evs)-1].ID)
 	now := s.m.now()
 	for _, ev := range b.evs {
 		s.m.metrics.delivered(s.route, now.Sub(ev.At))
@@ -207,12 +220,6 @@ func (s *Subscriber) sendLive(b *batch) bool {
 		return false
 	}
 	return true
-}
-
-func (s *Subscriber) sent(id string) {
-	s.mu.Lock()
-	s.lastID = id
-	s.mu.Unlock()
 }
 
 // sendCaughtUp sends one event of a catch-up, waiting for the sink when
@@ -227,7 +234,7 @@ func (s *Subscriber) sendCaughtUp(ev *Event) bool {
 func (s *Subscriber) heartbeat(now time.Time, every time.Duration) {
 	// Looked at every janitorEvery: within half of it counts as due.
 	if now.UnixNano()-s.lastWrite.Load() >= int64(every-janitorEvery/2) {
-		s.write(frameComment, false)
+		s.write(frameComment, "", false)
 	}
 }
 
@@ -246,17 +253,22 @@ func (s *Subscriber) finishFrom(r Reason, tell, hubLocked bool) {
 		return
 	}
 	s.ended, s.reason = true, r
-	sink, last := s.sink, s.lastID
+	sink := s.sink
 	s.mu.Unlock()
 	if s.cancel != nil {
 		s.cancel()
 	}
 	if sink != nil {
 		if tell {
+			// Once ended is set no write starts; one under way holds wmu
+			// until its event is recorded, so last is what the client got.
+			s.wmu.Lock()
+			last := s.lastID
 			if r == ReasonShuttingDown {
 				_, _ = sink.Write(retryFrame(s.m.cfg.Retry))
 			}
 			_, _ = sink.Write(endFrame(r, reasonMessages[r], last))
+			s.wmu.Unlock()
 			sink.End()
 		} else {
 			sink.Cut()
@@ -282,7 +294,7 @@ func (s *Subscriber) waitDrained(pending int) bool {
 	for {
 		select {
 		case <-s.drained:
-			n, ok := s.write(nil, false)
+			n, ok := s.write(nil, "", false)
 			if !ok {
 				return false
 			}
