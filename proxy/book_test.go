@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math/big"
 	"math/rand/v2"
 	"net/http"
@@ -321,6 +322,17 @@ func TestBookUpstreamFailureMidRebuild(t *testing.T) {
 	}
 }
 
+// recentCalls names the last n calls the legacy host answered, for a
+// failure message.
+func recentCalls(e *edge, n int) string {
+	recent := e.sim.Recent()
+	var b strings.Builder
+	for _, r := range recent[max(len(recent)-n, 0):] {
+		fmt.Fprintf(&b, "\n\t%s %s?%s", r.Route, r.Path, r.Query.Encode())
+	}
+	return b.String()
+}
+
 // legacyBounds is the `to` of each events page the legacy host was asked
 // for since it had answered *seen requests, which it updates.
 func legacyBounds(t *testing.T, e *edge, seen *int64) []int64 {
@@ -378,7 +390,8 @@ func TestBookSettledTimesShareTheirPages(t *testing.T) {
 			}
 		}
 		if n := e.sim.Stats().Requests - calls; n != first {
-			t.Errorf("at %d: rebuilds at nearby times made %d legacy calls beyond the first rebuild's %d", at, n-first, first)
+			t.Errorf("at %d: rebuilds at nearby times made %d legacy calls beyond the first rebuild's %d: %s",
+				at, n-first, first, recentCalls(e, int(n-first)))
 		}
 	}
 
