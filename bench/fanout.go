@@ -757,6 +757,24 @@ type nchanConf struct {
 	Connections, Files     int
 }
 
+// nchanConfFor sizes nginx for n subscribers. nginx takes a connection
+// slot for each subscriber, the publisher's connection and the listener,
+// and once no more than worker_connections/16 slots are free, each new
+// connection first closes up to 32 "reusable" ones (ngx_drain_connections,
+// which logs "worker_connections are not enough, reusing connections"):
+// the publisher's keep-alive connection idle between its posts, whose next
+// POST then reads EOF, and subscribers accepted but whose request has not
+// come yet, which read EOF before any answer. So worker_connections keeps
+// an eighth above n besides a fixed reserve, and every slot in use stays
+// below 15/16 of it. Nchan's subscribers each hold one descriptor (no
+// upstream), so the file limit is the slots plus room for the listener,
+// the logs and nginx's own pipes.
+func nchanConfFor(n int) nchanConf {
+	c := nchanConf{Connections: n + n/8 + 256}
+	c.Files = c.Connections + 64
+	return c
+}
+
 // startNchan starts nginx with Nchan for n subscribers, and the harness's
 // publisher, which polls the live host as the edge's poller does and
 // posts each new event of token to Nchan's publisher endpoint.
@@ -770,8 +788,8 @@ func (b *bench) startNchan(ctx context.Context, n int, sim *server, token, modul
 		return nil, err
 	}
 	_ = os.Chmod(prefix, 0o755)
-	c := nchanConf{Module: module, Prefix: prefix, Listen: addr, Connections: n + 256}
-	c.Files = 2*c.Connections + 64
+	c := nchanConfFor(n)
+	c.Module, c.Prefix, c.Listen = module, prefix, addr
 	var conf bytes.Buffer
 	if err := template.Must(template.New("nchan").Parse(nchanConfTemplate)).Execute(&conf, c); err != nil {
 		return nil, err

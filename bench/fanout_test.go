@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"text/template"
 	"time"
 
 	"tradergate/internal/testkit/redistest"
@@ -308,5 +309,33 @@ func TestFanoutFlags(t *testing.T) {
 	}
 	if _, err := parseServers("tradergate,nchan"); err != nil {
 		t.Errorf("-servers nchan: %v", err)
+	}
+}
+
+// Nchan's nginx keeps more than worker_connections/16 slots free with
+// every subscriber, the publisher and the listener connected: at or below
+// that, nginx closes idle keep-alive connections (the publisher's) and
+// accepted connections still waiting for their request (subscribers)
+// to make room.
+func TestNchanConfLeavesDrainHeadroom(t *testing.T) {
+	for _, n := range []int{1, 100, 1000, 10000, 100000} {
+		c := nchanConfFor(n)
+		used := n + 1 + 1 + 8 // subscribers, publisher, listener, nginx's own pipes
+		if free := c.Connections - used; free <= c.Connections/16 {
+			t.Errorf("%d subscribers: worker_connections %d leaves %d free, at or below %d", n, c.Connections, free, c.Connections/16)
+		}
+		if c.Files <= c.Connections {
+			t.Errorf("%d subscribers: worker_rlimit_nofile %d for %d connections", n, c.Files, c.Connections)
+		}
+		c.Module, c.Prefix, c.Listen = "/m.so", "/p", "127.0.0.1:1"
+		var conf bytes.Buffer
+		if err := template.Must(template.New("nchan").Parse(nchanConfTemplate)).Execute(&conf, c); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"worker_connections " + strconv.Itoa(c.Connections) + ";", "worker_rlimit_nofile " + strconv.Itoa(c.Files) + ";", "listen 127.0.0.1:1;"} {
+			if !strings.Contains(conf.String(), want) {
+				t.Errorf("%d subscribers: no %q in\n%s", n, want, conf.String())
+			}
+		}
 	}
 }
