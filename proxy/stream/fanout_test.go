@@ -267,11 +267,24 @@ func TestTallyBuckets(t *testing.T) {
 //	go test -run '^$' -bench Fanout -cpuprofile cpu.out ./proxy/stream/
 func BenchmarkFanout(b *testing.B) {
 	for _, n := range []int{100, 1000, 4000} {
-		b.Run(fmt.Sprint(n), func(b *testing.B) { benchFanout(b, n) })
+		b.Run(fmt.Sprint(n), func(b *testing.B) { benchFanout(b, n, true) })
 	}
 }
 
-func benchFanout(b *testing.B, n int) {
+// BenchmarkFanoutHandOff is BenchmarkFanout with subscribers that read
+// nothing while it runs: the time a hub takes to hand a read to them (the
+// edge's part of the lag, as -cpu 1 and -cpu 2 show with the parallel
+// hand-off), without readers on the same CPUs. Each op leaves about 1 KB
+// in each socket, which takes tens of them:
+//
+//	go test -run '^$' -bench FanoutHandOff -benchtime 20x -cpu 1,2 ./proxy/stream/
+func BenchmarkFanoutHandOff(b *testing.B) {
+	for _, n := range []int{1000, 4000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) { benchFanout(b, n, false) })
+	}
+}
+
+func benchFanout(b *testing.B, n int, read bool) {
 	cfg := Config{MaxPerKey: 2 * n, Routes: map[string]RouteConfig{RouteOrderBook: {Poll: time.Hour}}}
 	m, err := New(cfg, Options{Pages: stillBook})
 	if err != nil {
@@ -285,6 +298,8 @@ func benchFanout(b *testing.B, n int) {
 	defer ln.Close()
 	var clients sync.WaitGroup
 	defer clients.Wait()
+	stop := make(chan struct{})
+	defer close(stop)
 	head := []byte("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
 	subs := openAttached(b, m, n, func(_ int, s *Subscriber) Sink {
 		c, err := net.Dial("tcp", ln.Addr().String())
@@ -294,6 +309,9 @@ func benchFanout(b *testing.B, n int) {
 		clients.Add(1)
 		go func() {
 			defer clients.Done()
+			if !read {
+				<-stop
+			}
 			_, _ = io.Copy(io.Discard, c)
 			c.Close()
 		}()
