@@ -691,7 +691,8 @@ func (b *bench) simCalls(sim *server) (int64, error) {
 // subscribers' client ready: Go's HTTP/2 transport, which opens a
 // connection when the others hold the edge's most streams (250).
 func (b *bench) startFanoutEdge(ctx context.Context, n int, sim *server, token string, h2 bool) (*fanoutTarget, error) {
-	srv, err := b.startTradergate(ctx, tgVariant{upstream: "http://" + sim.addr + "/open-api", streams: n, maxConns: n, tls: h2})
+	srv, err := b.startTradergate(ctx, tgVariant{upstream: "http://" + sim.addr + "/open-api", streams: n, maxConns: n, tls: h2,
+		allCPUs: b.opt.fanoutServerCPUs == 2})
 	if err != nil {
 		return nil, err
 	}

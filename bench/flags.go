@@ -44,6 +44,9 @@ type options struct {
 	fanoutReplicas int
 	// fanoutH2 adds the edge's points with HTTP/2 subscribers over TLS.
 	fanoutH2 bool
+	// fanoutServerCPUs, at 2, runs the edge of the fanout rows (one
+	// process, not the fleet) on both CPUs with GOMAXPROCS=2.
+	fanoutServerCPUs int
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -74,6 +77,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.fanout, "fanout", "1,100,1000,10000", "subscriber counts of the fanout rows (-only fanout): one order book stream, each count a point on a fresh server")
 	fs.DurationVar(&o.fanoutWindow, "fanout-window", 10*time.Second, "measured time of each fanout point (after the subscribers connect and settle 2s); at most 20s")
 	fs.IntVar(&o.fanoutReplicas, "fanout-replicas", 1, "above 1, the fanout rows also run on a fleet of this many edges sharing a Redis the harness starts, the subscribers spread evenly over them (at most 8)")
+	fs.IntVar(&o.fanoutServerCPUs, "fanout-server-cpus", 1, "1: the fanout rows' edge runs pinned to the server CPU with GOMAXPROCS=1, as every server; 2: the edge (one process, not the fleet) runs on both CPUs with GOMAXPROCS=2, sharing the load CPU with the harness's subscribers")
 	fs.BoolVar(&o.fanoutH2, "fanout-h2", false, "the fanout rows also run the edge (one process) with HTTP/2 subscribers over TLS: Go's HTTP/2 client, many streams a connection (up to the edge's 250)")
 	fs.IntVar(&o.nice, "nice", 0, "run every server and the load generator under nice -n N (negative needs root): on a shared machine, keeps other work off the pinned CPUs")
 	err := fs.Parse(args)
@@ -102,6 +106,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, errors.New("-duration must be at least 1s, -warmup not negative, -connections at least 1")
 	case o.fanoutWindow < time.Second || o.fanoutWindow > 20*time.Second:
 		return o, errors.New("-fanout-window between 1s and 20s")
+	case o.fanoutServerCPUs != 1 && o.fanoutServerCPUs != 2:
+		return o, errors.New("-fanout-server-cpus is 1 or 2")
 	case o.fanoutReplicas < 1 || o.fanoutReplicas > 8:
 		return o, errors.New("-fanout-replicas between 1 and 8")
 	case o.idleConnections < 1:

@@ -268,6 +268,9 @@ func (b *bench) setUp(ctx context.Context) error {
 	if b.nofile, err = raiseFileLimit(); err != nil {
 		b.note(fmt.Sprintf("could not raise the open file limit: %v", err))
 	}
+	if b.opt.fanoutServerCPUs == 2 {
+		b.note(fmt.Sprintf("-fanout-server-cpus 2: the fanout rows' edge (one process) ran on CPUs %d and %d with GOMAXPROCS=2, sharing the load CPU with the harness's subscribers; every other server, pinned as usual", b.opt.serverCPU, b.opt.loadCPU))
+	}
 	b.nginx, b.nginxVersion = nginxVersion()
 	b.varnish, b.varnishVersion = varnishVersion()
 	b.h2load, b.h2loadVersion = h2loadVersion()

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -70,6 +71,9 @@ type startOpts struct {
 	// read live would wake the orchestrator on every line and charge the
 	// server for the wake-ups.
 	dropLines string
+	// cpuList, when set, is taskset's CPU list instead of cpu alone, and
+	// GOMAXPROCS its count of CPUs (-fanout-server-cpus 2: "0,1").
+	cpuList string
 }
 
 // start runs bin pinned to cpu (taskset -c), with GOMAXPROCS=1 so that a
@@ -104,13 +108,17 @@ func (ps *procs) start(name string, cpu int, o startOpts, bin string, args ...st
 		return nil, err
 	}
 	p.closers = []io.Closer{stdout, stderrFile}
-	argv := append([]string{"taskset", "-c", strconv.Itoa(cpu), bin}, args...)
+	cpus, procs := strconv.Itoa(cpu), "GOMAXPROCS=1"
+	if o.cpuList != "" {
+		cpus, procs = o.cpuList, "GOMAXPROCS="+strconv.Itoa(len(strings.Split(o.cpuList, ",")))
+	}
+	argv := append([]string{"taskset", "-c", cpus, bin}, args...)
 	if ps.nice != 0 {
 		argv = append([]string{"nice", "-n", strconv.Itoa(ps.nice)}, argv...)
 	}
 	// nice and taskset exec the command in place: the pid is the server's.
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(append(os.Environ(), "GOMAXPROCS=1"), o.env...)
+	cmd.Env = append(append(os.Environ(), procs), o.env...)
 	cmd.Stdout = stdout
 	cmd.Stderr = stderrFile
 	cmd.SysProcAttr = groupAttr()

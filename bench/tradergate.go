@@ -76,6 +76,9 @@ type tgVariant struct {
 	// replica, from 1, names one edge of the fanout rows' fleet
 	// (tradergate-r<n>), on the server CPU with the others.
 	replica int
+	// allCPUs runs it on the server and the load CPU, GOMAXPROCS=2
+	// (-fanout-server-cpus 2).
+	allCPUs bool
 }
 
 // defaultCacheBytes is config.yaml's cache.max_bytes. The harness writes
@@ -206,10 +209,14 @@ func (b *bench) startTradergate(ctx context.Context, v tgVariant) (*server, erro
 		if v.otherReplica {
 			cpu = b.opt.loadCPU
 		}
-		p, err := b.procs.start(name, cpu, startOpts{
+		o := startOpts{
 			env:       []string{"TRADERGATE_BENCH_UPSTREAM_KEY=" + b.simKey},
 			dropLines: accessLogMarker,
-		}, b.bins.tradergate, "-config", path)
+		}
+		if v.allCPUs {
+			o.cpuList = fmt.Sprintf("%d,%d", b.opt.serverCPU, b.opt.loadCPU)
+		}
+		p, err := b.procs.start(name, cpu, o, b.bins.tradergate, "-config", path)
 		if err != nil {
 			return nil, err
 		}

@@ -164,16 +164,18 @@ func (s *Subscriber) Start(sink Sink) {
 func (s *Subscriber) Abandon() { s.finish(ReasonClientClosed, false) }
 
 // write hands p to the sink, and records id (when set) as the last event
-// sent: it reports the bytes the sink now holds, and false once the
-// stream has ended (a sink that failed ends it, as the client's doing).
-func (s *Subscriber) write(p []byte, id string, hubLocked bool) (pending int, ok bool) {
+// sent: it reports the bytes the sink now holds, when the write was made
+// (for a p not empty; the clock is read once, for the heartbeat and the
+// lag alike), and false once the stream has ended (a sink that failed
+// ends it, as the client's doing).
+func (s *Subscriber) write(p []byte, id string, hubLocked bool) (pending int, at time.Time, ok bool) {
 	s.wmu.Lock()
 	s.mu.Lock()
 	sink, ended := s.sink, s.ended
 	s.mu.Unlock()
 	if ended || sink == nil {
 		s.wmu.Unlock()
-		return 0, false
+		return 0, at, false
 	}
 	n, err := sink.Write(p)
 	if err == nil && id != "" {
@@ -182,12 +184,13 @@ func (s *Subscriber) write(p []byte, id string, hubLocked bool) (pending int, ok
 	s.wmu.Unlock()
 	if err != nil {
 		s.finishFrom(ReasonClientClosed, false, hubLocked)
-		return 0, false
+		return 0, at, false
 	}
 	if len(p) > 0 {
-		s.lastWrite.Store(s.m.now().UnixNano())
+		at = s.m.now()
+		s.lastWrite.Store(at.UnixNano())
 	}
-	return n, true
+	return n, at, true
 }
 
 // send writes one event of a catch-up and reports the bytes the sink
@@ -196,24 +199,25 @@ func (s *Subscriber) send(ev *Event) (int, bool) {
 	if ev.frame == nil {
 		return 0, true // an anchor: the event a stream started after
 	}
-	n, ok := s.write(ev.frame, ev.ID, false)
+	n, at, ok := s.write(ev.frame, ev.ID, false)
 	if !ok {
 		return 0, false
 	}
-	s.m.metrics.delivered(s.route, s.m.now().Sub(ev.At))
+	s.m.metrics.delivered(s.route, at.Sub(ev.At))
 	return n, true
 }
 
 // sendLive writes a read's new events from the hub, under its lock, and
 // reports whether the stream goes on: past the budget it ends as slow.
-func (s *Subscriber) sendLive(b *batch) bool {
-	n, ok := s.write(b.frame, b.evs[len(b.evs)-1].ID, true)
+// The events delivered are counted in t, which the caller adds to the
+// metrics once for many subscribers.
+func (s *Subscriber) sendLive(b *batch, t *tally) bool {
+	n, at, ok := s.write(b.frame, b.evs[len(b.evs)-1].ID, true)
 	if !ok {
 		return false
 	}
-	now := s.m.now()
 	for _, ev := range b.evs {
-		s.m.metrics.delivered(s.route, now.Sub(ev.At))
+		t.observe(at.Sub(ev.At))
 	}
 	if n > s.budget {
 		s.finishFrom(ReasonSlowConsumer, true, true)
@@ -294,7 +298,7 @@ func (s *Subscriber) waitDrained(pending int) bool {
 	for {
 		select {
 		case <-s.drained:
-			n, ok := s.write(nil, "", false)
+			n, _, ok := s.write(nil, "", false)
 			if !ok {
 				return false
 			}
