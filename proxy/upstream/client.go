@@ -166,11 +166,7 @@ var (
 
 // request is the GET of req, with the edge's own credential.
 func (u *legacyHost) request(ctx context.Context, req *route.Request, requestID string) (*http.Request, error) {
-	target := u.base + req.UpstreamPath()
-	if req.RawQuery != "" {
-		target += "?" + req.RawQuery
-	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, req.UpstreamURL(u.base), nil)
 	if err != nil {
 		return nil, err
 	}
