@@ -103,7 +103,7 @@ type routeBreaker struct {
 }
 
 // callGroup is the context the calls allowed between two openings share:
-// each call's cancel runs when it ends (allow).
+// when it ends, the cancel of each call still outstanding runs (allow).
 type callGroup struct {
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -177,12 +177,12 @@ func (b *routeBreaker) open() error {
 // the context the call runs under), and a call outstanding at slow_call is
 // recorded as slow by a timer of its own.
 //
-// The call is one allocation with what it needs (the breaker's report, the
-// once that keeps it to one outcome, the slow-call timer and the stop of
-// cancel), and it adds no context of its own: the caller's cancel is the
-// one the opening runs, so a miss does not pay for a context, its cancel
-// function and its registration with the caller's, nor for a closure per
-// step.
+// The call keeps what it needs in one struct with methods (the breaker's
+// report, the once that keeps it to one outcome, the slow-call timer and
+// the stop of cancel), and adds no context of its own: the caller's cancel
+// is the one the opening runs, so a miss does not pay for a context, its
+// cancel function and its registration with the caller's, nor for a
+// closure per step.
 func (b *routeBreaker) allow(cancel context.CancelFunc) (*breakerCall, error) {
 	report, err := b.cb.Allow()
 	if err != nil {
