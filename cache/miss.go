@@ -79,8 +79,8 @@ func (c *Cache) miss(ctx context.Context, key string, fetch Fetch, held *Entry, 
 		staleAfter = t.C
 	}
 	cl := &call{c: c, ctx: ctx, key: key, fetch: fetch, held: held, since: since}
-	w, done := c.wants.wait(key)
-	defer done()
+	w := c.wants.wait(key)
+	defer c.wants.waited(key, w)
 	if c.tracer != nil {
 		defer c.traceWait(ctx, cl, time.Now())
 	}

@@ -62,15 +62,19 @@ func (ws *wants) busyFor(key string) (d time.Duration, ok bool) {
 	return 0, false
 }
 
-// wait registers one caller waiting on key's flight; done ends its wait.
-func (ws *wants) wait(key string) (w *want, done func()) {
-	w = ws.acquire(key)
+// wait registers one caller waiting on key's flight; waited ends its
+// wait.
+func (ws *wants) wait(key string) *want {
+	w := ws.acquire(key)
 	w.had.Store(true)
 	w.waiters.Add(1)
-	return w, func() {
-		w.waiters.Add(-1)
-		ws.release(key, w)
-	}
+	return w
+}
+
+// waited ends the wait of a caller that wait registered on key.
+func (ws *wants) waited(key string, w *want) {
+	w.waiters.Add(-1)
+	ws.release(key, w)
 }
 
 // abandoned reports whether every caller that waited on the flight has

@@ -176,12 +176,34 @@ func (r *Request) SuccessorPath() string {
 
 // UpstreamPath is the legacy path of the request, below upstream.base_url.
 func (r *Request) UpstreamPath() string {
+	before, param, after := r.upstreamPath()
+	if param == "" {
+		return before
+	}
+	return before + param + after
+}
+
+// UpstreamURL is base, then the legacy path and the query of the request
+// (UpstreamPath, RawQuery): the URL the legacy call asks for, in one
+// allocation.
+func (r *Request) UpstreamURL(base string) string {
+	before, param, after := r.upstreamPath()
+	if r.RawQuery == "" {
+		return base + before + param + after
+	}
+	return base + before + param + after + "?" + r.RawQuery
+}
+
+// upstreamPath is the legacy path in its parts: the route's legacy path
+// before its {parameter}, the parameter's value, and the rest; all of it
+// in before when the route has no parameter.
+func (r *Request) upstreamPath() (before, param, after string) {
 	if r.PathParam == "" {
-		return r.Route.Legacy
+		return r.Route.Legacy, "", ""
 	}
 	i := strings.IndexByte(r.Route.Legacy, '{')
 	j := strings.IndexByte(r.Route.Legacy, '}')
-	return r.Route.Legacy[:i] + r.PathParam + r.Route.Legacy[j+1:]
+	return r.Route.Legacy[:i], r.PathParam, r.Route.Legacy[j+1:]
 }
 
 // Validate checks the path parameter and query of a request to route and

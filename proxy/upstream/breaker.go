@@ -96,26 +96,23 @@ type routeBreaker struct {
 	openedAt atomic.Int64
 	// transitions counts state changes, for metrics.
 	transitions atomic.Uint64
-	// calls ends, with errOpened as its cause, when the breaker opens; the
-	// calls allowed until then run under it. Swapped for a new one at each
-	// opening, under gobreaker's lock (OnStateChange).
+	// calls ends when the breaker opens, and with it runs the cancel of
+	// every call allowed until then and still outstanding. Swapped for a
+	// new one at each opening, under gobreaker's lock (OnStateChange).
 	calls atomic.Pointer[callGroup]
 }
 
-// callGroup is the context the calls allowed between two openings share.
+// callGroup is the context the calls allowed between two openings share:
+// when it ends, the cancel of each call still outstanding runs (allow).
 type callGroup struct {
 	ctx    context.Context
-	cancel context.CancelCauseFunc
+	cancel context.CancelFunc
 }
 
 func newCallGroup() *callGroup {
-	ctx, cancel := context.WithCancelCause(context.Background())
+	ctx, cancel := context.WithCancel(context.Background())
 	return &callGroup{ctx: ctx, cancel: cancel}
 }
-
-// errOpened is the cause of a call cancelled because its route's breaker
-// opened while it was outstanding.
-var errOpened = errors.New("the route's breaker opened during the call")
 
 // errSlowCall is what the breaker records for a call outstanding longer
 // than slow_call.
@@ -148,7 +145,7 @@ func newBreakers(c BreakerConfig, routes []*route.Route, notify onChange) breake
 					b.openedAt.Store(time.Now().UnixNano())
 					// Cancelling ends the calls' sockets through their
 					// contexts; nothing here waits for them.
-					b.calls.Swap(newCallGroup()).cancel(errOpened)
+					b.calls.Swap(newCallGroup()).cancel()
 				}
 				b.transitions.Add(1)
 				if notify != nil {
@@ -175,25 +172,52 @@ func (b *routeBreaker) open() error {
 
 // allow asks the route's breaker for one legacy call. When it refuses, the
 // error is a 503 whose Retry-After is the time left before it half-opens.
-// Allowed, the call runs under ctx as returned, which ends if the breaker
-// opens meanwhile; done reports its outcome once, and is told of a slow
-// call at slow_call by a timer of its own. done must be called.
-func (b *routeBreaker) allow(parent context.Context) (ctx context.Context, done func(error), err error) {
+// Allowed, the call must end with the call's end and then its record: if
+// the breaker opens while the call is outstanding, cancel runs (it ends
+// the context the call runs under), and a call outstanding at slow_call is
+// recorded as slow by a timer of its own.
+//
+// The call keeps what it needs in one struct with methods (the breaker's
+// report, the once that keeps it to one outcome, the slow-call timer and
+// the stop of cancel), and adds no context of its own: the caller's cancel
+// is the one the opening runs, so a miss does not pay for a context, its
+// cancel function and its registration with the caller's, nor for a
+// closure per step.
+func (b *routeBreaker) allow(cancel context.CancelFunc) (*breakerCall, error) {
 	report, err := b.cb.Allow()
 	if err != nil {
-		return nil, nil, b.refusal(err)
+		return nil, b.refusal(err)
 	}
-	var once sync.Once
-	record := func(err error) { once.Do(func() { report(err) }) }
-	slow := time.AfterFunc(b.slowCall, func() { record(errSlowCall) })
-	ctx, cancel := context.WithCancelCause(parent)
-	stop := context.AfterFunc(b.calls.Load().ctx, func() { cancel(errOpened) })
-	return ctx, func(err error) {
-		slow.Stop()
-		stop()
-		cancel(nil)
-		record(err)
-	}, nil
+	call := &breakerCall{report: report}
+	call.slow = time.AfterFunc(b.slowCall, call.slowCall)
+	call.stop = context.AfterFunc(b.calls.Load().ctx, cancel)
+	return call, nil
+}
+
+// breakerCall is one legacy call a route's breaker allowed.
+type breakerCall struct {
+	report func(error) // gobreaker's, for the call's one outcome
+	once   sync.Once
+	slow   *time.Timer
+	// stop keeps the breaker's opening from running the call's cancel.
+	stop func() bool
+}
+
+// slowCall records the call as slow: its slow_call timer fired.
+func (c *breakerCall) slowCall() { c.record(errSlowCall) }
+
+// end stops the call's slow_call timer and its cancel on opening, and
+// reports whether the breaker opened while it was outstanding (its cancel
+// ran, or is running).
+func (c *breakerCall) end() (opened bool) {
+	c.slow.Stop()
+	return !c.stop()
+}
+
+// record reports the call's outcome to the breaker, unless its slow_call
+// timer reported it already: a call counts once.
+func (c *breakerCall) record(err error) {
+	c.once.Do(func() { c.report(err) })
 }
 
 // refusal is the 503 of a breaker that refused a call with err.

@@ -2,7 +2,6 @@ package upstream
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -26,13 +25,15 @@ func testBreaker(t *testing.T, c BreakerConfig) *routeBreaker {
 func TestBreakerSlowCallsOpenIt(t *testing.T) {
 	b := testBreaker(t, BreakerConfig{MinRequests: 4, SlowCall: 30 * time.Millisecond})
 	var ctxs []context.Context
-	var dones []func(error)
+	var calls []*breakerCall
 	for range 4 {
-		ctx, done, err := b.allow(t.Context())
+		ctx, cancel := context.WithCancel(t.Context())
+		t.Cleanup(cancel)
+		call, err := b.allow(cancel)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctxs, dones = append(ctxs, ctx), append(dones, done)
+		ctxs, calls = append(ctxs, ctx), append(calls, call)
 	}
 	testkit.Eventually(t, "the breaker open after slow calls", func() bool { return b.open() != nil })
 	for i, ctx := range ctxs {
@@ -41,13 +42,43 @@ func TestBreakerSlowCallsOpenIt(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatalf("call %d not cancelled when the breaker opened", i)
 		}
-		if !errors.Is(context.Cause(ctx), errOpened) {
-			t.Errorf("call %d: cause %v", i, context.Cause(ctx))
+		if !calls[i].end() {
+			t.Errorf("call %d: end does not say the breaker opened during it", i)
 		}
-		dones[i](ctx.Err()) // counted once, and not again
+		calls[i].record(ctx.Err()) // counted once, and not again
 	}
-	if _, _, err := b.allow(t.Context()); err == nil {
+	if _, err := b.allow(func() {}); err == nil {
 		t.Error("an open breaker allowed a call")
+	}
+}
+
+// A call that ended before the breaker opened is not cancelled by the
+// opening, and its end says so.
+func TestBreakerOpeningSparesEndedCalls(t *testing.T) {
+	b := testBreaker(t, BreakerConfig{MinRequests: 3})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	ended, err := b.allow(cancel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ended.end() {
+		t.Error("end of a call before any opening says the breaker opened")
+	}
+	ended.record(nil)
+	for range 2 {
+		call, err := b.allow(func() {})
+		if err != nil {
+			t.Fatal(err)
+		}
+		call.end()
+		call.record(mapStatus(503, "down", 0))
+	}
+	if b.open() == nil {
+		t.Fatal("two failures of three calls did not open the breaker")
+	}
+	if ctx.Err() != nil {
+		t.Error("the opening cancelled a call that had ended before it")
 	}
 }
 
@@ -55,11 +86,12 @@ func TestBreakerSlowCallsOpenIt(t *testing.T) {
 func TestBreakerFastCallsStayClosed(t *testing.T) {
 	b := testBreaker(t, BreakerConfig{MinRequests: 2, SlowCall: 20 * time.Millisecond, HalfOpenProbes: 1})
 	for range 10 {
-		_, done, err := b.allow(t.Context())
+		call, err := b.allow(func() {})
 		if err != nil {
 			t.Fatal(err)
 		}
-		done(nil)
+		call.end()
+		call.record(nil)
 	}
 	// Past slow_call of every call: a timer that was not stopped would
 	// have recorded ten failures by now.
@@ -85,11 +117,12 @@ func TestBreakerCountsCredentialRefusals(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := testBreaker(t, BreakerConfig{MinRequests: 3})
 			for range 3 {
-				_, done, err := b.allow(t.Context())
+				call, err := b.allow(func() {})
 				if err != nil {
 					t.Fatal(err)
 				}
-				done(tc.err)
+				call.end()
+				call.record(tc.err)
 			}
 			if got := b.open() != nil; got != tc.opens {
 				t.Errorf("open %v after 3 × %v, want %v", got, tc.err, tc.opens)

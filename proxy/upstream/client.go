@@ -47,7 +47,7 @@ type legacyHost struct {
 	maxBody int64
 	shift   bool
 	gzip    bool      // ask for gzip (upstream.compression)
-	bufs    sync.Pool // *bytes.Buffer, upstream bodies
+	bufs    sync.Pool // *bodyBuf, upstream bodies
 	outs    sync.Pool // *[]byte, rewrite scratch
 	zrs     sync.Pool // *gzip.Reader
 	// holdUntil (Unix ns) is when a 429 from the legacy host stops holding
@@ -166,11 +166,7 @@ var (
 
 // request is the GET of req, with the edge's own credential.
 func (u *legacyHost) request(ctx context.Context, req *route.Request, requestID string) (*http.Request, error) {
-	target := u.base + req.UpstreamPath()
-	if req.RawQuery != "" {
-		target += "?" + req.RawQuery
-	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, req.UpstreamURL(u.base), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -188,9 +184,17 @@ func (u *legacyHost) request(ctx context.Context, req *route.Request, requestID 
 	return hr, nil
 }
 
+// bodyBuf is a pooled buffer of an upstream body, with the reader that
+// caps what goes into it: pooled with the buffer, the cap costs a call no
+// allocation.
+type bodyBuf struct {
+	bytes.Buffer
+	limit io.LimitedReader
+}
+
 // read reads the body of resp into buf, inflated, up to
 // upstream.max_body_bytes.
-func (u *legacyHost) read(ctx context.Context, resp *http.Response, buf *bytes.Buffer) (outcome, error) {
+func (u *legacyHost) read(ctx context.Context, resp *http.Response, buf *bodyBuf) (outcome, error) {
 	answered := outcome{status: resp.StatusCode}
 	var src io.Reader = resp.Body
 	switch enc := resp.Header.Get("Content-Encoding"); {
@@ -210,7 +214,10 @@ func (u *legacyHost) read(ctx context.Context, resp *http.Response, buf *bytes.B
 		return answered, fail(Invalid, errors.New("upstream Content-Encoding "+enc+" was not asked for"))
 	}
 	// The cap applies to the inflated body: a small gzip bomb stays small.
-	if _, err := buf.ReadFrom(io.LimitReader(src, u.maxBody+1)); err != nil {
+	buf.limit = io.LimitedReader{R: src, N: u.maxBody + 1}
+	_, err := buf.ReadFrom(&buf.limit)
+	buf.limit.R = nil // the pool keeps no answer's reader
+	if err != nil {
 		// The answer broke off midway (a reset, a truncated body).
 		out, err := transportError(ctx, err, Failed)
 		out.status = resp.StatusCode
@@ -287,7 +294,7 @@ func (u *legacyHost) putOut(b *[]byte) {
 
 // putBuf gives a body buffer back, poisoned under the poison tag: no page
 // may keep a slice of it.
-func (u *legacyHost) putBuf(b *bytes.Buffer) {
+func (u *legacyHost) putBuf(b *bodyBuf) {
 	if poison.On {
 		p := b.Bytes()[:0]
 		poison.Fill(p[:cap(p)])
@@ -295,10 +302,10 @@ func (u *legacyHost) putBuf(b *bytes.Buffer) {
 	u.bufs.Put(b)
 }
 
-func (u *legacyHost) getBuf() *bytes.Buffer {
-	if b, ok := u.bufs.Get().(*bytes.Buffer); ok {
+func (u *legacyHost) getBuf() *bodyBuf {
+	if b, ok := u.bufs.Get().(*bodyBuf); ok {
 		b.Reset()
 		return b
 	}
-	return new(bytes.Buffer)
+	return new(bodyBuf)
 }

@@ -2,7 +2,6 @@ package upstream
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -145,7 +144,7 @@ func (c *Client) Fetch(ctx context.Context, req *route.Request, requestID string
 	}
 	c.budget.deposit()
 	for n := 1; ; n++ {
-		page, out, err := c.attempt(ctx, req, requestID, &last)
+		page, out, err := c.attempt(ctx, cancel, req, requestID, &last)
 		if err == nil || n >= c.cfg.Retry.MaxAttempts || !retryable(out) || abandoned != nil && abandoned() {
 			return page, last, err
 		}
@@ -170,8 +169,10 @@ func (c *Client) Fetch(ctx context.Context, req *route.Request, requestID string
 
 // attempt is one legacy call: held back after a legacy 429, capped by the
 // shield, allowed by the route's breaker, its outcome reported to it; a
-// call made is told in *last.
-func (c *Client) attempt(ctx context.Context, req *route.Request, requestID string, last *Call) (*Page, outcome, error) {
+// call made is told in *last. cancel ends ctx, the Fetch's: the route's
+// breaker runs it if it opens during the call, and the Fetch then ends
+// with the breaker's refusal, never a retry.
+func (c *Client) attempt(ctx context.Context, cancel context.CancelFunc, req *route.Request, requestID string, last *Call) (*Page, outcome, error) {
 	if err := c.host.held(); err != nil {
 		return nil, outcome{}, err
 	}
@@ -184,18 +185,18 @@ func (c *Client) attempt(ctx context.Context, req *route.Request, requestID stri
 		return nil, outcome{}, err
 	}
 	defer release()
-	callCtx, done, err := b.allow(ctx)
+	call, err := b.allow(cancel)
 	if err != nil {
 		return nil, outcome{}, err
 	}
 	start := time.Now() // wall time: a duration, whatever the injected clock does
-	page, out, err := c.host.fetch(callCtx, req, requestID)
-	if err != nil && errors.Is(context.Cause(callCtx), errOpened) {
+	page, out, err := c.host.fetch(ctx, req, requestID)
+	if call.end() && err != nil {
 		// The breaker opened during the call and ended it: a 503 with its
 		// Retry-After, not retried (the breaker refuses the next attempt).
 		err, out = b.refusal(gobreaker.ErrOpenState), outcome{}
 	}
-	done(err)
+	call.record(err)
 	took := time.Since(start)
 	if c.opt.Observe != nil {
 		c.opt.Observe(req.Route.Name, out.status, took)
