@@ -17,6 +17,10 @@ func TestRunnersKept(t *testing.T) {
 	c.runnerIdle = 200 * time.Millisecond
 	var n atomic.Int64
 	for _, key := range []string{"a", "b", "c", "d"} {
+		// A caller returns once its flight is done, a moment before the
+		// runner waits for the next one; a miss in that moment starts a
+		// second runner. The pause lets the runner park first.
+		time.Sleep(20 * time.Millisecond)
 		mustGet(t, c, key, counting(&n, "{}", liveFacts), Miss)
 		if got := c.Stats().Runners; got != 1 {
 			t.Fatalf("after the miss of %q: %d runners, want 1", key, got)
@@ -25,6 +29,7 @@ func TestRunnersKept(t *testing.T) {
 	if _, _, err := c.get(context.Background(), "p", func(context.Context, func() bool) ([]byte, Facts, error) { panic("boom") }); err == nil {
 		t.Fatal("no error from a panicking fetch")
 	}
+	time.Sleep(20 * time.Millisecond)
 	mustGet(t, c, "e", counting(&n, "{}", liveFacts), Miss)
 	if got := c.Stats().Runners; got != 1 || n.Load() != 5 {
 		t.Fatalf("after a panic and a miss: %d runners, %d fetches; want 1 and 5", got, n.Load())
