@@ -42,7 +42,12 @@ import (
 // made it visible) to its arrival at a subscriber. That lag holds the
 // poll's phase, 0 to one interval alike for every subscriber; the spread,
 // an event's arrival after its first arrival at any subscriber, is the
-// fanout's share alone.
+// fanout's share alone. An HTTP/1.1 subscriber's arrival is when the
+// event's bytes reached its socket, the kernel's receive timestamp
+// (arrival.go), not when its reader goroutine parsed them: the readers
+// share the harness's CPU, and their wait for it is the harness's share.
+// The lag and spread from the reader's parse (read lag, read spread) are
+// kept beside them.
 //
 // With -fanout-h2, the edge's points (one process) run once more serving
 // TLS, the subscribers on HTTP/2 through net/http's client: many streams
@@ -119,14 +124,30 @@ type fanoutPoint struct {
 	RSSAfter         int64   `json:"rss_after_bytes"`
 	RSSPerSubscriber float64 `json:"rss_per_subscriber_bytes"`
 	RSSStream        int64   `json:"rss_stream_bytes"`
-	LagP50Ms         float64 `json:"lag_p50_ms"`
-	LagP99Ms         float64 `json:"lag_p99_ms"`
+	// Arrival is what an event's arrival is in the lag and spread:
+	// "socket", the kernel's receive timestamp of the read that brought
+	// the event's last bytes (HTTP/1.1 subscribers, arrival.go), or
+	// "read", when the subscriber's reader goroutine parsed the event
+	// (HTTP/2, whose streams share a connection's reads, or no kernel
+	// timestamps). Unstamped counts HTTP/1.1 events that had no kernel
+	// timestamp and count at their read.
+	Arrival   string  `json:"arrival"`
+	Unstamped int64   `json:"unstamped_events"`
+	LagP50Ms  float64 `json:"lag_p50_ms"`
+	LagP99Ms  float64 `json:"lag_p99_ms"`
 	// SpreadP50Ms and SpreadP99Ms are quantiles of an event's arrival
-	// after its first arrival at any subscriber: the server's fanout
-	// (and the subscribers' reading), without the poll's phase, which
-	// puts 0 to one poll interval into every lag alike.
+	// after its first arrival at any subscriber: the server's fanout,
+	// without the poll's phase, which puts 0 to one poll interval into
+	// every lag alike.
 	SpreadP50Ms float64 `json:"spread_p50_ms"`
 	SpreadP99Ms float64 `json:"spread_p99_ms"`
+	// ReadLag and ReadSpread are the same quantiles with the arrival at
+	// the reader's parse of the event: the server's fanout and the
+	// harness's scheduling of its readers.
+	ReadLagP50Ms    float64 `json:"read_lag_p50_ms"`
+	ReadLagP99Ms    float64 `json:"read_lag_p99_ms"`
+	ReadSpreadP50Ms float64 `json:"read_spread_p50_ms"`
+	ReadSpreadP99Ms float64 `json:"read_spread_p99_ms"`
 	// Repeated counts events a subscriber got twice or out of order
 	// (its timestamp not after the one before); Silent subscribers that
 	// got no event in the window. Both must be 0.
@@ -139,6 +160,9 @@ type fanoutPoint struct {
 	PollsPerSec float64 `json:"polls_per_second"`
 	LoadAvg     float64 `json:"load_average"`
 	Error       string  `json:"error,omitempty"`
+	// Note says what the figures hold beyond the columns' text (events
+	// without a kernel timestamp).
+	Note string `json:"note,omitempty"`
 }
 
 // fanoutRecorder is what the subscribers of one point report to.
@@ -146,18 +170,27 @@ type fanoutRecorder struct {
 	measuring atomic.Bool
 	events    atomic.Int64
 	repeated  atomic.Int64
+	// unstamped counts the window's events whose connection's read had
+	// no kernel receive timestamp; stampErr is the first reason.
+	unstamped atomic.Int64
+	stampErr  atomic.Value
 }
 
 // sseSubscriber reads one event stream.
 type sseSubscriber struct {
-	conn   net.Conn  // HTTP/1.1: its own connection
-	body   io.Closer // HTTP/2: its stream's body, on a shared connection
+	conn net.Conn  // HTTP/1.1: its own connection
+	body io.Closer // HTTP/2: its stream's body, on a shared connection
+	// clock tells when the bytes of the connection's last read arrived
+	// (HTTP/1.1); nil: an event arrives when the reader parses it.
+	clock  arrivalClock
 	rec    *fanoutRecorder
 	inWin  int64 // events received in the window
 	lastTS int64
-	lags   []int32
-	// lagTS is the timestamp of each of lags' events.
-	lagTS []int64
+	// lags are the window's events' lags to their arrival, readLags to
+	// their parse, in milliseconds; lagTS their timestamps.
+	lags     []int32
+	readLags []int32
+	lagTS    []int64
 	// stamps are the timestamps of the window's events, in the order
 	// they came (kept for the tests when keep is set).
 	keep   bool
@@ -168,9 +201,15 @@ type sseSubscriber struct {
 // returns once the answer's head arrived with status 200.
 func dialSubscriber(ctx context.Context, addr, path string, header map[string]string, rec *fanoutRecorder) (*sseSubscriber, *bufio.Reader, error) {
 	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, nil, err
+	}
+	// Every read, the head's too, through the stamping connection: the
+	// kernel stamps the segments that come once it is on.
+	conn, serr := stampArrivals(nc)
+	if serr != nil {
+		rec.stampErr.CompareAndSwap(nil, serr.Error())
 	}
 	var req strings.Builder
 	req.WriteString("GET " + path + " HTTP/1.1\r\nHost: " + addr + "\r\nAccept: text/event-stream\r\n")
@@ -197,11 +236,14 @@ func dialSubscriber(ctx context.Context, addr, path string, header map[string]st
 	_ = conn.SetDeadline(time.Time{})
 	// The body, unchunked if it is chunked: http.ReadResponse reads it
 	// from br.
-	return &sseSubscriber{conn: conn, rec: rec}, bufio.NewReaderSize(resp.Body, 2048), nil
+	return &sseSubscriber{conn: conn, clock: conn, rec: rec}, bufio.NewReaderSize(resp.Body, 2048), nil
 }
 
 // read follows the stream until it ends: for each event (an empty line
-// after data), the timestamp of its data.
+// after data), the timestamp of its data. Its arrival is that of the
+// connection's last read when the empty line is parsed: the readers
+// between the connection and r (http's, and r) read the connection only
+// when they hold no complete line, so that read brought the line.
 func (s *sseSubscriber) read(r *bufio.Reader) {
 	var ts int64
 	have := false
@@ -283,7 +325,17 @@ func (s *sseSubscriber) event(ts int64) {
 	// The lag runs from the event's timestamp: the simulated host makes
 	// an event visible once its clock reaches that time (legacysim's
 	// live mode), and stamps its indexedTimestamp later still.
-	s.lags = append(s.lags, int32(max(0, time.Now().UnixMilli()-ts)))
+	read := time.Now().UnixMilli()
+	at := read
+	if s.clock != nil {
+		ns, kernel := s.clock.arrival()
+		at = ns / 1e6
+		if !kernel {
+			s.rec.unstamped.Add(1)
+		}
+	}
+	s.lags = append(s.lags, int32(max(0, at-ts)))
+	s.readLags = append(s.readLags, int32(max(0, read-ts)))
 	s.lagTS = append(s.lagTS, ts)
 	if s.keep {
 		s.stamps = append(s.stamps, ts)
@@ -577,19 +629,44 @@ func (b *bench) fanoutPoint(ctx context.Context, name string, replicas int, h2 b
 	if later := p.Connected - first; later > 0 && p.RSSAfter > 0 && p.RSSOpen > 0 {
 		p.RSSPerSubscriber = float64(p.RSSAfter-p.RSSOpen) / float64(later)
 	}
+	for _, s := range subs {
+		if s != nil && s.inWin == 0 {
+			p.Silent++
+		}
+	}
+	p.LagP50Ms, p.LagP99Ms, p.SpreadP50Ms, p.SpreadP99Ms = lagQuantiles(subs, func(s *sseSubscriber) []int32 { return s.lags })
+	p.ReadLagP50Ms, p.ReadLagP99Ms, p.ReadSpreadP50Ms, p.ReadSpreadP99Ms = lagQuantiles(subs, func(s *sseSubscriber) []int32 { return s.readLags })
+	p.Arrival, p.Unstamped = "socket", rec.unstamped.Load()
+	switch {
+	case h2:
+		p.Arrival = "read"
+	case p.Unstamped > 0 && p.Unstamped == p.Events:
+		p.Arrival = "read"
+		p.Note = "no kernel receive timestamps: the lag and spread are at the reader's parse"
+	case p.Unstamped > 0:
+		p.Note = fmt.Sprintf("%d of %d events had no kernel receive timestamp and count at the reader's parse", p.Unstamped, p.Events)
+	}
+	if e, _ := rec.stampErr.Load().(string); e != "" && p.Note != "" {
+		p.Note += " (" + e + ")"
+	}
+	return p
+}
+
+// lagQuantiles are the median and 99th percentile of the subscribers'
+// lags (as lags picks them: to the arrival, or to the parse), and of
+// their spread: each event's lag over its least lag at any subscriber.
+func lagQuantiles(subs []*sseSubscriber, lagsOf func(*sseSubscriber) []int32) (lagP50, lagP99, spreadP50, spreadP99 float64) {
 	var lags []int32
 	firstLag := map[int64]int32{} // an event's lag at its first arrival
 	for _, s := range subs {
 		if s == nil {
 			continue
 		}
-		if s.inWin == 0 {
-			p.Silent++
-		}
-		lags = append(lags, s.lags...)
+		l := lagsOf(s)
+		lags = append(lags, l...)
 		for i, ts := range s.lagTS {
-			if l, ok := firstLag[ts]; !ok || s.lags[i] < l {
-				firstLag[ts] = s.lags[i]
+			if f, ok := firstLag[ts]; !ok || l[i] < f {
+				firstLag[ts] = l[i]
 			}
 		}
 	}
@@ -598,13 +675,14 @@ func (b *bench) fanoutPoint(ctx context.Context, name string, replicas int, h2 b
 		if s == nil {
 			continue
 		}
+		l := lagsOf(s)
 		for i, ts := range s.lagTS {
-			spread = append(spread, s.lags[i]-firstLag[ts])
+			spread = append(spread, l[i]-firstLag[ts])
 		}
 	}
-	p.LagP50Ms, p.LagP99Ms = quantiles(lags)
-	p.SpreadP50Ms, p.SpreadP99Ms = quantiles(spread)
-	return p
+	lagP50, lagP99 = quantiles(lags)
+	spreadP50, spreadP99 = quantiles(spread)
+	return
 }
 
 // quantiles are the median and 99th percentile of v (sorted here).
@@ -925,10 +1003,14 @@ func fanoutLine(p fanoutPoint) string {
 	if p.Connected == 0 {
 		return "failed: " + p.Error
 	}
-	s := fmt.Sprintf("%d connected, %d events, %.2f legacy calls/s, %.2f polls/s, load %.1f, %.1f µs CPU/event, %s RSS/subscriber (stream %s), lag p50 %.0f ms p99 %.0f ms, spread p50 %.0f ms p99 %.0f ms, repeated %d, silent %d",
-		p.Connected, p.Events, p.LegacyPerSec, p.PollsPerSec, p.LoadAvg, p.CPUPerEventUs, fmtPerSub(p.RSSPerSubscriber), fmtStreamMiB(p.RSSStream), p.LagP50Ms, p.LagP99Ms, p.SpreadP50Ms, p.SpreadP99Ms, p.Repeated, p.Silent)
+	s := fmt.Sprintf("%d connected, %d events, %.2f legacy calls/s, %.2f polls/s, load %.1f, %.1f µs CPU/event, %s RSS/subscriber (stream %s), arrival at the %s: lag p50 %.0f ms p99 %.0f ms, spread p50 %.0f ms p99 %.0f ms; at the read: lag p50 %.0f ms p99 %.0f ms, spread p50 %.0f ms p99 %.0f ms; repeated %d, silent %d",
+		p.Connected, p.Events, p.LegacyPerSec, p.PollsPerSec, p.LoadAvg, p.CPUPerEventUs, fmtPerSub(p.RSSPerSubscriber), fmtStreamMiB(p.RSSStream),
+		p.Arrival, p.LagP50Ms, p.LagP99Ms, p.SpreadP50Ms, p.SpreadP99Ms, p.ReadLagP50Ms, p.ReadLagP99Ms, p.ReadSpreadP50Ms, p.ReadSpreadP99Ms, p.Repeated, p.Silent)
 	if p.Error != "" {
 		s += " (" + p.Error + ")"
+	}
+	if p.Note != "" {
+		s += " (" + p.Note + ")"
 	}
 	return s
 }
@@ -961,24 +1043,32 @@ func writeFanoutTable(w io.Writer, points []fanoutPoint, window time.Duration) {
 		"A fleet (×N) spreads the subscribers evenly over N edges sharing one Redis; its CPU and RSS are the replicas' sums. "+
 		"RSS/subscriber is the marginal cost: growth over the RSS with the stream already open to one subscriber per replica, over the other subscribers; "+
 		"stream RSS is that open stream's own growth. "+
-		"Spread is an event's arrival after its first arrival at any subscriber: the fanout's share of the lag, without the poll's phase.\n\n", fanoutBookEvery, window)
-	fmt.Fprintln(w, "| server | subscribers | connected | events delivered | legacy calls/s | edge polls/s | CPU µs/event | RSS/subscriber | stream RSS | lag p50 | lag p99 | spread p50 | spread p99 | repeated | silent | load avg |")
-	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+		"Lag runs from the event's timestamp to its arrival at a subscriber, spread is an event's arrival after its first arrival at any subscriber: the fanout's share of the lag, without the poll's phase. "+
+		"The arrival column says what arrival is: socket, when the event's bytes reached the subscriber's socket (the kernel's receive timestamp of the read that brought them; HTTP/1.1), "+
+		"or read, when the harness's reader goroutine parsed the event (HTTP/2, whose streams share a connection's reads). "+
+		"Read lag and read spread take the parse everywhere: they add the harness's scheduling of its readers, which share a CPU.\n\n", fanoutBookEvery, window)
+	const cols = 21
+	fmt.Fprintln(w, "| server | subscribers | connected | events delivered | legacy calls/s | edge polls/s | CPU µs/event | RSS/subscriber | stream RSS | arrival | lag p50 | lag p99 | spread p50 | spread p99 | read lag p50 | read lag p99 | read spread p50 | read spread p99 | repeated | silent | load avg |")
+	fmt.Fprintln(w, "|---"+strings.Repeat("|--:", cols-1)+"|")
 	for _, p := range points {
 		if p.Connected == 0 {
-			fmt.Fprintf(w, "| %s | %d | 0 | failed: %s ||||||||||||\n", p.seriesName(), p.Subscribers, p.Error)
+			fmt.Fprintf(w, "| %s | %d | 0 | failed: %s %s\n", p.seriesName(), p.Subscribers, p.Error, strings.Repeat("|", cols-3))
 			continue
 		}
 		polls := "–"
 		if p.PollsPerSec >= 0 {
 			polls = fmt.Sprintf("%.2f", p.PollsPerSec)
 		}
-		fmt.Fprintf(w, "| %s | %d | %d | %d | %.2f | %s | %.1f | %s | %s | %.0f ms | %.0f ms | %.0f ms | %.0f ms | %d | %d | %.1f |\n", p.seriesName(), p.Subscribers, p.Connected, p.Events,
-			p.LegacyPerSec, polls, p.CPUPerEventUs, fmtPerSub(p.RSSPerSubscriber), fmtStreamMiB(p.RSSStream), p.LagP50Ms, p.LagP99Ms, p.SpreadP50Ms, p.SpreadP99Ms, p.Repeated, p.Silent, p.LoadAvg)
+		fmt.Fprintf(w, "| %s | %d | %d | %d | %.2f | %s | %.1f | %s | %s | %s | %.0f ms | %.0f ms | %.0f ms | %.0f ms | %.0f ms | %.0f ms | %.0f ms | %.0f ms | %d | %d | %.1f |\n", p.seriesName(), p.Subscribers, p.Connected, p.Events,
+			p.LegacyPerSec, polls, p.CPUPerEventUs, fmtPerSub(p.RSSPerSubscriber), fmtStreamMiB(p.RSSStream), p.Arrival, p.LagP50Ms, p.LagP99Ms, p.SpreadP50Ms, p.SpreadP99Ms,
+			p.ReadLagP50Ms, p.ReadLagP99Ms, p.ReadSpreadP50Ms, p.ReadSpreadP99Ms, p.Repeated, p.Silent, p.LoadAvg)
 	}
 	for _, p := range points {
 		if p.Error != "" && p.Connected > 0 {
 			fmt.Fprintf(w, "\n%s, %d subscribers: %s\n", p.seriesName(), p.Subscribers, p.Error)
+		}
+		if p.Note != "" && p.Connected > 0 {
+			fmt.Fprintf(w, "\n%s, %d subscribers: %s\n", p.seriesName(), p.Subscribers, p.Note)
 		}
 	}
 }
