@@ -17,21 +17,7 @@ import (
 // write), before the read began.
 func TestStampedConnReportsTheWritesTime(t *testing.T) {
 	holdRxTimestamps(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	client, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	server, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer server.Close()
+	client, server := tcpPair(t)
 	c, err := stampArrivals(client)
 	if err != nil {
 		t.Fatalf("enabling receive timestamps: %v", err)
@@ -157,21 +143,7 @@ func TestSubscriberArrivalIsTheSocketsNotTheRead(t *testing.T) {
 // come without a timestamp.
 func holdRxTimestamps(t *testing.T) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	client, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
-	server, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { server.Close() })
+	client, server := tcpPair(t)
 	c, err := stampArrivals(client)
 	if err != nil {
 		t.Fatalf("enabling receive timestamps: %v", err)
@@ -190,4 +162,26 @@ func holdRxTimestamps(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatal("no kernel receive timestamp on a loopback TCP connection in 200 reads")
+}
+
+// tcpPair is a loopback TCP connection's two ends, closed when the test
+// ends.
+func tcpPair(t *testing.T) (client, server net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	client, err = net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	server, err = ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { server.Close() })
+	return client, server
 }

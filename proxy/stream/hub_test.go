@@ -1,7 +1,6 @@
 package stream
 
 import (
-	"context"
 	"strings"
 	"sync"
 	"testing"
@@ -42,32 +41,11 @@ func TestHubSendsAReadAsOneWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	subs := make([]*Subscriber, 2)
 	sinks := make([]*writesSink, 2)
-	for i := range subs {
-		s, err := m.Open(context.Background(), Request{Route: RouteOrderBook, Filters: "&tokenId=1", KeyID: "k"})
-		if err != nil {
-			t.Fatal(err)
-		}
+	subs := openAttached(t, m, 2, func(i int, _ *Subscriber) Sink {
 		sinks[i] = &writesSink{}
-		s.Start(sinks[i])
-		subs[i] = s
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for _, s := range subs {
-		for {
-			s.mu.Lock()
-			attached := s.attached
-			s.mu.Unlock()
-			if attached {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("not attached to the hub after 5s")
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
+		return sinks[i]
+	})
 	h := subs[0].h
 	ev := func(id string) *Event { return newEvent(id, "price_change", []byte(`{"cursor":"`+id+`"}`), time.Now()) }
 	h.add([]*Event{ev("x1")}, Pos{ID: "x1"})
@@ -129,25 +107,8 @@ func TestEndNamesTheEventInTheSink(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	s, err := m.Open(context.Background(), Request{Route: RouteOrderBook, Filters: "&tokenId=1", KeyID: "k"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	sink := &pausingSink{paused: make(chan struct{}), release: make(chan struct{})}
-	s.Start(sink)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		s.mu.Lock()
-		attached := s.attached
-		s.mu.Unlock()
-		if attached {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("not attached to the hub after 5s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	s := openAttached(t, m, 1, func(int, *Subscriber) Sink { return sink })[0]
 	ev := newEvent("x1", "price_change", []byte(`{"cursor":"x1"}`), time.Now())
 	added := make(chan struct{})
 	go func() {
