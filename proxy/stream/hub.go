@@ -29,7 +29,7 @@ type hub struct {
 	index map[string]uint64 // id -> number, for every event in ring
 	head  Pos               // where the next read starts
 	subs  map[*Subscriber]struct{}
-	// fan holds subs in a slice while a read is handed to them in shards
+	// fan holds subs in a slice while a read is handed to them
 	// (sendLocked).
 	fan []*Subscriber
 	// wake is closed, and replaced, whenever events are added: what
@@ -247,22 +247,12 @@ const fanShard = 256
 // its lock (release) and the metrics, which are safe for it; the shards
 // collect the subscribers that ended, and the map is changed after.
 func (h *hub) sendLocked(b *batch) {
-	n := len(h.subs)
-	shards := min(runtime.GOMAXPROCS(0), n/fanShard)
-	if shards < 2 {
-		var t tally
-		for s := range h.subs {
-			if !s.sendLive(b, &t) {
-				delete(h.subs, s)
-			}
-		}
-		h.m.metrics.add(h.route, &t)
-		return
-	}
 	all := h.fan[:0]
 	for s := range h.subs {
 		all = append(all, s)
 	}
+	n := len(all)
+	shards := max(min(runtime.GOMAXPROCS(0), n/fanShard), 1)
 	per := (n + shards - 1) / shards
 	ended := make([][]*Subscriber, shards)
 	var wg sync.WaitGroup
@@ -277,7 +267,7 @@ func (h *hub) sendLocked(b *batch) {
 	wg.Wait()
 	for _, e := range ended {
 		for _, s := range e {
-			delete(h.subs, s)
+			delete(h.subs, s) // released by its own end
 		}
 	}
 	clear(all) // the slice is kept for the next read, not its subscribers
