@@ -248,18 +248,21 @@ func TestStreamFleetTakeover(t *testing.T) {
 	if took > 3*time.Second {
 		t.Errorf("takeover took %v; the lease is 1s", took)
 	}
-	time.Sleep(3 * time.Second)
 	for i, rep := range f.replicas {
 		if rep == old {
 			continue
 		}
 		s := subs[i]
-		s.mu.Lock()
-		ids := append([]string(nil), s.ids...)
-		s.mu.Unlock()
-		if len(ids) < 10 {
-			t.Fatalf("replica %d's subscriber got %d events", i, len(ids))
-		}
+		var ids []string
+		// At least 10 events: some from the new holder's polls. How soon
+		// they come depends on the machine's load, not on the takeover,
+		// which is timed above.
+		testkit.Eventually(t, fmt.Sprintf("10 events on replica %d's subscriber", i), func() bool {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			ids = append(ids[:0], s.ids...)
+			return len(ids) >= 10
+		})
 		f.checkExactlyOnce(t, query, ids)
 	}
 }
