@@ -53,6 +53,7 @@ var exported = map[string][]string{
 	"tradergate_h2_connections_closed_total":                  {"reason"},
 	"tradergate_h2_streams_cut_total":                         {"reason"},
 	"tradergate_h2_memory_returns_total":                      nil,
+	"tradergate_h2_runners":                                   nil,
 	"tradergate_build_info":                                   {"version", "revision", "goversion"},
 	"tradergate_ready":                                        nil,
 	"tradergate_config_last_reload_successful":                nil,

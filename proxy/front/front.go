@@ -60,6 +60,8 @@ type Edge struct {
 	// after connections parked.
 	h2Returned          prometheus.Counter
 	h2ClosedBy, h2CutBy map[string]prometheus.Counter
+	// h2 is the HTTP/2 server of a TLS edge, once serving.
+	h2 atomic.Pointer[h2edge.Server]
 }
 
 // Options are what the fronts take from the Server besides the server
@@ -121,6 +123,16 @@ func (e *Edge) Collectors() []prometheus.Collector {
 	c := e.cap
 	cs := []prometheus.Collector{
 		e.h2Closed, e.h2Cut, e.h2Returned,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "tradergate_h2_runners",
+			Help: "Goroutines the HTTP/2 server keeps to run handlers and writes, busy or idle: at most the handlers and " +
+				"writes under way at once, and of the idle at most 256, each ending 10 s after its last job.",
+		}, func() float64 {
+			if s := e.h2.Load(); s != nil {
+				return float64(s.Runners())
+			}
+			return 0
+		}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "tradergate_client_connections",
 			Help: "Open client connections, HTTP/1.1 and HTTP/2, TLS handshakes included.",

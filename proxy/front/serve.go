@@ -173,6 +173,7 @@ func (r *run) buildTLS(fs *fasthttp.Server) error {
 		StreamCut:             e.h2StreamCut,
 		MemoryReturned:        e.h2Returned.Inc,
 	}
+	e.h2.Store(h2)
 	// The connection is served on a goroutine of its own rather than on
 	// fasthttp's, under whose frames (over 1 KiB of them) every read
 	// would wait: the stack an idle connection keeps is its deepest wait,

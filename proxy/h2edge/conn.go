@@ -791,7 +791,7 @@ func (c *conn) dispatchLocked(st *Stream) {
 	// closes each (teardown, closeStreamLocked).
 	st.ctx, st.cancel = context.WithCancel(c.srv.baseContext())
 	c.handlers++
-	go c.run(st)
+	c.srv.runners.run(st)
 }
 
 func (c *conn) run(st *Stream) {

@@ -15,13 +15,16 @@
 //     values (literals without indexing, so encoding keeps no state and
 //     needs no lock);
 //   - one TLS record and one write for every answer a burst produced: a
-//     writer goroutine, started by the burst's first frame and ended once
-//     the burst is written, writes what the handlers that were ready to
-//     run have added, once they have had their turn.
+//     writer, started by the burst's first frame and done once the burst
+//     is written, writes what the handlers that were ready to run have
+//     added, once they have had their turn;
+//   - no new goroutine per request, nor its stack grown by copying: a
+//     handler and a writer run on goroutines the server keeps between
+//     them (runners.go).
 //
-// Each request still runs in a goroutine of its own, as a cache miss may
-// wait on the legacy host for seconds and must not hold up the
-// connection's other streams.
+// Each request still runs on a goroutine of its own while it runs, as a
+// cache miss may wait on the legacy host for seconds and must not hold up
+// the connection's other streams.
 //
 // Requests are expected to carry no body: one is read up to
 // Server.MaxRequestBody bytes (so that the answer can say it is refused)
@@ -40,8 +43,9 @@ import (
 
 // Server serves HTTP/2 connections handed to it by ServeConn.
 type Server struct {
-	// Handler answers one request. It runs in a goroutine of its own and
-	// must call Stream.Send before it returns: a stream it leaves
+	// Handler answers one request. It runs on a goroutine of its own
+	// while it runs (one the server keeps between handlers, runners.go)
+	// and must call Stream.Send before it returns: a stream it leaves
 	// unanswered is reset with INTERNAL_ERROR.
 	Handler func(*Stream)
 	// BaseContext is the parent of every stream's context (default:
@@ -103,6 +107,8 @@ type Server struct {
 	closing  bool
 	drained  chan struct{} // closed when closing and no connection is left
 	shutdown bool          // Shutdown began: connections are told GOAWAY
+
+	runners runnerPool // the goroutines handlers and writes run on (runners.go)
 }
 
 const (
@@ -145,6 +151,7 @@ func (s *Server) track(c *conn) bool {
 		s.conns = map[*conn]struct{}{}
 	}
 	s.conns[c] = struct{}{}
+	s.runners.open()
 	return true
 }
 
@@ -152,6 +159,9 @@ func (s *Server) untrack(c *conn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.conns, c)
+	if len(s.conns) == 0 {
+		s.runners.closeIdle()
+	}
 	if len(s.conns) == 0 && s.drained != nil {
 		select {
 		case <-s.drained:

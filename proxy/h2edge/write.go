@@ -15,13 +15,13 @@ import (
 
 // writer is a connection's write side: frames are appended to buf, under
 // the connection's mu, by the read loop (control frames) and by handlers
-// (answers), and a goroutine of the writer's own writes buf to the
-// connection.
+// (answers), and a goroutine writes buf to the connection.
 //
-// That goroutine runs only while there is something to write: the first
-// frame appended to an empty buffer starts it, and it ends once the
-// buffer is drained, so that an idle connection holds no goroutine (and
-// no stack) but its read loop's.
+// That goroutine writes only while there is something to write: the first
+// frame appended to an empty buffer hands the writes to one of the
+// server's runners (runners.go), which goes back to the server's runners
+// once the buffer is drained, so that an idle connection holds no
+// goroutine (and no stack) but its read loop's.
 //
 // A burst is written once: the goroutine first lets the goroutines that
 // are ready to run (the read loop, the handlers of the connection's other
@@ -37,9 +37,6 @@ type writer struct {
 	stopped  bool
 	// ended, if set, is closed when the goroutine ends (flushAndStop).
 	ended chan struct{}
-	// start is w.run as a func value made once: a go statement of a
-	// method value would allocate a closure per burst.
-	start func()
 }
 
 const (
@@ -65,11 +62,10 @@ var bufs = sync.Pool{New: func() any {
 
 func (w *writer) init(c *conn) {
 	w.c = c
-	w.start = w.run
 }
 
-// run is the writer's goroutine: it writes what is buffered until the
-// buffer stays empty, then ends.
+// run is the writer's part of a runner: it writes what is buffered until
+// the buffer stays empty, then returns.
 func (w *writer) run() {
 	runtime.Gosched()
 	c := w.c
@@ -187,7 +183,7 @@ func (w *writer) frame(typ http2.FrameType, flags http2.Flags, id uint32, length
 	w.buf = binary.BigEndian.AppendUint32(w.buf, id&(1<<31-1))
 	if !w.running {
 		w.running = true
-		go w.start()
+		w.c.srv.runners.run(w)
 	}
 	return true
 }

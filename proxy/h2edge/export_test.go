@@ -1,0 +1,4 @@
+package h2edge
+
+// MaxIdleRunners is maxIdleRunners, for the runners' tests.
+const MaxIdleRunners = maxIdleRunners
