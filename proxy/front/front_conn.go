@@ -155,10 +155,19 @@ type frontConn struct {
 	// follows from a file (fileBody). Only the connection's own goroutine
 	// (fasthttp's, serving one request at a time) reads or sets it.
 	more bool
+	// raw reads and writes the socket without waking the runtime's
+	// monitor (rawio_linux.go); nil: through the TCPConn.
+	raw *rawIO
 }
 
 func (c *frontConn) Read(p []byte) (int, error) {
-	n, err := c.TCPConn.Read(p)
+	var n int
+	var err error
+	if c.raw != nil {
+		n, err = c.raw.Read(p)
+	} else {
+		n, err = c.TCPConn.Read(p)
+	}
 	return c.scan.read(p[:n], err)
 }
 
@@ -172,6 +181,9 @@ func (c *frontConn) Write(p []byte) (int, error) {
 	if c.more {
 		c.more = false
 		return sendMore(c.TCPConn, p)
+	}
+	if c.raw != nil {
+		return c.raw.Write(p)
 	}
 	return c.TCPConn.Write(p)
 }
@@ -220,9 +232,9 @@ func (l frontListener) Accept() (net.Conn, error) {
 	}
 	switch c := c.(type) {
 	case *capConn:
-		return &frontConn{TCPConn: c.TCPConn, slot: c.slot}, nil
+		return &frontConn{TCPConn: c.TCPConn, slot: c.slot, raw: newRawIO(c.TCPConn)}, nil
 	case *net.TCPConn:
-		return &frontConn{TCPConn: c}, nil
+		return &frontConn{TCPConn: c, raw: newRawIO(c)}, nil
 	case *tls.Conn:
 		return &frontTLSConn{Conn: c}, nil
 	}

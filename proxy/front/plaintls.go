@@ -21,12 +21,15 @@ func (l plainHTTPListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &sniffConn{Conn: c}, nil
+	return &sniffConn{Conn: c, raw: newRawIO(c)}, nil
 }
 
 // sniffConn checks the first read of a connection for an HTTP request line.
+// Under TLS, it is what reads and writes the socket: raw, when set, does
+// so without waking the runtime's monitor (rawio_linux.go).
 type sniffConn struct {
 	net.Conn
+	raw  *rawIO
 	once sync.Once
 	err  error
 }
@@ -37,7 +40,13 @@ const plainHTTPAnswer = "HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain; c
 	"Client sent an HTTP request to an HTTPS server.\n"
 
 func (c *sniffConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
+	var n int
+	var err error
+	if c.raw != nil {
+		n, err = c.raw.Read(p)
+	} else {
+		n, err = c.Conn.Read(p)
+	}
 	c.once.Do(func() {
 		// A TLS record starts with its type (22, a handshake); a request
 		// line starts with a method. Five bytes tell them apart, as in
@@ -51,6 +60,13 @@ func (c *sniffConn) Read(p []byte) (int, error) {
 		return 0, c.err
 	}
 	return n, err
+}
+
+func (c *sniffConn) Write(p []byte) (int, error) {
+	if c.raw != nil {
+		return c.raw.Write(p)
+	}
+	return c.Conn.Write(p)
 }
 
 func looksLikeHTTP(b []byte) bool {
