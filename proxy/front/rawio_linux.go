@@ -23,7 +23,8 @@ import (
 // serves from for the tens of microseconds sysmon then polls). A front
 // whose requests come one at a time, each after the P went idle, paid
 // that on every request: about 6% of its CPU at a fixed rate
-// (docs/BENCHMARKS.md, "Raw reads and writes"). A raw call is never
+// (docs/BENCHMARKS.md, "Fixed rate: handlers on kept goroutines, raw
+// socket calls"). A raw call is never
 // handed off to another thread while in the kernel, which a call that
 // does not wait has no use for.
 //

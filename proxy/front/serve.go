@@ -38,6 +38,7 @@ func (e *Edge) Serve(ctx context.Context, ln net.Listener, beside Beside) error 
 	// before a TLS handshake until it closes.
 	r := &run{e: e, ln: e.cap.listen(e.accepts.listen(ln, listenerClient)), base: base, beside: beside}
 	defer r.close()
+	r.onClose(keepPreemption()) // preempt.go
 	if err := r.build(); err != nil {
 		return err
 	}

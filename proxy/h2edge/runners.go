@@ -10,9 +10,10 @@ import (
 // for each. A new goroutine's stack starts small, and a handler's descent
 // through the edge (the exchange, the cache, the answer's fields) and a
 // write's through crypto/tls grow it by copying, more than once, on every
-// request: at a fixed request rate that copying was a sixth of the edge's
-// CPU per HTTP/2 answer (docs/BENCHMARKS.md, "HTTP/2 handlers on kept
-// goroutines"). A kept runner's stack has its size already.
+// request: at a fixed request rate that copying was a seventh of the
+// edge's CPU on HTTP/2 (docs/BENCHMARKS.md, "Fixed rate: handlers on kept
+// goroutines, raw socket calls"). A kept runner's stack has its size
+// already.
 //
 // Runners number at most the handlers and writes under way at once; of
 // those left idle after a burst, at most maxIdleRunners wait for the next
