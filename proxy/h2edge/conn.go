@@ -118,6 +118,10 @@ type conn struct {
 	tableMax       uint32
 	tableSizeDirty bool      // tableMax must be signalled (hpack size update)
 	sending        []*Stream // streams with DATA to send and window left
+	// sendingArr holds sending while it is short (an answer or two at a
+	// time, the common case), so that putting a stream in line does not
+	// allocate.
+	sendingArr [2]*Stream
 
 	// recvWindow is what the client may still send on the connection.
 	recvWindow int64
@@ -140,6 +144,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 	if ap, err := netip.ParseAddrPort(nc.RemoteAddr().String()); err == nil {
 		c.peer = ap.Addr().Unmap()
 	}
+	c.sending = c.sendingArr[:0]
 	c.rd.nc = nc
 	c.sock = socketOf(nc)
 	c.dec = hpack.NewDecoder(4096, nil)

@@ -29,11 +29,14 @@ import (
 // Write, one TLS record per 16 KiB rather than one per answer. No timer:
 // a lone answer waits only for the scheduler's round.
 type writer struct {
-	c        *conn
-	buf      []byte // frames not yet handed to the connection; nil when none
-	inflight bool   // a Write of the goroutine's is under way
-	running  bool   // the goroutine runs: it writes buf before it ends
-	err      error  // the first write error: nothing is written after it
+	c   *conn
+	buf []byte // frames not yet handed to the connection; nil when none
+	// bufp is the pool's holder of buf's array, given back with it: a
+	// new holder per Put would be an allocation per write.
+	bufp     *[]byte
+	inflight bool  // a Write of the goroutine's is under way
+	running  bool  // the goroutine runs: it writes buf before it ends
+	err      error // the first write error: nothing is written after it
 	stopped  bool
 	// ended, if set, is closed when the goroutine ends (flushAndStop).
 	ended chan struct{}
@@ -92,12 +95,12 @@ func (w *writer) run() {
 func (w *writer) flushOnce() bool {
 	c := w.c
 	c.mu.Lock()
-	buf := w.buf
+	buf, bufp := w.buf, w.bufp
 	if len(buf) == 0 || w.err != nil {
 		c.mu.Unlock()
 		return false
 	}
-	w.buf = nil
+	w.buf, w.bufp = nil, nil
 	w.inflight = true
 	c.mu.Unlock()
 
@@ -106,9 +109,9 @@ func (w *writer) flushOnce() bool {
 	}
 	_, err := c.nc.Write(buf)
 	if cap(buf) <= 4*bufHigh {
-		buf = buf[:0]
 		poison.Fill(buf[:cap(buf)])
-		bufs.Put(&buf)
+		*bufp = buf[:0]
+		bufs.Put(bufp)
 	}
 
 	c.mu.Lock()
@@ -177,7 +180,8 @@ func (w *writer) frame(typ http2.FrameType, flags http2.Flags, id uint32, length
 		return false
 	}
 	if w.buf == nil {
-		w.buf = (*bufs.Get().(*[]byte))[:0]
+		w.bufp = bufs.Get().(*[]byte)
+		w.buf = (*w.bufp)[:0]
 	}
 	w.buf = append(w.buf, byte(length>>16), byte(length>>8), byte(length), byte(typ), byte(flags))
 	w.buf = binary.BigEndian.AppendUint32(w.buf, id&(1<<31-1))
@@ -315,7 +319,10 @@ func (c *conn) pumpLocked() {
 		}
 	}
 	if len(c.sending) == 0 {
-		c.sending = nil // let the backing array go
+		// Back to the connection's own array: a longer one made for a
+		// burst goes.
+		clear(c.sendingArr[:])
+		c.sending = c.sendingArr[:0]
 	}
 }
 
