@@ -161,13 +161,7 @@ type frontConn struct {
 }
 
 func (c *frontConn) Read(p []byte) (int, error) {
-	var n int
-	var err error
-	if c.raw != nil {
-		n, err = c.raw.Read(p)
-	} else {
-		n, err = c.TCPConn.Read(p)
-	}
+	n, err := c.raw.readOr(c.TCPConn, p)
 	return c.scan.read(p[:n], err)
 }
 
@@ -182,10 +176,7 @@ func (c *frontConn) Write(p []byte) (int, error) {
 		c.more = false
 		return sendMore(c.TCPConn, p)
 	}
-	if c.raw != nil {
-		return c.raw.Write(p)
-	}
-	return c.TCPConn.Write(p)
+	return c.raw.writeOr(c.TCPConn, p)
 }
 
 // frontTLSConn is a TLS connection of the front: fasthttp reads it as TLS

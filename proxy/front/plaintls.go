@@ -40,13 +40,7 @@ const plainHTTPAnswer = "HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain; c
 	"Client sent an HTTP request to an HTTPS server.\n"
 
 func (c *sniffConn) Read(p []byte) (int, error) {
-	var n int
-	var err error
-	if c.raw != nil {
-		n, err = c.raw.Read(p)
-	} else {
-		n, err = c.Conn.Read(p)
-	}
+	n, err := c.raw.readOr(c.Conn, p)
 	c.once.Do(func() {
 		// A TLS record starts with its type (22, a handshake); a request
 		// line starts with a method. Five bytes tell them apart, as in
@@ -62,12 +56,7 @@ func (c *sniffConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (c *sniffConn) Write(p []byte) (int, error) {
-	if c.raw != nil {
-		return c.raw.Write(p)
-	}
-	return c.Conn.Write(p)
-}
+func (c *sniffConn) Write(p []byte) (int, error) { return c.raw.writeOr(c.Conn, p) }
 
 func looksLikeHTTP(b []byte) bool {
 	switch string(b) {

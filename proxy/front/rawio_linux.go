@@ -139,6 +139,23 @@ func (r *rawIO) Write(p []byte) (int, error) {
 	return n, nil
 }
 
+// readOr reads p through r, or through c when r is nil (a connection
+// without a socket of its own).
+func (r *rawIO) readOr(c net.Conn, p []byte) (int, error) {
+	if r == nil {
+		return c.Read(p)
+	}
+	return r.Read(p)
+}
+
+// writeOr writes p through r, or through c when r is nil.
+func (r *rawIO) writeOr(c net.Conn, p []byte) (int, error) {
+	if r == nil {
+		return c.Write(p)
+	}
+	return r.Write(p)
+}
+
 // opError wraps err as net.Conn's methods do, so that callers reading it
 // (a timeout, a closed connection) see what they would have.
 func (r *rawIO) opError(op string, err error) error {
