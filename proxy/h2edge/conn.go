@@ -788,6 +788,7 @@ func (c *conn) takeConnFlow(f *http2.DataFrame) error {
 func (c *conn) dispatchLocked(st *Stream) {
 	c.unpendLocked(st)
 	st.dispatched = true
+	st.inHandler = true
 	// A stream's context hangs from the server's, not from one of the
 	// connection's: a connection's context would keep, for as long as
 	// the connection idles, its done channel and the map its first
@@ -809,13 +810,23 @@ func (c *conn) handlerDone(st *Stream) {
 	st.cancel()
 	c.mu.Lock()
 	c.handlers--
+	st.inHandler = false
 	if !st.answered && st.state != stateClosed {
 		c.resetLocked(st.id, errCodeInternal)
+	}
+	write := false
+	if st.holdsWriter {
+		st.holdsWriter = false
+		c.w.hold--
+		write = c.w.claimLocked()
 	}
 	c.wakeIfQuietLocked()
 	c.mu.Unlock()
 	if p != nil && c.srv.Log != nil {
 		c.srv.Log.Error("h2edge: handler panicked", "panic", p)
+	}
+	if write {
+		c.w.run() // the answer, and what came with it (writer.hold)
 	}
 }
 

@@ -2,6 +2,7 @@ package h2edge_test
 
 import (
 	"bytes"
+	"net"
 	"runtime"
 	"sync"
 	"testing"
@@ -76,6 +77,85 @@ func TestHandlersRunOnKeptGoroutines(t *testing.T) {
 	}
 	c.nc.Close()
 	waitRunners(t, srv, 0)
+}
+
+// writerConn records which goroutine made each Write.
+type writerConn struct {
+	net.Conn
+	mu      sync.Mutex
+	writers []string
+}
+
+func (c *writerConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	c.writers = append(c.writers, goroutineID())
+	c.mu.Unlock()
+	return c.Conn.Write(p)
+}
+
+func (c *writerConn) lastWriter() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.writers[len(c.writers)-1]
+}
+
+// A handler's answer is written by the handler's own goroutine once it
+// returns, not handed to another runner: a request costs one goroutine
+// switch fewer.
+func TestHandlersWriteTheirOwnAnswers(t *testing.T) {
+	handlers := make(chan string, 1)
+	srv := &h2edge.Server{Handler: func(st *h2edge.Stream) {
+		handlers <- goroutineID()
+		echo(st)
+	}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wc := make(chan *writerConn, 1)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		nc, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		c := &writerConn{Conn: nc}
+		wc <- c
+		_ = srv.ServeConn(c)
+	})
+	t.Cleanup(func() {
+		ln.Close()
+		srv.Close()
+		wg.Wait()
+	})
+	c := dialRaw(t, ln.Addr().String())
+	server := <-wc
+	// The server's acknowledgement of the client's SETTINGS is the last
+	// frame it writes unasked.
+	for {
+		if f, ok := c.read().(*http2.SettingsFrame); ok && f.IsAck() {
+			break
+		}
+	}
+	for i := range 20 {
+		// A writer still at work (the settings' exchange, at first) takes
+		// what is appended meanwhile, the answer too: each request is
+		// sent when every runner waits.
+		for deadline := time.Now().Add(5 * time.Second); h2edge.IdleRunners(srv) < srv.Runners(); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d of %d runners wait", h2edge.IdleRunners(srv), srv.Runners())
+			}
+		}
+		id := uint32(2*i + 1)
+		c.headers(id, true)
+		if status, _, _ := c.answer(id); status != "200" {
+			t.Fatalf("request %d: status %s", i, status)
+		}
+		handler := <-handlers
+		if w := server.lastWriter(); w != handler {
+			t.Fatalf("request %d: its handler ran on goroutine %s, its answer was written by %s", i, handler, w)
+		}
+	}
 }
 
 // After a burst of handlers that all ran at once, the server keeps at most

@@ -23,6 +23,14 @@ import (
 // once the buffer is drained, so that an idle connection holds no
 // goroutine (and no stack) but its read loop's.
 //
+// A handler's answer is the exception: a handler's Send holds the writer
+// (hold), and the handler's own goroutine, once the handler returns,
+// writes what is buffered by then (conn.handlerDone), as the runner
+// would have, but without the hand-off to it. Frames appended meanwhile
+// by the read loop (a PING's answer, a WINDOW_UPDATE) wait for that
+// moment too: the rest of a handler after its Send is only its release
+// of the exchange.
+//
 // A burst is written once: the goroutine first lets the goroutines that
 // are ready to run (the read loop, the handlers of the connection's other
 // streams) take their turn, then writes everything they appended in one
@@ -34,10 +42,13 @@ type writer struct {
 	// bufp is the pool's holder of buf's array, given back with it: a
 	// new holder per Put would be an allocation per write.
 	bufp     *[]byte
-	inflight bool  // a Write of the goroutine's is under way
-	running  bool  // the goroutine runs: it writes buf before it ends
-	err      error // the first write error: nothing is written after it
-	stopped  bool
+	inflight bool // a Write of the goroutine's is under way
+	running  bool // the goroutine runs: it writes buf before it ends
+	// hold counts the handlers that have sent their answer and will
+	// write it when they return: no runner is started while one does.
+	hold    int
+	err     error // the first write error: nothing is written after it
+	stopped bool
 	// ended, if set, is closed when the goroutine ends (flushAndStop).
 	ended chan struct{}
 }
@@ -185,10 +196,21 @@ func (w *writer) frame(typ http2.FrameType, flags http2.Flags, id uint32, length
 	}
 	w.buf = append(w.buf, byte(length>>16), byte(length>>8), byte(length), byte(typ), byte(flags))
 	w.buf = binary.BigEndian.AppendUint32(w.buf, id&(1<<31-1))
-	if !w.running {
+	if !w.running && w.hold == 0 {
 		w.running = true
 		w.c.srv.runners.run(w)
 	}
+	return true
+}
+
+// claimLocked makes the caller the goroutine that writes, when nothing
+// holds or runs the writer and something is to be written: the caller
+// then calls run.
+func (w *writer) claimLocked() bool {
+	if w.running || w.hold > 0 || len(w.buf) == 0 || w.err != nil || w.stopped {
+		return false
+	}
+	w.running = true
 	return true
 }
 
