@@ -26,6 +26,7 @@ const (
 	errCodeRefused      = http2.ErrCodeRefusedStream
 	errCodeCancel       = http2.ErrCodeCancel
 	errCodeCalm         = http2.ErrCodeEnhanceYourCalm
+	errCodeCompression  = http2.ErrCodeCompression
 
 	// initialWindow is the protocol's initial flow-control window, for
 	// both directions (RFC 9113 section 6.9.2); the edge keeps it for
@@ -59,6 +60,7 @@ type conn struct {
 	sock syscall.RawConn
 	fr   *http2.Framer
 	dec  *hpack.Decoder
+	hb   headerBlock // the read loop's: decodes header blocks with dec
 
 	// The read loop's own: when the connection counts as idle (no stream
 	// opened or ended, no DATA, since), the read deadline last set, and
@@ -148,6 +150,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 	c.rd.nc = nc
 	c.sock = socketOf(nc)
 	c.dec = hpack.NewDecoder(4096, nil)
+	c.hb.init(c.dec, c.srv.maxHeaderList())
 	c.newFramer()
 	return c
 }
@@ -158,8 +161,6 @@ func newConn(s *Server, nc net.Conn) *conn {
 // decoder's, kept).
 func (c *conn) newFramer() {
 	c.fr = http2.NewFramer(io.Discard, &c.rd)
-	c.fr.ReadMetaHeaders = c.dec
-	c.fr.MaxHeaderListSize = c.srv.maxHeaderList()
 	c.fr.SetMaxReadFrameSize(defaultFrameSize)
 	c.fr.SetReuseFrames()
 }
@@ -229,6 +230,9 @@ func (c *conn) loop(first bool, werr error) (park bool, _ error) {
 		err := c.rd.wait()
 		if err == nil {
 			f, err = c.fr.ReadFrame()
+		}
+		if hf, ok := f.(*http2.HeadersFrame); ok && err == nil {
+			err = c.hb.read(c.fr, hf) // and the CONTINUATION frames after it
 		}
 		if err == nil {
 			c.mu.Lock()
@@ -464,7 +468,7 @@ func (c *conn) process(f http2.Frame) error {
 	switch f := f.(type) {
 	case *http2.SettingsFrame:
 		return c.processSettings(f)
-	case *http2.MetaHeadersFrame:
+	case *http2.HeadersFrame:
 		return c.processHeaders(f)
 	case *http2.DataFrame:
 		return c.processData(f)
@@ -619,7 +623,10 @@ var connHeaders = map[string]bool{
 	"transfer-encoding": true, "upgrade": true,
 }
 
-func (c *conn) processHeaders(f *http2.MetaHeadersFrame) error {
+// processHeaders handles a header block, as c.hb decoded it.
+func (c *conn) processHeaders(f *http2.HeadersFrame) error {
+	defer c.hb.release()
+	b := &c.hb
 	id := f.StreamID
 	if id%2 != 1 {
 		return http2.ConnectionError(errCodeProtocol)
@@ -630,7 +637,7 @@ func (c *conn) processHeaders(f *http2.MetaHeadersFrame) error {
 		if st.state == stateHalfClosedRemote {
 			return http2.StreamError{StreamID: id, Code: errCodeStreamClosed}
 		}
-		if !f.StreamEnded() || len(f.PseudoFields()) > 0 {
+		if !f.StreamEnded() || len(b.pseudo()) > 0 {
 			return http2.StreamError{StreamID: id, Code: errCodeProtocol}
 		}
 		return c.endRequestLocked(st)
@@ -656,14 +663,14 @@ func (c *conn) processHeaders(f *http2.MetaHeadersFrame) error {
 		declared:   -1,
 		recvWindow: initialWindow,
 		sendWindow: c.initialWindow,
-		Method:     f.PseudoValue("method"),
-		Scheme:     f.PseudoValue("scheme"),
-		Authority:  f.PseudoValue("authority"),
-		Path:       f.PseudoValue("path"),
-		TooLarge:   f.Truncated,
+		Method:     b.pseudoValue(":method"),
+		Scheme:     b.pseudoValue(":scheme"),
+		Authority:  b.pseudoValue(":authority"),
+		Path:       b.pseudoValue(":path"),
+		TooLarge:   b.truncated,
 		Peer:       c.peer,
 	}
-	if f.PseudoValue("protocol") != "" || f.PseudoValue("status") != "" {
+	if b.pseudoValue(":protocol") != "" || b.pseudoValue(":status") != "" {
 		return http2.StreamError{StreamID: id, Code: errCodeProtocol}
 	}
 	if st.Method == "CONNECT" {
@@ -673,7 +680,7 @@ func (c *conn) processHeaders(f *http2.MetaHeadersFrame) error {
 	} else if st.Method == "" || st.Path == "" || (st.Scheme != "https" && st.Scheme != "http") {
 		return http2.StreamError{StreamID: id, Code: errCodeProtocol}
 	}
-	st.Fields = f.RegularFields()
+	st.Fields = b.regular()
 	for _, hf := range st.Fields {
 		switch {
 		case connHeaders[hf.Name]:
@@ -701,7 +708,7 @@ func (c *conn) processHeaders(f *http2.MetaHeadersFrame) error {
 	// The request goes on: its header list waits for its end, within the
 	// connection's budget and the request timeout.
 	size := 0
-	for _, hf := range f.Fields {
+	for _, hf := range b.fields { // the pseudo-fields too
 		size += int(hf.Size())
 	}
 	if c.pendingBytes+size > c.srv.maxPendingHeaders() {

@@ -6,8 +6,6 @@ import (
 	"runtime/debug"
 	"syscall"
 	"time"
-
-	"golang.org/x/net/http2/hpack"
 )
 
 // An idle connection costs its read loop's goroutine, whose stack the
@@ -119,9 +117,8 @@ func (c *conn) parkNow(err error) bool {
 	c.deadline = c.dueLocked()
 	c.parking = false
 	c.nc.SetReadDeadline(c.deadline)
-	// The decoder's emit function holds the last header block's frame,
-	// and with it the framer's read buffer.
-	c.dec.SetEmitFunc(dropField)
+	// The header block's room for fields is made again too.
+	c.hb.fields = nil
 	// Shutdown's wake-up (a deadline of now) may have come since the park
 	// deadline was set, and been overwritten.
 	c.wakeIfQuietLocked()
@@ -166,8 +163,6 @@ func (s *Server) freeParked() {
 		}
 	}
 }
-
-func dropField(hpack.HeaderField) {}
 
 // isTimeout: err is a read that timed out.
 func isTimeout(err error) bool {
