@@ -252,26 +252,31 @@ func (h *hub) sendLocked(b *batch) {
 		all = append(all, s)
 	}
 	n := len(all)
-	shards := max(min(runtime.GOMAXPROCS(0), n/fanShard), 1)
-	per := (n + shards - 1) / shards
-	ended := make([][]*Subscriber, shards)
-	var wg sync.WaitGroup
-	for i := 1; i < shards; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ended[i] = h.sendShard(all[i*per:min((i+1)*per, n)], b)
-		}()
-	}
-	ended[0] = h.sendShard(all[:per], b)
-	wg.Wait()
-	for _, e := range ended {
-		for _, s := range e {
-			delete(h.subs, s) // released by its own end
+	if shards := max(min(runtime.GOMAXPROCS(0), n/fanShard), 1); shards == 1 {
+		h.forgetLocked(h.sendShard(all, b))
+	} else {
+		per := (n + shards - 1) / shards
+		ended := make([][]*Subscriber, shards)
+		var wg sync.WaitGroup
+		for i := 1; i < shards; i++ {
+			wg.Go(func() { ended[i] = h.sendShard(all[i*per:min((i+1)*per, n)], b) })
+		}
+		ended[0] = h.sendShard(all[:per], b)
+		wg.Wait()
+		for _, e := range ended {
+			h.forgetLocked(e)
 		}
 	}
 	clear(all) // the slice is kept for the next read, not its subscribers
 	h.fan = all[:0]
+}
+
+// forgetLocked forgets the subscribers whose stream ended (each released
+// by its own end).
+func (h *hub) forgetLocked(ended []*Subscriber) {
+	for _, s := range ended {
+		delete(h.subs, s)
+	}
 }
 
 // sendShard hands b to subs and returns those whose stream ended.
