@@ -12,10 +12,10 @@ import (
 // headerBlock decodes a request's header block: its HEADERS frame and
 // the CONTINUATION frames after it. x/net's framer can do this itself
 // (Framer.ReadMetaHeaders), but it allocates for every block a frame, a
-// closure and the variables it captures, and the field list as it grows,
-// about eight allocations per request; this does the same checks with
-// none but the stream's own copy of its fields. The rules are x/net's,
-// kept as they were:
+// closure and the variables it captures, and the field list as it grows:
+// nine of an HTTP/2 hit's seventeen allocations. This does the same
+// checks with none but the stream's own copy of its fields. The rules
+// are x/net's, kept as they were:
 //
 //   - a field value with a character RFC 9110 section 5.5 does not
 //     allow, a field name that is not a lower-case token (RFC 9113
