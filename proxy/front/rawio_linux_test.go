@@ -56,7 +56,18 @@ func TestRawIOIsNetConnsReadAndWrite(t *testing.T) {
 		t.Fatalf("the client read %d bytes, not what was written", len(b))
 	}
 
-	// Write past the write deadline to a client that reads nothing.
+	// Write past the write deadline to a client that reads nothing, on a
+	// new pair whose buffers are fixed small: the pair above grew its
+	// receive buffer as it read, and where the kernel lets it grow to
+	// 32 MiB (net.ipv4.tcp_rmem) it would take all of big.
+	server, client = tcpPair(t)
+	if err := client.(*net.TCPConn).SetReadBuffer(64 << 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := server.(*net.TCPConn).SetWriteBuffer(64 << 10); err != nil {
+		t.Fatal(err)
+	}
+	raw = newRawIO(server)
 	server.SetWriteDeadline(time.Now().Add(50 * time.Millisecond))
 	if n, err := raw.Write(big); !errors.As(err, &ne) || !ne.Timeout() || n >= len(big) {
 		t.Fatalf("write to a client that reads nothing: %d, %v, want a timeout", n, err)
