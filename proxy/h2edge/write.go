@@ -196,16 +196,15 @@ func (w *writer) frame(typ http2.FrameType, flags http2.Flags, id uint32, length
 	}
 	w.buf = append(w.buf, byte(length>>16), byte(length>>8), byte(length), byte(typ), byte(flags))
 	w.buf = binary.BigEndian.AppendUint32(w.buf, id&(1<<31-1))
-	if !w.running && w.hold == 0 {
-		w.running = true
+	if w.claimLocked() {
 		w.c.srv.runners.run(w)
 	}
 	return true
 }
 
-// claimLocked makes the caller the goroutine that writes, when nothing
-// holds or runs the writer and something is to be written: the caller
-// then calls run.
+// claimLocked makes the caller the one that writes, when nothing holds
+// or runs the writer and something is to be written: the caller then
+// calls run, or hands it to a runner (frame).
 func (w *writer) claimLocked() bool {
 	if w.running || w.hold > 0 || len(w.buf) == 0 || w.err != nil || w.stopped {
 		return false
