@@ -58,6 +58,27 @@ func TestStampedConnReportsTheWritesTime(t *testing.T) {
 // write arrives with that write.
 func TestSubscriberArrivalIsTheSocketsNotTheRead(t *testing.T) {
 	holdRxTimestamps(t)
+	// Even with stamping held on, a new connection's first segments
+	// (the response's header and the first events) sometimes come
+	// unstamped, seen on a 6.18 kernel under load: the timestamps are
+	// then the reads', which this test cannot judge, and the harness
+	// counts such events apart (fanoutRecorder.unstamped). Such a
+	// connection is tried again, a few times.
+	for attempt := 1; attempt <= 5; attempt++ {
+		n := subscriberArrival(t)
+		if n == 0 {
+			return
+		}
+		t.Logf("attempt %d: %d events without a kernel receive timestamp; trying a new connection", attempt, n)
+	}
+	t.Fatal("every attempt had events without a kernel receive timestamp")
+}
+
+// subscriberArrival is one attempt of the test above: it returns the
+// events that came without a kernel timestamp, and checks the lags only
+// when there were none.
+func subscriberArrival(t *testing.T) (unstamped int64) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +142,7 @@ func TestSubscriberArrivalIsTheSocketsNotTheRead(t *testing.T) {
 		t.Fatalf("lags %v (read lags %v), repeated %d; want three events once", s.lags, s.readLags, rec.repeated.Load())
 	}
 	if n := rec.unstamped.Load(); n != 0 {
-		t.Fatalf("%d events without a kernel receive timestamp", n)
+		return n
 	}
 	for i, ts := range []int64{ts1, ts1 + 1} {
 		if lag := int64(s.lags[i]); lag > max(0, written1-ts) {
@@ -134,6 +155,7 @@ func TestSubscriberArrivalIsTheSocketsNotTheRead(t *testing.T) {
 	if lag := int64(s.lags[2]); lag < closing-ts3 {
 		t.Errorf("the split event: lag %d ms, before its empty line was written (%d ms)", lag, closing-ts3)
 	}
+	return 0
 }
 
 // holdRxTimestamps keeps a loopback connection with receive timestamps
