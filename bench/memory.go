@@ -113,6 +113,9 @@ func (r *row) memoryNote() string {
 	if r.GCSource != "" {
 		s += ", Go memory limit " + fmtLimit(r.MemLimit)
 	}
+	if r.FaultsPerReq > 0 {
+		s += fmt.Sprintf("; %.1f minor page faults per request", r.FaultsPerReq)
+	}
 	return s
 }
 

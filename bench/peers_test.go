@@ -336,7 +336,7 @@ func TestPeerTargets(t *testing.T) {
 		t.Errorf("Redis hit without its commands: %+v", v)
 	}
 	// Every target has its line in the full list.
-	if n := len(checkTargets(rows)); n != 14+len(vs)+len(latencyVerdicts(nil))+1 { // the latency lines, then the sweep's line last
+	if n := len(checkTargets(rows)); n != 16+len(vs)+len(latencyVerdicts(nil))+1 { // the latency lines, then the sweep's line last
 		t.Errorf("%d verdicts", n)
 	}
 }

@@ -1,6 +1,9 @@
 package main
 
-import "syscall"
+import (
+	"fmt"
+	"syscall"
+)
 
 // groupAttr puts a child in a process group of its own, killed with the
 // orchestrator if that dies first.
@@ -24,4 +27,28 @@ func raiseFileLimit() (uint64, error) {
 		return 0, err
 	}
 	return l.Cur, nil
+}
+
+// fsType names the file system dir is on, for the run's header: nginx's
+// cache files are made there, and what a file's creation costs nginx on a
+// miss is the file system's (most of its miss on a busy ext4, measured in
+// docs/BENCHMARKS.md), not nginx's.
+func fsType(dir string) string {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	switch uint32(st.Type) {
+	case 0x01021994:
+		return "tmpfs"
+	case 0xEF53:
+		return "ext4" // or ext2/ext3, which share the magic
+	case 0x58465342:
+		return "xfs"
+	case 0x9123683E:
+		return "btrfs"
+	case 0x794C7630:
+		return "overlayfs"
+	}
+	return fmt.Sprintf("type %#x", uint32(st.Type))
 }

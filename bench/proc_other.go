@@ -16,3 +16,5 @@ func groupAttr() *syscall.SysProcAttr { return nil }
 func (p *proc) signalGroup(syscall.Signal) { _ = p.cmd.Process.Kill() }
 
 func raiseFileLimit() (uint64, error) { return 0, errors.ErrUnsupported }
+
+func fsType(string) string { return "unknown" }

@@ -55,6 +55,11 @@ type row struct {
 	// window's end and its peak so far (VmRSS, VmHWM; process group).
 	RSSBytes     uint64 `json:"rss_bytes,omitempty"`
 	PeakRSSBytes uint64 `json:"peak_rss_bytes,omitempty"`
+	// FaultsPerReq is the server's minor page faults per request: pages
+	// it touched for the first time. A process whose heap grows (a cache
+	// filling) pays one per 4 KiB page, and on some VMs each costs more
+	// than the rest of a miss (docs/BENCHMARKS.md, Scenarios).
+	FaultsPerReq float64 `json:"minor_faults_per_req,omitempty"`
 	// GCCPU is the Go GC's CPU time over the window's wall time (the
 	// server has one core); GCSource the metric it came from (memory.go):
 	// "runtime", or "pauses" for stop-the-world pauses alone.
@@ -132,6 +137,7 @@ func (r *row) fill(sc *scenario, res *load.Result, hz int) {
 		}
 		if res.ProcMeasured {
 			r.ProcCPUus = float64(res.ServerProcJiffies) * perReq
+			r.FaultsPerReq = float64(res.ServerMinorFaults) / float64(res.Requests)
 		}
 	}
 	if res.CPUMeasured {

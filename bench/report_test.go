@@ -123,8 +123,10 @@ func TestCheckTargets(t *testing.T) {
 		{Scenario: "first-gzip-hit", Server: kindTradergate, CPUus: 82, Requests: 9000},
 		{Scenario: "miss", Server: kindTradergate, CPUus: 100, Requests: 1},
 		{Scenario: "miss", Server: kindPassthrough, CPUus: 90, Requests: 1},
+		{Scenario: "miss", Server: kindNginx, CPUus: 95, Requests: 1},
 		{Scenario: "miss-full", Server: kindTradergate, CPUus: 130, Requests: 1, CacheMaxBytes: 256 << 20, RSSBytes: 500 << 20, PeakRSSBytes: 520 << 20, GCSource: "pauses", GCCPU: 0.004, MemLimit: 9.2e18, Evictions: 1000},
 		{Scenario: "miss-full", Server: kindPassthrough, CPUus: 100, Requests: 1},
+		{Scenario: "miss-full", Server: kindNginx, CPUus: 140, Requests: 1},
 		{Scenario: "zipf100k", Server: kindTradergate, CPUus: 33, Requests: 1},
 		{Scenario: "zipf100k-one", Server: kindTradergate, CPUus: 30, Requests: 1},
 		{Scenario: "stampede", Server: kindTradergate, Requests: 1, UpstreamPerRound: []int64{1, 1}, RoundsWanted: 2},
@@ -134,10 +136,11 @@ func TestCheckTargets(t *testing.T) {
 	// hit-tx: PASS PASS; hit-activity20: FAIL (gzip not below) FAIL (gzip
 	// over 1.25×); hit-orderbook1000: n/a (no nginx), n/a (identity passes,
 	// gzip not measured); first gzip hit and zipf100k: info; miss 100 <=
-	// 1.2 × 90, miss-full 130 > 1.2 × 100; memory 500 MiB <= 1.5 × 256 +
-	// 64 = 448 MiB fails; one call per round; normalization n/a. The
-	// peers', TLS and fleet targets follow, n/a without their rows.
-	checkVerdicts(t, vs[:14], "PASS PASS FAIL FAIL n/a n/a info info info PASS FAIL FAIL PASS n/a", map[int]string{
+	// 1.2 × 90 but > nginx's 95, miss-full 130 > 1.2 × 100 but <= nginx's
+	// 140; memory 500 MiB <= 1.5 × 256 + 64 = 448 MiB fails; one call per
+	// round; normalization n/a. The peers', TLS and fleet targets follow,
+	// n/a without their rows.
+	checkVerdicts(t, vs[:16], "PASS PASS FAIL FAIL n/a n/a info info info PASS FAIL FAIL PASS FAIL PASS n/a", map[int]string{
 		0:  "hit-tx: 30.0 vs 32.0 CPU µs (×0.94), own time 25.0 vs 28.0 (×0.89); hit-tx-gzip: 30.0 vs 31.0 CPU µs (×0.97)",
 		1:  "hit-tx: 30.0 vs 25.0 CPU µs (×1.20); ceiling+headers 45.0; hit-tx-gzip",
 		4:  "needs the tradergate and nginx rows of hit-orderbook1000, hit-orderbook1000-gzip",
@@ -145,7 +148,9 @@ func TestCheckTargets(t *testing.T) {
 		6:  "82.0 CPU µs over 9000 pages",
 		7:  "33.0 vs 30.0 CPU µs/hit (×1.10)",
 		8:  "hit-orderbook1000: 100.0 vs 125.0 CPU µs (×0.80); cheaper in this run: the page file; hit-orderbook1000-gzip: 60.0 vs 40.0 CPU µs (×1.50); cheaper in this run: the heap",
-		11: "RSS 500 MiB at the window's end (peak 520 MiB) vs 448 MiB for cache.max_bytes 256 MiB; GC stop-the-world pauses 0.40% of the core (GC CPU itself not exported), Go memory limit none (GOMEMLIMIT unset)",
+		10: "miss: 100.0 vs 95.0 CPU µs (×1.05)",
+		12: "miss-full: 130.0 vs 140.0 CPU µs (×0.93)",
+		13: "RSS 500 MiB at the window's end (peak 520 MiB) vs 448 MiB for cache.max_bytes 256 MiB; GC stop-the-world pauses 0.40% of the core (GC CPU itself not exported), Go memory limit none (GOMEMLIMIT unset)",
 	})
 	// Without the identity form's heap row, the gzip form is still told.
 	if v := checkTargets(rows[:len(rows)-1])[8]; v.Status != "info" || !strings.Contains(v.Detail, "hit-orderbook1000-gzip: 60.0 vs 40.0") ||
@@ -153,8 +158,8 @@ func TestCheckTargets(t *testing.T) {
 		t.Errorf("page file verdict without the identity heap row: %+v", v)
 	}
 	// A miss-full window without evictions did not run on a full cache.
-	rows[22].Evictions = 0
-	if v := checkTargets(rows)[11]; v.Status != "n/a" || !strings.Contains(v.Detail, "the cache was not full") {
+	rows[23].Evictions = 0
+	if v := checkTargets(rows)[13]; v.Status != "n/a" || !strings.Contains(v.Detail, "the cache was not full") {
 		t.Errorf("memory verdict without evictions: %+v", v)
 	}
 	if !strings.Contains(vs[1].Target, "1.25 × the fasthttp ceiling") {
@@ -200,6 +205,7 @@ func TestMemoryFigures(t *testing.T) {
 		MetricsBefore: map[string]float64{metricGCCPU: 1, metricGCPauses + "_sum": 0.1, metricEvicted: 100},
 		MetricsAfter:  map[string]float64{metricGCCPU: 1.5, metricGCPauses + "_sum": 0.11, metricEvicted: 5100, metricMemLimit: 400 << 20, metricCache: 256 << 20},
 		RSSMeasured:   true, ServerRSS: 430 << 20, ServerPeakRSS: 440 << 20,
+		ProcMeasured: true, ServerMinorFaults: 300000,
 		Requests: 40000,
 	}
 	r := row{Server: kindTradergate, CacheMaxBytes: 256 << 20}
@@ -209,7 +215,7 @@ func TestMemoryFigures(t *testing.T) {
 		t.Fatalf("figures %+v", r)
 	}
 	notes := strings.Join(r.Notes, "; ")
-	if want := "memory at the end: RSS 430 MiB (peak 440 MiB), cache 256 MiB held of cache.max_bytes 256 MiB, 5000 evictions in the window; GC 5.0% of the core, Go memory limit 400 MiB"; !strings.Contains(notes, want) {
+	if want := "memory at the end: RSS 430 MiB (peak 440 MiB), cache 256 MiB held of cache.max_bytes 256 MiB, 5000 evictions in the window; GC 5.0% of the core, Go memory limit 400 MiB; 7.5 minor page faults per request"; !strings.Contains(notes, want) {
 		t.Fatalf("notes %q lack %q", notes, want)
 	}
 	// Without the runtime's figure: the pauses, said as such.
@@ -276,7 +282,7 @@ func TestCombine(t *testing.T) {
 	if n := strings.Join(got.allNotes(), "; "); !strings.Contains(n, "FAIL: upstream calls per round [1 1 1 2]") {
 		t.Fatalf("stampede notes %q", n)
 	}
-	if v := checkTargets([]row{got})[12]; v.Status != "FAIL" || !strings.HasPrefix(v.Target, "stampede") {
+	if v := checkTargets([]row{got})[14]; v.Status != "FAIL" || !strings.HasPrefix(v.Target, "stampede") {
 		t.Fatalf("stampede target %+v", v)
 	}
 
@@ -361,6 +367,20 @@ func TestPageFileForms(t *testing.T) {
 	} {
 		if v := sweepVerdict(sweep(tc.ratios)); v.Status != "info" || !strings.HasPrefix(v.Detail, tc.want) {
 			t.Errorf("sweep %v: %+v, want %q", tc.ratios, v, tc.want)
+		}
+	}
+}
+
+func TestTHPMode(t *testing.T) {
+	for line, want := range map[string]string{
+		"always [madvise] never": "madvise",
+		"[always] madvise never": "always",
+		"always madvise [never]": "never",
+		"":                       "",
+		"always madvise never":   "",
+	} {
+		if got := thpMode(line); got != want {
+			t.Errorf("thpMode(%q) = %q, want %q", line, got, want)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -36,6 +37,14 @@ type meta struct {
 	WallTime    string   `json:"wall_time"`
 	Pages       []string `json:"pages,omitempty"`
 	Notes       []string `json:"notes,omitempty"`
+	// THP is the kernel's transparent huge page mode (the bracketed word
+	// of /sys/kernel/mm/transparent_hugepage/enabled): under "madvise",
+	// the default of many kernels, Go's heap gets 4 KiB pages, and a
+	// cache filling pays a page fault per 4 KiB (docs/BENCHMARKS.md).
+	THP string `json:"transparent_hugepages,omitempty"`
+	// ScratchFS is the file system of the run's scratch directory, where
+	// nginx keeps its cache files (TMPDIR chooses it).
+	ScratchFS string `json:"scratch_fs,omitempty"`
 }
 
 type profileResult struct {
@@ -54,6 +63,8 @@ func (b *bench) meta(args []string, wall time.Duration) meta {
 		Kernel:      readTrim("/proc/sys/kernel/osrelease"),
 		CPUModel:    cpuModel(),
 		CPUs:        fmt.Sprintf("server %d, load generator and legacysim %d", b.opt.serverCPU, b.opt.loadCPU),
+		THP:         thpMode(readTrim("/sys/kernel/mm/transparent_hugepage/enabled")),
+		ScratchFS:   b.tmp + " on " + fsType(b.tmp),
 		Nginx:       b.nginxVersion,
 		Varnish:     b.varnishVersion,
 		H2load:      b.h2loadVersion,
@@ -92,6 +103,17 @@ func readTrim(path string) string {
 	return strings.TrimSpace(string(data))
 }
 
+// thpMode is the chosen word of a transparent_hugepage/enabled line
+// ("always [madvise] never"), or "" when there is none.
+func thpMode(line string) string {
+	if _, rest, ok := strings.Cut(line, "["); ok {
+		if mode, _, ok := strings.Cut(rest, "]"); ok {
+			return mode
+		}
+	}
+	return ""
+}
+
 func cpuModel() string {
 	data, _ := os.ReadFile("/proc/cpuinfo")
 	for line := range strings.SplitSeq(string(data), "\n") {
@@ -125,6 +147,9 @@ func writeMarkdown(w *bytes.Buffer, m meta, rows []row, verdicts []verdict, prof
 	fmt.Fprintf(w, "# tradergate benchmark, %s\n\n", m.Date)
 	fmt.Fprintf(w, "`%s` at %s; %s, %s, %s; %s; %s per row after %s of warm-up, %d connections.\n\n",
 		m.Command, m.Commit, m.GoVersion, m.Kernel, m.CPUModel, m.CPUs, m.Duration, m.Warmup, m.Connections)
+	if m.THP != "" || m.ScratchFS != "" {
+		fmt.Fprintf(w, "Transparent huge pages: %s; scratch directory (nginx's cache files): %s.\n\n", cmp.Or(m.THP, "unknown"), cmp.Or(m.ScratchFS, "unknown"))
+	}
 	writeMarkdownTable(w, rows)
 	writeMarkdownLatency(w, rows)
 	fmt.Fprintln(w, "\n## Targets")

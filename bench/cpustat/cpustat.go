@@ -77,6 +77,10 @@ func ReadStat(cpu int) (CPUTimes, error) {
 type ProcTimes struct {
 	PGrp         int
 	UTime, STime uint64 // jiffies, all threads of the process
+	// MinFlt is the page faults the process took that needed no read
+	// from disk: on a growing heap, each is a page touched for the first
+	// time, which the kernel (and, in a VM, the host) has to back.
+	MinFlt uint64
 }
 
 // ParseProcStat reads a /proc/<pid>/stat line. The command name (field 2)
@@ -95,12 +99,13 @@ func ParseProcStat(data []byte) (ProcTimes, error) {
 		return ProcTimes{}, fmt.Errorf("proc stat: %d fields after the command, want at least 13", len(f))
 	}
 	pgrp, err1 := strconv.Atoi(f[2])
-	ut, err2 := strconv.ParseUint(f[11], 10, 64)
-	st, err3 := strconv.ParseUint(f[12], 10, 64)
-	if err := errors.Join(err1, err2, err3); err != nil {
+	minflt, err2 := strconv.ParseUint(f[7], 10, 64)
+	ut, err3 := strconv.ParseUint(f[11], 10, 64)
+	st, err4 := strconv.ParseUint(f[12], 10, 64)
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		return ProcTimes{}, fmt.Errorf("proc stat: %w", err)
 	}
-	return ProcTimes{PGrp: pgrp, UTime: ut, STime: st}, nil
+	return ProcTimes{PGrp: pgrp, UTime: ut, STime: st, MinFlt: minflt}, nil
 }
 
 // GroupJiffies sums user and system ticks over the live processes of a
@@ -108,11 +113,30 @@ func ParseProcStat(data []byte) (ProcTimes, error) {
 // Processes that exit in between take their ticks with them; servers
 // under test do not fork per request.
 func GroupJiffies(pgid int) (uint64, error) {
-	var sum uint64
+	u, err := GroupUsage(pgid)
+	return u.Jiffies, err
+}
+
+// Usage is what a process group has used so far: CPU ticks (user and
+// system) and minor page faults.
+type Usage struct {
+	Jiffies, MinorFaults uint64
+}
+
+// Sub returns what was used between an earlier reading and u.
+func (u Usage) Sub(earlier Usage) Usage {
+	return Usage{Jiffies: u.Jiffies - earlier.Jiffies, MinorFaults: u.MinorFaults - earlier.MinorFaults}
+}
+
+// GroupUsage sums Usage over the live processes of a process group, as
+// GroupJiffies does the ticks.
+func GroupUsage(pgid int) (Usage, error) {
+	var u Usage
 	err := eachInGroup(pgid, func(dir string, pt ProcTimes) {
-		sum += pt.UTime + pt.STime
+		u.Jiffies += pt.UTime + pt.STime
+		u.MinorFaults += pt.MinFlt
 	})
-	return sum, err
+	return u, err
 }
 
 // eachInGroup calls f with the /proc directory and stat line of every

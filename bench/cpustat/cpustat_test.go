@@ -57,7 +57,7 @@ func TestParseProcStat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got != (ProcTimes{PGrp: 4240, UTime: 1234, STime: 567}) {
+	if got != (ProcTimes{PGrp: 4240, UTime: 1234, STime: 567, MinFlt: 1}) {
 		t.Fatalf("got %+v", got)
 	}
 	if _, err := ParseProcStat([]byte("4242 (x) S 1 2")); err == nil {

@@ -19,7 +19,7 @@ import (
 type counters struct {
 	server, load cpustat.CPUTimes
 	cpuErr       error
-	proc         uint64
+	proc         cpustat.Usage
 	procErr      error
 	upstream     int64
 	upErr        error
@@ -52,7 +52,7 @@ func (p *probe) read(ctx context.Context) counters {
 		c.load, c.cpuErr = cpustat.ReadStat(s.LoadCPU)
 	}
 	if s.ServerPGID > 0 {
-		c.proc, c.procErr = cpustat.GroupJiffies(s.ServerPGID)
+		c.proc, c.procErr = cpustat.GroupUsage(s.ServerPGID)
 		c.mem, c.memErr = cpustat.GroupMemory(s.ServerPGID)
 	}
 	if s.StatsURL != "" {
@@ -241,7 +241,8 @@ func (p *probe) fill(res *Result, before, after counters) {
 		if err := firstErr(before.procErr, after.procErr); err != nil {
 			res.Problems = append(res.Problems, "process cpu: "+err.Error())
 		} else {
-			res.ServerProcJiffies, res.ProcMeasured = after.proc-before.proc, true
+			used := after.proc.Sub(before.proc)
+			res.ServerProcJiffies, res.ServerMinorFaults, res.ProcMeasured = used.Jiffies, used.MinorFaults, true
 		}
 	}
 	if s.ServerPGID > 0 {

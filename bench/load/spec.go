@@ -252,6 +252,9 @@ type Result struct {
 	CPUMeasured        bool
 	// ServerProcJiffies is the server process group's user+system ticks.
 	ServerProcJiffies uint64
+	// ServerMinorFaults is the server process group's minor page faults:
+	// memory it touched for the first time, which the kernel backed.
+	ServerMinorFaults uint64
 	ProcMeasured      bool
 	// Upstream is how many requests reached the upstream in the window;
 	// UpstreamPerRound splits it by stampede round.
