@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // groupAttr puts a child in a process group of its own, killed with the
@@ -34,21 +36,23 @@ func raiseFileLimit() (uint64, error) {
 // miss is the file system's (most of its miss on a busy ext4, measured in
 // docs/BENCHMARKS.md), not nginx's.
 func fsType(dir string) string {
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(dir, &st); err != nil {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
 		return "unknown (" + err.Error() + ")"
 	}
-	switch uint32(st.Type) {
-	case 0x01021994:
+	switch st.Type {
+	case unix.TMPFS_MAGIC:
 		return "tmpfs"
-	case 0xEF53:
+	case unix.RAMFS_MAGIC:
+		return "ramfs"
+	case unix.EXT4_SUPER_MAGIC:
 		return "ext4" // or ext2/ext3, which share the magic
-	case 0x58465342:
+	case unix.XFS_SUPER_MAGIC:
 		return "xfs"
-	case 0x9123683E:
+	case unix.BTRFS_SUPER_MAGIC:
 		return "btrfs"
-	case 0x794C7630:
+	case unix.OVERLAYFS_SUPER_MAGIC:
 		return "overlayfs"
 	}
-	return fmt.Sprintf("type %#x", uint32(st.Type))
+	return fmt.Sprintf("type %#x", st.Type)
 }
