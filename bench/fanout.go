@@ -375,11 +375,11 @@ type fanoutTarget struct {
 func (t *fanoutTarget) jiffies() (uint64, error) {
 	var sum uint64
 	for _, s := range t.srvs {
-		j, err := cpustat.GroupJiffies(s.proc.pid())
+		u, err := cpustat.GroupUsage(s.proc.pid())
 		if err != nil {
 			return 0, err
 		}
-		sum += j
+		sum += u.Jiffies
 	}
 	return sum, nil
 }

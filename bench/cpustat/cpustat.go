@@ -108,15 +108,6 @@ func ParseProcStat(data []byte) (ProcTimes, error) {
 	return ProcTimes{PGrp: pgrp, UTime: ut, STime: st, MinFlt: minflt}, nil
 }
 
-// GroupJiffies sums user and system ticks over the live processes of a
-// process group (a server and the workers it forked, as nginx does).
-// Processes that exit in between take their ticks with them; servers
-// under test do not fork per request.
-func GroupJiffies(pgid int) (uint64, error) {
-	u, err := GroupUsage(pgid)
-	return u.Jiffies, err
-}
-
 // Usage is what a process group has used so far: CPU ticks (user and
 // system) and minor page faults.
 type Usage struct {
@@ -128,8 +119,10 @@ func (u Usage) Sub(earlier Usage) Usage {
 	return Usage{Jiffies: u.Jiffies - earlier.Jiffies, MinorFaults: u.MinorFaults - earlier.MinorFaults}
 }
 
-// GroupUsage sums Usage over the live processes of a process group, as
-// GroupJiffies does the ticks.
+// GroupUsage sums Usage over the live processes of a process group (a
+// server and the workers it forked, as nginx does). Processes that exit
+// in between take their ticks with them; servers under test do not fork
+// per request.
 func GroupUsage(pgid int) (Usage, error) {
 	var u Usage
 	err := eachInGroup(pgid, func(dir string, pt ProcTimes) {
