@@ -49,6 +49,7 @@ var exported = map[string][]string{
 	"tradergate_client_connection_waits_total":                nil,
 	"tradergate_client_connection_wait_seconds_total":         nil,
 	"tradergate_client_connections_refused_total":             nil,
+	"tradergate_client_lingering_closes_total":                {"end"},
 	"tradergate_accept_errors_total":                          {"listener", "reason"},
 	"tradergate_h2_connections_closed_total":                  {"reason"},
 	"tradergate_h2_streams_cut_total":                         {"reason"},

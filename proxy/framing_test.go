@@ -1,15 +1,19 @@
 package proxy_test
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"io"
 	"net"
+	"net/http"
 	"net/textproto"
 	"strings"
 	"testing"
 	"time"
 
 	"tradergate/docs"
+	"tradergate/internal/testkit"
 )
 
 // What the HTTP parser refuses is answered in the JSON envelope and ends
@@ -170,4 +174,75 @@ func contractHeaderNames(t *testing.T) map[string]string {
 		t.Fatalf("docs/openapi.json names no X-RateLimit-Limit: %v", names)
 	}
 	return names
+}
+
+// A refused request's answer is the client's to read, however much of the
+// request the client is still sending: the edge reads (and drops) what
+// follows before it closes, so that its close is a FIN, not a reset that
+// would fail the client's next write and could drop the answer (a Go
+// client then reports "broken pipe" instead of the 431). The client here
+// sends a header block past server.max_header_bytes, reads the start of
+// the 431, then sends 256 KiB more: every write must succeed, and the
+// answer end in a clean EOF. The edge counts the close as the client's.
+func TestRefusedRequestLingers(t *testing.T) {
+	e := newEdge(t)
+	lingered := func() float64 {
+		mfs, err := e.srv.Registry().Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() != "tradergate_client_lingering_closes_total" {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "end" && l.GetValue() == "client_closed" {
+						return m.GetCounter().GetValue()
+					}
+				}
+			}
+		}
+		t.Fatal("no tradergate_client_lingering_closes_total{end=\"client_closed\"}")
+		return 0
+	}
+	before := lingered()
+	c, err := net.Dial("tcp", e.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	start := "GET /v1/tx/" + e.sim.TradeTxs()[0] + " HTTP/1.1\r\nHost: x\r\nX-A: " + strings.Repeat("a", 20000)
+	if _, err := c.Write([]byte(start)); err != nil {
+		t.Fatal(err)
+	}
+	head := make([]byte, len("HTTP/1.1 431 "))
+	if _, err := io.ReadFull(c, head); err != nil || string(head) != "HTTP/1.1 431 " {
+		t.Fatalf("answer %q, %v; want a 431", head, err)
+	}
+	// The edge closes right after its answer: give it the time to.
+	time.Sleep(100 * time.Millisecond)
+	more := []byte(strings.Repeat("a", 16<<10))
+	for i := range 16 {
+		if _, err := c.Write(more); err != nil {
+			t.Fatalf("write %d after the answer: %v (the edge reset the connection)", i, err)
+		}
+	}
+	if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	rest, err := io.ReadAll(c)
+	if err != nil {
+		t.Fatalf("reading the answer: %v (the edge reset the connection)", err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(io.MultiReader(bytes.NewReader(head), bytes.NewReader(rest))), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 431 || !strings.Contains(string(body), `"status_code":"0"`) {
+		t.Fatalf("answer %d %q, %v", resp.StatusCode, body, err)
+	}
+	testkit.Eventually(t, "the lingering close counted as the client's", func() bool { return lingered() == before+1 })
 }

@@ -52,6 +52,9 @@ type Edge struct {
 	base  atomic.Pointer[context.Context]
 	hsts  atomic.Pointer[string]
 	conns conns
+	// lingers counts the HTTP/1.1 connections' lingering closes
+	// (linger.go).
+	lingers lingerStats
 
 	// h2ClosedBy and h2CutBy are the series of h2Closed and h2Cut by
 	// reason, resolved once: h2edge counts from under a connection's lock.
@@ -154,6 +157,7 @@ func (e *Edge) Collectors() []prometheus.Collector {
 			Help: "Client connections closed as they were accepted: their address held server.max_connections_per_address.",
 		}, func() float64 { return float64(c.refused.Load()) }),
 	}
+	cs = append(cs, e.lingers.collectors()...)
 	// One series per listener and reason, each there from the start.
 	for l, listener := range acceptListeners {
 		for i, a := range acceptErrnos {

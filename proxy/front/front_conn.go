@@ -158,6 +158,9 @@ type frontConn struct {
 	// raw reads and writes the socket without waking the runtime's
 	// monitor (rawio_linux.go); nil: through the TCPConn.
 	raw *rawIO
+	// linger: the edge ends the connection, and waits for the client's
+	// end first (linger.go).
+	linger linger
 }
 
 func (c *frontConn) Read(p []byte) (int, error) {
@@ -166,6 +169,7 @@ func (c *frontConn) Read(p []byte) (int, error) {
 }
 
 func (c *frontConn) Close() error {
+	c.linger.closeAfter(c.TCPConn, c.TCPConn.CloseWrite)
 	err := c.TCPConn.Close()
 	c.slot.release()
 	return err
@@ -188,12 +192,14 @@ type frontTLSConn struct {
 	// of its own (serve.go), and closes it; fasthttp's Close, once the
 	// handler it called returns, is not the connection's end.
 	handedOff atomic.Bool
+	linger    linger // as frontConn's
 }
 
 func (c *frontTLSConn) Close() error {
 	if c.handedOff.Load() {
 		return nil
 	}
+	c.linger.closeAfter(c.Conn, func() error { return closeWriteTLS(c.Conn) })
 	return c.Conn.Close()
 }
 
@@ -214,7 +220,10 @@ func (c *frontTLSConn) Read(p []byte) (int, error) {
 }
 
 // frontListener gives the front its connections.
-type frontListener struct{ net.Listener }
+type frontListener struct {
+	net.Listener
+	lingers *lingerStats // counts the connections' lingering closes; nil: not counted
+}
 
 func (l frontListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
@@ -223,11 +232,11 @@ func (l frontListener) Accept() (net.Conn, error) {
 	}
 	switch c := c.(type) {
 	case *capConn:
-		return &frontConn{TCPConn: c.TCPConn, slot: c.slot, raw: newRawIO(c.TCPConn)}, nil
+		return &frontConn{TCPConn: c.TCPConn, slot: c.slot, raw: newRawIO(c.TCPConn), linger: linger{stats: l.lingers}}, nil
 	case *net.TCPConn:
-		return &frontConn{TCPConn: c, raw: newRawIO(c)}, nil
+		return &frontConn{TCPConn: c, raw: newRawIO(c), linger: linger{stats: l.lingers}}, nil
 	case *tls.Conn:
-		return &frontTLSConn{Conn: c}, nil
+		return &frontTLSConn{Conn: c, linger: linger{stats: l.lingers}}, nil
 	}
 	return c, nil
 }

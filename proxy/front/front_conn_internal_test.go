@@ -1,6 +1,7 @@
 package front
 
 import (
+	"net"
 	"strings"
 	"testing"
 )
@@ -63,4 +64,31 @@ func TestLFScanRequestLine(t *testing.T) {
 			t.Errorf("%s: requestLine() = %q, %q, %v, %v; want %q, %q, %v, %v", tc.name, method, target, whole, ok, tc.method, tc.target, tc.whole, tc.ok)
 		}
 	}
+}
+
+// tcpPair is a connected pair of loopback TCP connections.
+func tcpPair(t *testing.T) (server, client net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	client, err = net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err = ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = server.Close(); _ = client.Close() })
+	return server, client
+}
+
+// frontPair is tcpPair with the server's end a front connection.
+func frontPair(t *testing.T) (*frontConn, net.Conn) {
+	t.Helper()
+	server, client := tcpPair(t)
+	return &frontConn{TCPConn: server.(*net.TCPConn)}, client
 }

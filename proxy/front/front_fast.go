@@ -217,6 +217,13 @@ func (e *Edge) writeFast(x *wire.Answer, ctx *fasthttp.RequestCtx) {
 	if x.CloseConn || x.Status == wire.StatusClientClosed {
 		ctx.SetConnectionClose()
 	}
+	if x.CloseConn {
+		// The edge ends the connection where the client may still be
+		// sending (the rest of a refused request, or requests behind
+		// it): it reads that first, so that the answer is not lost to a
+		// reset (linger.go).
+		lingerOnClose(ctx.Conn())
+	}
 }
 
 // errorFast answers what fasthttp refused to parse, through the same

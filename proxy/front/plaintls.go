@@ -66,6 +66,15 @@ func looksLikeHTTP(b []byte) bool {
 	return false
 }
 
+// CloseWrite is the socket's: a TLS connection's lingering close ends
+// its TCP stream's sending side with it (linger.go).
+func (c *sniffConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.ErrUnsupported
+}
+
 // SyscallConn is the socket's, which the HTTP/2 server waits on while a
 // connection idles (proxy/h2edge, park.go).
 func (c *sniffConn) SyscallConn() (syscall.RawConn, error) {

@@ -150,7 +150,7 @@ func TestFrontConnectionsUseRawIO(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	for _, l := range []net.Listener{frontListener{ln}, plainHTTPListener{ln}} {
+	for _, l := range []net.Listener{frontListener{Listener: ln}, plainHTTPListener{ln}} {
 		client, err := net.Dial("tcp", ln.Addr().String())
 		if err != nil {
 			t.Fatal(err)

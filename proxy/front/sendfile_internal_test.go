@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,33 +13,6 @@ import (
 
 	"golang.org/x/sys/unix"
 )
-
-// tcpPair is a connected pair of loopback TCP connections.
-func tcpPair(t *testing.T) (server, client net.Conn) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	client, err = net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	server, err = ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = server.Close(); _ = client.Close() })
-	return server, client
-}
-
-// frontPair is tcpPair with the server's end a front connection.
-func frontPair(t *testing.T) (*frontConn, net.Conn) {
-	t.Helper()
-	server, client := tcpPair(t)
-	return &frontConn{TCPConn: server.(*net.TCPConn)}, client
-}
 
 // unsent is how many bytes conn's socket holds that it has not sent
 // (TCP_INFO's notsent_bytes).

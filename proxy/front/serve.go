@@ -117,7 +117,7 @@ func (r *run) build() error {
 	}
 	fs := e.fastServer()
 	r.servers = []serving{{
-		serve:    func() error { return fs.Serve(frontListener{r.ln}) },
+		serve:    func() error { return fs.Serve(frontListener{r.ln, &e.lingers}) },
 		shutdown: fs.ShutdownWithContext,
 		cut:      e.conns.closeAll,
 	}}
@@ -191,7 +191,7 @@ func (r *run) buildTLS(fs *fasthttp.Server) error {
 		go func() { _ = h2.ServeConn(tc) }()
 		return nil
 	})
-	tlsLn := frontListener{tls.NewListener(plainHTTPListener{r.ln}, st.TLS)}
+	tlsLn := frontListener{tls.NewListener(plainHTTPListener{r.ln}, st.TLS), &e.lingers}
 	r.servers[0].serve = func() error { return fs.Serve(tlsLn) }
 	// Shutting h2 down sends GOAWAY to the HTTP/2 connections, which
 	// then end once their streams are done.
