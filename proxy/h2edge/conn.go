@@ -801,8 +801,14 @@ func (c *conn) dispatchLocked(st *Stream) {
 	// the connection idles, its done channel and the map its first
 	// stream's context made in it (0.4 KB of each idle connection's
 	// heap). The connection ending cancels its streams all the same: it
-	// closes each (teardown, closeStreamLocked).
-	st.ctx, st.cancel = context.WithCancel(c.srv.baseContext())
+	// closes each (teardown, closeStreamLocked); the server's context
+	// ending cancels them through the server's watch (cancelStreams),
+	// which finds this one in c.streams, or, once it has run, here.
+	base := c.srv.baseContext()
+	st.ctx.parent = base
+	if err := base.Err(); err != nil {
+		st.ctx.cancel(err)
+	}
 	c.handlers++
 	c.srv.runners.run(st)
 }
@@ -814,7 +820,7 @@ func (c *conn) run(st *Stream) {
 
 func (c *conn) handlerDone(st *Stream) {
 	p := recover()
-	st.cancel()
+	st.ctx.cancel(context.Canceled)
 	c.mu.Lock()
 	c.handlers--
 	st.inHandler = false
@@ -861,8 +867,8 @@ func (c *conn) closeStreamLocked(st *Stream) {
 	// what is left of it.
 	c.closedWindow += max(0, c.initialWindow-st.sendWindow)
 	c.openClosedLocked(st)
-	if st.cancel != nil {
-		st.cancel()
+	if st.ctx.started() {
+		st.ctx.cancel(context.Canceled)
 	}
 	c.wakeIfQuietLocked()
 }

@@ -107,6 +107,9 @@ type Server struct {
 	closing  bool
 	drained  chan struct{} // closed when closing and no connection is left
 	shutdown bool          // Shutdown began: connections are told GOAWAY
+	// watching: the base context's end cancels the streams
+	// (cancelStreams); set by the first connection.
+	watching bool
 
 	runners runnerPool // the goroutines handlers and writes run on (runners.go)
 }
@@ -149,6 +152,10 @@ func (s *Server) track(c *conn) bool {
 	}
 	if s.conns == nil {
 		s.conns = map[*conn]struct{}{}
+	}
+	if !s.watching {
+		s.watching = true
+		context.AfterFunc(s.baseContext(), s.cancelStreams)
 	}
 	s.conns[c] = struct{}{}
 	s.runners.open()
@@ -221,6 +228,29 @@ func (s *Server) Close() error {
 		c.nc.Close()
 	}
 	return nil
+}
+
+// cancelStreams cancels, with the base context's error, the context of
+// every stream whose handler has started, once the base context has
+// ended. A stream dispatched after that is cancelled as it starts
+// (dispatchLocked); one closed before, as it closed.
+func (s *Server) cancelStreams() {
+	err := s.baseContext().Err()
+	s.mu.Lock()
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.mu.Lock()
+		for _, st := range c.streams {
+			if st.ctx.started() {
+				st.ctx.cancel(err)
+			}
+		}
+		c.mu.Unlock()
+	}
 }
 
 func (s *Server) maxStreams() uint32 {

@@ -29,11 +29,10 @@ type Stream struct {
 	// Peer is the client's address.
 	Peer netip.Addr
 
-	c      *conn
-	id     uint32
-	ctx    context.Context
-	cancel context.CancelFunc
-	block  *[]byte // the answer's header block, made by the handler
+	c     *conn
+	id    uint32
+	ctx   streamCtx // its handler's context, from dispatch (streamctx.go)
+	block *[]byte   // the answer's header block, made by the handler
 
 	// Under c.mu.
 	state      streamState
@@ -59,8 +58,8 @@ type Stream struct {
 }
 
 // Context is cancelled when the client resets the stream, the connection
-// ends, or the handler returns.
-func (st *Stream) Context() context.Context { return st.ctx }
+// ends, the handler returns, or the server's BaseContext ends.
+func (st *Stream) Context() context.Context { return &st.ctx }
 
 // ID is the stream's identifier on its connection.
 func (st *Stream) ID() uint32 { return st.id }
