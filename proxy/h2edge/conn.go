@@ -41,6 +41,9 @@ const (
 	// still reads (and drops) what the client sends, so that the client
 	// reads the GOAWAY rather than a TCP reset.
 	goAwayLinger = time.Second
+	// goAwayLingerBytes bounds what it reads meanwhile: at loopback
+	// speed a second is gigabytes, each decrypted under TLS.
+	goAwayLingerBytes = 1 << 20
 	// maxSettings is the most parameters a SETTINGS frame may carry, as
 	// x/net's server allows: there are seven, and each costs work.
 	maxSettings = 100
@@ -909,12 +912,13 @@ func (c *conn) wakeIfQuietLocked() {
 	}
 }
 
-// linger reads and drops what the client still sends, for a moment, so
-// that the GOAWAY just written reaches it before the connection closes.
+// linger reads and drops what the client still sends, for a moment (and
+// at most goAwayLingerBytes), so that the GOAWAY just written reaches it
+// before the connection closes.
 func (c *conn) linger() {
 	c.w.flushAndStop()
 	c.nc.SetReadDeadline(time.Now().Add(goAwayLinger))
-	_, _ = io.Copy(io.Discard, c.nc)
+	_, _ = io.CopyN(io.Discard, c.nc, goAwayLingerBytes)
 }
 
 // teardown ends the connection: streams' contexts are cancelled, what is

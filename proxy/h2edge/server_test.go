@@ -608,6 +608,28 @@ func TestConnectionErrors(t *testing.T) {
 	}
 }
 
+// After a connection error's GOAWAY the server reads what the client
+// still sends for a moment, so that the GOAWAY is read rather than lost
+// to a reset, but not without bound: a client that goes on sending is
+// cut off after 1 MiB, long before the linger's second.
+func TestLingerAfterGoAwayIsBounded(t *testing.T) {
+	addr := serve(t, &h2edge.Server{Handler: echo})
+	c := dialRaw(t, addr)
+	c.headers(2, true) // an even stream: a connection error
+	c.wantGoAway(http2.ErrCodeProtocol)
+	start := time.Now()
+	junk := make([]byte, 64<<10)
+	for time.Since(start) < 5*time.Second {
+		if _, err := c.nc.Write(junk); err != nil {
+			if waited := time.Since(start); waited > 900*time.Millisecond {
+				t.Errorf("the server read for %v after its GOAWAY", waited)
+			}
+			return
+		}
+	}
+	t.Fatal("the server still read after 5 s")
+}
+
 // An idle connection is closed after IdleTimeout, with GOAWAY.
 func TestIdleTimeout(t *testing.T) {
 	addr := serve(t, &h2edge.Server{Handler: echo, IdleTimeout: 100 * time.Millisecond})
