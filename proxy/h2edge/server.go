@@ -195,10 +195,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			close(s.drained)
 		}
 	}
-	conns := make([]*conn, 0, len(s.conns))
-	for c := range s.conns {
-		conns = append(conns, c)
-	}
+	conns := s.connsLocked()
 	drained := s.drained
 	s.mu.Unlock()
 
@@ -219,10 +216,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 func (s *Server) Close() error {
 	s.mu.Lock()
 	s.closing = true
-	conns := make([]*conn, 0, len(s.conns))
-	for c := range s.conns {
-		conns = append(conns, c)
-	}
+	conns := s.connsLocked()
 	s.mu.Unlock()
 	for _, c := range conns {
 		c.nc.Close()
@@ -237,10 +231,7 @@ func (s *Server) Close() error {
 func (s *Server) cancelStreams() {
 	err := s.baseContext().Err()
 	s.mu.Lock()
-	conns := make([]*conn, 0, len(s.conns))
-	for c := range s.conns {
-		conns = append(conns, c)
-	}
+	conns := s.connsLocked()
 	s.mu.Unlock()
 	for _, c := range conns {
 		c.mu.Lock()
@@ -251,6 +242,15 @@ func (s *Server) cancelStreams() {
 		}
 		c.mu.Unlock()
 	}
+}
+
+// connsLocked lists the connections, for work done on each outside s.mu.
+func (s *Server) connsLocked() []*conn {
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	return conns
 }
 
 func (s *Server) maxStreams() uint32 {
