@@ -169,7 +169,7 @@ func (c *frontConn) Read(p []byte) (int, error) {
 }
 
 func (c *frontConn) Close() error {
-	c.linger.closeAfter(c.TCPConn, c.TCPConn.CloseWrite)
+	c.linger.closeAfter(c.TCPConn)
 	err := c.TCPConn.Close()
 	c.slot.release()
 	return err
@@ -199,7 +199,7 @@ func (c *frontTLSConn) Close() error {
 	if c.handedOff.Load() {
 		return nil
 	}
-	c.linger.closeAfter(c.Conn, func() error { return closeWriteTLS(c.Conn) })
+	c.linger.closeAfter(c.Conn)
 	return c.Conn.Close()
 }
 

@@ -82,12 +82,12 @@ type linger struct {
 // until EOF, lingerTime or lingerBytes. A Close from another goroutine
 // meanwhile (the drain's cut) is not held up: wanted is taken here, so
 // that Close closes at once, and the read here fails.
-func (l *linger) closeAfter(c net.Conn, closeWrite func() error) {
+func (l *linger) closeAfter(c net.Conn) {
 	if !l.wanted.CompareAndSwap(true, false) {
 		return
 	}
 	end := lingerError
-	if closeWrite() == nil && c.SetReadDeadline(time.Now().Add(lingerTime)) == nil {
+	if closeWrite(c) == nil && c.SetReadDeadline(time.Now().Add(lingerTime)) == nil {
 		n, err := io.CopyN(io.Discard, c, lingerBytes)
 		switch {
 		case n == lingerBytes:
@@ -114,14 +114,22 @@ func lingerOnClose(c net.Conn) {
 	}
 }
 
-// closeWriteTLS ends c's sending side: TLS's close_notify, then the
-// TCP FIN under it.
-func closeWriteTLS(c *tls.Conn) error {
-	if err := c.CloseWrite(); err != nil {
-		return err
+// closeWrite ends c's sending side: the TCP FIN; under TLS, TLS's
+// close_notify, then the FIN of the connection under it, where it has
+// one (close_notify alone says the answer has ended).
+func closeWrite(c net.Conn) error {
+	tc, isTLS := c.(*tls.Conn)
+	if isTLS {
+		if err := tc.CloseWrite(); err != nil {
+			return err
+		}
+		c = tc.NetConn()
 	}
-	if tc, ok := c.NetConn().(interface{ CloseWrite() error }); ok {
-		return tc.CloseWrite()
+	switch cw, ok := c.(interface{ CloseWrite() error }); {
+	case ok:
+		return cw.CloseWrite()
+	case isTLS:
+		return nil
 	}
-	return nil
+	return errors.ErrUnsupported
 }
