@@ -187,24 +187,7 @@ func contractHeaderNames(t *testing.T) map[string]string {
 func TestRefusedRequestLingers(t *testing.T) {
 	e := newEdge(t)
 	lingered := func() float64 {
-		mfs, err := e.srv.Registry().Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, mf := range mfs {
-			if mf.GetName() != "tradergate_client_lingering_closes_total" {
-				continue
-			}
-			for _, m := range mf.GetMetric() {
-				for _, l := range m.GetLabel() {
-					if l.GetName() == "end" && l.GetValue() == "client_closed" {
-						return m.GetCounter().GetValue()
-					}
-				}
-			}
-		}
-		t.Fatal("no tradergate_client_lingering_closes_total{end=\"client_closed\"}")
-		return 0
+		return seriesValue(t, e.srv.Registry(), "tradergate_client_lingering_closes_total", "end", "client_closed")
 	}
 	before := lingered()
 	c, err := net.Dial("tcp", e.addr)

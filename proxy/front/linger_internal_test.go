@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"tradergate/internal/testkit/selfsigned"
+	"tradergate/internal/testkit"
 )
 
 // lingerPair is frontPair with a lingering close asked of the server's
@@ -129,10 +129,7 @@ func TestLingeringCloseEnds(t *testing.T) {
 // Over TLS the lingering close sends close_notify and the TCP FIN, then
 // reads the client's records until it closes.
 func TestLingeringCloseTLS(t *testing.T) {
-	pair, err := selfsigned.New("linger", time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
+	pair := testkit.SelfSigned(t, "linger", time.Now().Add(time.Hour))
 	cert, err := tls.X509KeyPair(pair.CertPEM, pair.KeyPEM)
 	if err != nil {
 		t.Fatal(err)
