@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"tradergate/internal/testkit"
 )
 
 // On a loopback TCP connection the kernel reports, with each read, when
@@ -17,7 +19,7 @@ import (
 // write), before the read began.
 func TestStampedConnReportsTheWritesTime(t *testing.T) {
 	holdRxTimestamps(t)
-	client, server := tcpPair(t)
+	client, server := testkit.TCPPair(t)
 	c, err := stampArrivals(client)
 	if err != nil {
 		t.Fatalf("enabling receive timestamps: %v", err)
@@ -165,7 +167,7 @@ func subscriberArrival(t *testing.T) (unstamped int64) {
 // come without a timestamp.
 func holdRxTimestamps(t *testing.T) {
 	t.Helper()
-	client, server := tcpPair(t)
+	client, server := testkit.TCPPair(t)
 	c, err := stampArrivals(client)
 	if err != nil {
 		t.Fatalf("enabling receive timestamps: %v", err)
@@ -184,26 +186,4 @@ func holdRxTimestamps(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatal("no kernel receive timestamp on a loopback TCP connection in 200 reads")
-}
-
-// tcpPair is a loopback TCP connection's two ends, closed when the test
-// ends.
-func tcpPair(t *testing.T) (client, server net.Conn) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	client, err = net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
-	server, err = ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { server.Close() })
-	return client, server
 }

@@ -61,3 +61,26 @@ var FasthttpGoroutines = []goleak.Option{
 var ToxiproxyGoroutines = []goleak.Option{
 	goleak.IgnoreTopFunction("github.com/Shopify/toxiproxy/v2/toxics.(*NoopToxic).Pipe"),
 }
+
+// TCPPair returns the two ends of a loopback TCP connection, both closed
+// when the test ends: for tests of code that works on a socket itself
+// (raw reads and writes, socket options, lingering closes).
+func TCPPair(tb testing.TB) (client, server net.Conn) {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer ln.Close()
+	client, err = net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = client.Close() })
+	server, err = ln.Accept()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = server.Close() })
+	return client, server
+}

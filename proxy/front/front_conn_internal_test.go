@@ -4,6 +4,8 @@ import (
 	"net"
 	"strings"
 	"testing"
+
+	"tradergate/internal/testkit"
 )
 
 // A bare LF is found wherever the reads split the bytes, and a CRLF split
@@ -66,29 +68,9 @@ func TestLFScanRequestLine(t *testing.T) {
 	}
 }
 
-// tcpPair is a connected pair of loopback TCP connections.
-func tcpPair(t *testing.T) (server, client net.Conn) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	client, err = net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	server, err = ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = server.Close(); _ = client.Close() })
-	return server, client
-}
-
-// frontPair is tcpPair with the server's end a front connection.
+// frontPair is testkit.TCPPair with the server's end a front connection.
 func frontPair(t *testing.T) (*frontConn, net.Conn) {
 	t.Helper()
-	server, client := tcpPair(t)
+	client, server := testkit.TCPPair(t)
 	return &frontConn{TCPConn: server.(*net.TCPConn)}, client
 }

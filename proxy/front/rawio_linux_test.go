@@ -8,6 +8,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"tradergate/internal/testkit"
 )
 
 // The raw calls read and write as net.Conn does: what was sent, all of a
@@ -15,7 +17,7 @@ import (
 // at the peer's close, a timeout at the deadline and net.ErrClosed once
 // closed, each error a *net.OpError as net.Conn's are.
 func TestRawIOIsNetConnsReadAndWrite(t *testing.T) {
-	server, client := tcpPair(t)
+	client, server := testkit.TCPPair(t)
 	raw := newRawIO(server)
 	if raw == nil {
 		t.Fatal("no raw I/O on a TCP connection")
@@ -60,7 +62,7 @@ func TestRawIOIsNetConnsReadAndWrite(t *testing.T) {
 	// new pair whose buffers are fixed small: the pair above grew its
 	// receive buffer as it read, and where the kernel lets it grow to
 	// 32 MiB (net.ipv4.tcp_rmem) it would take all of big.
-	server, client = tcpPair(t)
+	client, server = testkit.TCPPair(t)
 	if err := client.(*net.TCPConn).SetReadBuffer(64 << 10); err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +77,7 @@ func TestRawIOIsNetConnsReadAndWrite(t *testing.T) {
 
 	// The peer's close is io.EOF, once what it sent is read (on a new
 	// pair: the client above closes with unread bytes, which is a reset).
-	server, client = tcpPair(t)
+	client, server = testkit.TCPPair(t)
 	raw = newRawIO(server)
 	if _, err := client.Write([]byte("x")); err != nil {
 		t.Fatal(err)
@@ -101,7 +103,7 @@ func TestRawIOIsNetConnsReadAndWrite(t *testing.T) {
 // A write to a peer gone away fails with the system's error (EPIPE or
 // ECONNRESET) rather than hanging or reporting success.
 func TestRawIOWriteToAClosedPeerFails(t *testing.T) {
-	server, client := tcpPair(t)
+	client, server := testkit.TCPPair(t)
 	raw := newRawIO(server)
 	client.(*net.TCPConn).SetLinger(0)
 	client.Close() // an RST
@@ -118,7 +120,7 @@ func TestRawIOWriteToAClosedPeerFails(t *testing.T) {
 
 // A read or write through the raw calls allocates nothing.
 func TestRawIOAllocatesNothing(t *testing.T) {
-	server, client := tcpPair(t)
+	client, server := testkit.TCPPair(t)
 	raw := newRawIO(server)
 	buf := make([]byte, 64)
 	msg := []byte("ping")
@@ -179,7 +181,7 @@ func TestFrontConnectionsUseRawIO(t *testing.T) {
 // Writes at once from several goroutines, as net.Conn allows, each arrive
 // whole.
 func TestRawIOWritesAtOnce(t *testing.T) {
-	server, client := tcpPair(t)
+	client, server := testkit.TCPPair(t)
 	raw := newRawIO(server)
 	const writers, each = 8, 200
 	msg := bytes.Repeat([]byte("w"), 1000)
