@@ -29,7 +29,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"tradergate/cache"
@@ -181,11 +180,7 @@ func (s *Server) build(cfg *config.Config, opt Options) error {
 	if s.trace != nil {
 		copt.Tracer = s.trace.Tracer
 		uopt.Tracer = s.trace.Tracer
-		uopt.Transport = func(rt http.RoundTripper) http.RoundTripper {
-			// traceparent goes to the legacy host with every call.
-			return otelhttp.NewTransport(rt, otelhttp.WithTracerProvider(s.trace.Provider()),
-				otelhttp.WithPropagators(s.trace.Propagator))
-		}
+		uopt.Propagator = s.trace.Propagator // traceparent goes to the legacy host with every call
 	}
 	if s.fleet != nil {
 		// The shared tier: one fetch per page across the fleet, waiters

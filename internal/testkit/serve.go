@@ -44,11 +44,14 @@ func Serve(tb testing.TB, srv Server) (addr string, stop context.CancelFunc, wai
 // FasthttpGoroutines are goleak options for fasthttp's own goroutines, for
 // the TestMain of a package whose tests Serve an edge: the Date header's
 // once-a-second updater, started once per process and never stopped (by
-// design), and a stopped server's worker-pool cleaner, which returns when
-// its sleep of MaxIdleWorkerDuration ends.
+// design), a stopped server's worker-pool cleaner, which returns when its
+// sleep of MaxIdleWorkerDuration ends, and a closed legacy client's
+// connection cleaner, which returns when its sleep of MaxIdleConnDuration
+// ends with no connection left (HostClient has no Close).
 var FasthttpGoroutines = []goleak.Option{
 	goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"),
 	goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*workerPool).Start.func2"),
+	goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*HostClient).connsCleaner"),
 }
 
 // ToxiproxyGoroutines are goleak options for toxiproxy's own goroutines,

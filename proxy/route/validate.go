@@ -183,15 +183,16 @@ func (r *Request) UpstreamPath() string {
 	return before + param + after
 }
 
-// UpstreamURL is base, then the legacy path and the query of the request
-// (UpstreamPath, RawQuery): the URL the legacy call asks for, in one
-// allocation.
-func (r *Request) UpstreamURL(base string) string {
+// AppendUpstreamURL appends base, then the legacy path and the query of
+// the request (UpstreamPath, RawQuery), to dst: the URL the legacy call
+// asks for, written into the caller's buffer.
+func (r *Request) AppendUpstreamURL(dst []byte, base string) []byte {
 	before, param, after := r.upstreamPath()
+	dst = append(append(append(append(dst, base...), before...), param...), after...)
 	if r.RawQuery == "" {
-		return base + before + param + after
+		return dst
 	}
-	return base + before + param + after + "?" + r.RawQuery
+	return append(append(dst, '?'), r.RawQuery...)
 }
 
 // upstreamPath is the legacy path in its parts: the route's legacy path

@@ -264,20 +264,20 @@ func TestRequestUpstreamPath(t *testing.T) {
 	if got, want := req.UpstreamPath(), "/v1/trader/"+addr+"/activity"; got != want {
 		t.Errorf("UpstreamPath = %q, want %q", got, want)
 	}
-	if got, want := req.UpstreamURL("http://legacy/api"), "http://legacy/api/v1/trader/"+addr+"/activity?limit=20"; got != want {
-		t.Errorf("UpstreamURL = %q, want %q", got, want)
+	if got, want := string(req.AppendUpstreamURL([]byte("x"), "http://legacy/api"))[1:], "http://legacy/api/v1/trader/"+addr+"/activity?limit=20"; got != want {
+		t.Errorf("AppendUpstreamURL = %q, want %q", got, want)
 	}
 	req, _ = routeByName(t, OrderBookEvents).Validate("", "marketId=1")
 	if got := req.UpstreamPath(); got != "/v1/orderbook/events" {
 		t.Errorf("UpstreamPath = %q", got)
 	}
-	if got, want := req.UpstreamURL("http://legacy/api"), "http://legacy/api/v1/orderbook/events?"+req.RawQuery; got != want || req.RawQuery == "" {
-		t.Errorf("UpstreamURL = %q, want %q", got, want)
+	if got, want := string(req.AppendUpstreamURL([]byte("x"), "http://legacy/api"))[1:], "http://legacy/api/v1/orderbook/events?"+req.RawQuery; got != want || req.RawQuery == "" {
+		t.Errorf("AppendUpstreamURL = %q, want %q", got, want)
 	}
 	// No query: no "?".
 	req, _ = routeByName(t, tx).Validate(hash, "")
-	if got, want := req.UpstreamURL("http://legacy/api"), "http://legacy/api/v1/tx/"+hash; got != want {
-		t.Errorf("UpstreamURL = %q, want %q", got, want)
+	if got, want := string(req.AppendUpstreamURL([]byte("x"), "http://legacy/api"))[1:], "http://legacy/api/v1/tx/"+hash; got != want {
+		t.Errorf("AppendUpstreamURL = %q, want %q", got, want)
 	}
 }
 

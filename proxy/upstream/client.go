@@ -15,15 +15,19 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
+	"net/url"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/klauspost/compress/gzip"
+	"github.com/valyala/fasthttp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"tradergate/internal/poison"
 	"tradergate/normalize"
@@ -39,17 +43,27 @@ type Page struct {
 
 // legacyHost calls the legacy host with the edge's own credential and
 // rewrites its answers. A client's key is never forwarded
-// (docs/ARCHITECTURE.md "Auth before cache").
+// (docs/ARCHITECTURE.md "Auth before cache"). Its calls go over HTTP/1.1
+// on fasthttp's connection pool (wire.go).
 type legacyHost struct {
-	base    string
-	auth    []string // {"Bearer <edge key>"}, shared by every request's header
-	client  *http.Client
-	maxBody int64
-	shift   bool
-	gzip    bool      // ask for gzip (upstream.compression)
-	bufs    sync.Pool // *bodyBuf, upstream bodies
-	outs    sync.Pool // *[]byte, rewrite scratch
-	zrs     sync.Pool // *gzip.Reader
+	host    string // the Host field: base_url's host[:port]
+	prefix  string // base_url's path (/open-api), before each route's
+	auth    string // "Bearer <edge key>"
+	pool    *fasthttp.HostClient
+	maxIdle int // upstream.max_idle_conns: idle connections kept
+	// headerTimeout bounds the wait for the answer's header after the
+	// request is sent (upstream.response_header_timeout).
+	headerTimeout time.Duration
+	maxBody       int64
+	shift         bool
+	gzip          bool      // ask for gzip (upstream.compression)
+	exchanges     sync.Pool // *exchange
+	zrs           sync.Pool // *gzip.Reader
+	outs          sync.Pool // *[]byte, rewrite scratch
+	// tracer and propagator, when set: a client span per call, and its
+	// traceparent to the legacy host.
+	tracer     trace.Tracer
+	propagator propagation.TextMapPropagator
 	// holdUntil (Unix ns) is when a 429 from the legacy host stops holding
 	// every call back: the whole edge shares one legacy credential, so its
 	// Retry-After applies to all of it.
@@ -59,42 +73,25 @@ type legacyHost struct {
 // maxHold caps how long a legacy 429's Retry-After holds calls back.
 const maxHold = time.Minute
 
-func newLegacyHost(c Config, wrap func(http.RoundTripper) http.RoundTripper) *legacyHost {
-	tr := &http.Transport{
-		Proxy: http.ProxyFromEnvironment,
-		DialContext: (&net.Dialer{
-			Timeout:   c.DialTimeout,
-			KeepAlive: 30 * time.Second,
-		}).DialContext,
-		TLSHandshakeTimeout:   c.TLSHandshakeTimeout,
-		ResponseHeaderTimeout: c.ResponseHeaderTimeout,
-		MaxIdleConns:          c.MaxIdleConns,
-		MaxIdleConnsPerHost:   c.MaxIdleConns,
-		IdleConnTimeout:       90 * time.Second,
-		ForceAttemptHTTP2:     true,
-		// The edge asks for gzip itself and inflates with klauspost's
-		// reader, faster than the transport's compress/gzip.
-		DisableCompression: true,
+func newLegacyHost(c Config, opt Options) *legacyHost {
+	bu, _ := url.Parse(c.BaseURL) // Config.Validate checked it
+	u := &legacyHost{
+		host:          bu.Host,
+		prefix:        bu.EscapedPath(),
+		auth:          "Bearer " + c.Key,
+		maxIdle:       c.MaxIdleConns,
+		headerTimeout: c.ResponseHeaderTimeout,
+		maxBody:       c.MaxBodyBytes,
+		shift:         c.PriceScale == PriceScaleCents,
+		gzip:          c.Compression != compressionNone,
+		tracer:        opt.Tracer,
+		propagator:    opt.Propagator,
 	}
-	var rt http.RoundTripper = tr
-	if wrap != nil {
-		rt = wrap(tr)
-	}
-	return &legacyHost{
-		base:    c.BaseURL,
-		auth:    []string{"Bearer " + c.Key},
-		client:  &http.Client{Transport: rt, CheckRedirect: noRedirects},
-		maxBody: c.MaxBodyBytes,
-		shift:   c.PriceScale == PriceScaleCents,
-		gzip:    c.Compression != compressionNone,
-	}
+	u.pool = newPool(c, bu, nil)
+	return u
 }
 
-// noRedirects: a redirect from the legacy host is an answer to report, not
-// to follow with the edge's credential to wherever it points.
-func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-
-func (u *legacyHost) close() { u.client.CloseIdleConnections() }
+func (u *legacyHost) close() { u.pool.CloseIdleConnections() }
 
 // held refuses a call while a legacy 429's Retry-After lasts: calling
 // again would only earn another 429.
@@ -131,102 +128,102 @@ func (u *legacyHost) fetch(ctx context.Context, req *route.Request, requestID st
 }
 
 // call sends the request, reads the answer and rewrites it.
-func (u *legacyHost) call(ctx context.Context, req *route.Request, requestID string) (*Page, outcome, error) {
-	hr, err := u.request(ctx, req, requestID)
+func (u *legacyHost) call(ctx context.Context, req *route.Request, requestID string) (_ *Page, out outcome, err error) {
+	x := u.getExchange()
+	defer u.putExchange(x)
+	if u.tracer != nil {
+		var span trace.Span
+		ctx, span = u.tracer.Start(ctx, "GET", trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+			attribute.String("http.request.method", http.MethodGet), attribute.String("server.address", u.host)))
+		defer func() {
+			if out.status != 0 {
+				span.SetAttributes(attribute.Int("http.response.status_code", out.status))
+			}
+			if err != nil {
+				span.SetStatus(codes.Error, err.Error())
+			}
+			span.End()
+		}()
+	}
+	u.request(ctx, x, req, requestID)
+	if answered, err := u.roundTrip(ctx, x); err != nil {
+		reason := Unreachable
+		if answered {
+			// The answer broke off midway (a reset, a truncated body).
+			reason = Failed
+		}
+		if errors.Is(err, fasthttp.ErrBodyTooLarge) {
+			return nil, outcome{status: x.resp.StatusCode()}, fail(TooLarge, errors.New("body over upstream.max_body_bytes"))
+		}
+		out, err := transportError(ctx, err, reason)
+		if answered {
+			out.status = x.resp.StatusCode()
+		}
+		return nil, out, err
+	}
+	status := x.resp.StatusCode()
+	body, err := u.read(x)
 	if err != nil {
-		return nil, outcome{}, fail(Unreachable, err)
+		return nil, outcome{status: status}, err
 	}
-	resp, err := u.client.Do(hr)
-	if err != nil {
-		out, err := transportError(ctx, err, Unreachable)
+	if status != http.StatusOK {
+		out, err := statusError(status, string(x.resp.Header.Peek("Retry-After")), body)
 		return nil, out, err
 	}
-	defer resp.Body.Close()
-	buf := u.getBuf()
-	defer u.putBuf(buf)
-	if out, err := u.read(ctx, resp, buf); err != nil {
-		return nil, out, err
-	}
-	body := buf.Bytes()
-	if resp.StatusCode != http.StatusOK {
-		out, err := statusError(resp, body)
-		return nil, out, err
-	}
-	return u.rewrite(req, resp.StatusCode, body)
+	return u.rewrite(req, status, body)
 }
 
-// The values of the request header fields every call sends alike: the
-// header maps share them, since client.Do copies a request's header
-// before anything could write to it.
-var (
-	acceptJSON = []string{"application/json"}
-	acceptGzip = []string{"gzip"}
-	userAgent  = []string{"tradergate"}
-)
-
-// request is the GET of req, with the edge's own credential.
-func (u *legacyHost) request(ctx context.Context, req *route.Request, requestID string) (*http.Request, error) {
-	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, req.UpstreamURL(u.base), nil)
-	if err != nil {
-		return nil, err
-	}
-	// One map of the fields at once, in canonical form, rather than a
-	// Set (and a slice) per field.
-	hr.Header = http.Header{
-		"Authorization": u.auth,
-		"Accept":        acceptJSON,
-		"User-Agent":    userAgent,
-		"X-Request-Id":  {requestID},
-	}
+// request fills x's request: the GET of req, with the edge's own
+// credential, and the trace's traceparent when tracing is on.
+func (u *legacyHost) request(ctx context.Context, x *exchange, req *route.Request, requestID string) {
+	h := &x.req.Header
+	x.target = req.AppendUpstreamURL(x.target[:0], u.prefix)
+	h.SetRequestURIBytes(x.target)
+	h.SetHost(u.host)
+	h.Set("Authorization", u.auth)
+	h.Set("Accept", "application/json")
+	h.Set("User-Agent", "tradergate")
+	h.Set("X-Request-Id", requestID)
 	if u.gzip {
-		hr.Header["Accept-Encoding"] = acceptGzip // pages travel compressed
+		h.Set("Accept-Encoding", "gzip") // pages travel compressed
 	}
-	return hr, nil
+	if u.propagator != nil {
+		u.propagator.Inject(ctx, headerCarrier{h})
+	}
 }
 
-// bodyBuf is a pooled buffer of an upstream body, with the reader that
-// caps what goes into it: pooled with the buffer, the cap costs a call no
-// allocation.
-type bodyBuf struct {
-	bytes.Buffer
-	limit io.LimitedReader
-}
-
-// read reads the body of resp into buf, inflated, up to
-// upstream.max_body_bytes.
-func (u *legacyHost) read(ctx context.Context, resp *http.Response, buf *bodyBuf) (outcome, error) {
-	answered := outcome{status: resp.StatusCode}
-	var src io.Reader = resp.Body
-	switch enc := resp.Header.Get("Content-Encoding"); {
-	case enc == "" || strings.EqualFold(enc, "identity"):
-	case strings.EqualFold(enc, "gzip"):
+// read returns the body of x's answer, inflated, up to
+// upstream.max_body_bytes. It is x's memory: valid until x goes back.
+func (u *legacyHost) read(x *exchange) ([]byte, error) {
+	raw := x.resp.Body()
+	switch enc := x.resp.Header.ContentEncoding(); {
+	case len(enc) == 0 || bytes.EqualFold(enc, []byte("identity")):
+		return raw, nil
+	case bytes.EqualFold(enc, []byte("gzip")):
 		// Inflated even when not asked for (upstream.compression: none):
 		// a host may send gzip regardless, and the page is still good.
-		zr, err := u.gunzip(resp.Body)
-		if err != nil {
-			out, err := transportError(ctx, err, Invalid)
-			out.status = resp.StatusCode
-			return out, err
-		}
-		defer u.zrs.Put(zr)
-		src = zr
 	default:
-		return answered, fail(Invalid, errors.New("upstream Content-Encoding "+enc+" was not asked for"))
+		return nil, fail(Invalid, errors.New("upstream Content-Encoding "+string(enc)+" was not asked for"))
 	}
-	// The cap applies to the inflated body: a small gzip bomb stays small.
-	buf.limit = io.LimitedReader{R: src, N: u.maxBody + 1}
-	_, err := buf.ReadFrom(&buf.limit)
-	buf.limit.R = nil // the pool keeps no answer's reader
+	x.raw.Reset(raw)
+	zr, err := u.gunzip(&x.raw)
 	if err != nil {
-		// The answer broke off midway (a reset, a truncated body).
-		out, err := transportError(ctx, err, Failed)
-		out.status = resp.StatusCode
-		return out, err
+		return nil, fail(Invalid, err)
 	}
-	if int64(buf.Len()) > u.maxBody {
-		return answered, fail(TooLarge, errors.New("body over upstream.max_body_bytes"))
+	defer u.zrs.Put(zr)
+	// The cap applies to the inflated body too: a small gzip bomb stays
+	// small.
+	x.limit = io.LimitedReader{R: zr, N: u.maxBody + 1}
+	_, err = x.inflated.ReadFrom(&x.limit)
+	x.limit.R = nil // the pool keeps no answer's reader
+	if err != nil {
+		// The body was all read: a corrupt or cut gzip stream.
+		return nil, fail(Invalid, err)
 	}
-	return answered, nil
+	if int64(x.inflated.Len()) > u.maxBody {
+		return nil, fail(TooLarge, errors.New("body over upstream.max_body_bytes"))
+	}
+	return x.inflated.Bytes(), nil
 }
 
 // rewrite turns a 200's body into the page: variant A, or the legacy
@@ -292,20 +289,30 @@ func (u *legacyHost) putOut(b *[]byte) {
 	}
 }
 
-// putBuf gives a body buffer back, poisoned under the poison tag: no page
-// may keep a slice of it.
-func (u *legacyHost) putBuf(b *bodyBuf) {
-	if poison.On {
-		p := b.Bytes()[:0]
-		poison.Fill(p[:cap(p)])
+// getExchange returns a pooled exchange, ready for a call.
+func (u *legacyHost) getExchange() *exchange {
+	if x, ok := u.exchanges.Get().(*exchange); ok {
+		return x
 	}
-	u.bufs.Put(b)
+	return new(exchange)
 }
 
-func (u *legacyHost) getBuf() *bodyBuf {
-	if b, ok := u.bufs.Get().(*bodyBuf); ok {
-		b.Reset()
-		return b
+// putExchange gives x back, its request and answer reset, poisoned under
+// the poison tag: no page may keep a slice of the answer's body or of the
+// inflated one. An inflated buffer grown past maxPooledOut is dropped.
+func (u *legacyHost) putExchange(x *exchange) {
+	if poison.On {
+		b := x.resp.Body()
+		poison.Fill(b[:cap(b)])
+		p := x.inflated.Bytes()[:0]
+		poison.Fill(p[:cap(p)])
 	}
-	return new(bodyBuf)
+	x.req.Reset()
+	x.resp.Reset()
+	x.raw.Reset(nil)
+	if x.inflated.Cap() > maxPooledOut {
+		x.inflated = bytes.Buffer{}
+	}
+	x.inflated.Reset()
+	u.exchanges.Put(x)
 }

@@ -3,7 +3,6 @@ package upstream
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"strconv"
 	"time"
@@ -59,23 +58,29 @@ func transportError(ctx context.Context, err error, r Reason) (outcome, error) {
 	return outcome{connFailed: true}, fail(r, err)
 }
 
+// isTimeout: err says it is a timeout, as net.Error's do and fasthttp's
+// ErrTimeout (which has no Temporary, so is no net.Error).
 func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
+	te, ok := errors.AsType[interface {
+		error
+		Timeout() bool
+	}](err)
+	return ok && te.Timeout()
 }
 
-// statusError maps a non-200 legacy answer.
-func statusError(resp *http.Response, body []byte) (outcome, error) {
-	out := outcome{status: resp.StatusCode, retryAfter: parseRetryAfter(resp.Header.Get("Retry-After"))}
+// statusError maps a non-200 legacy answer: its status, its Retry-After
+// field and its body.
+func statusError(status int, retryAfter string, body []byte) (outcome, error) {
+	out := outcome{status: status, retryAfter: parseRetryAfter(retryAfter)}
 	_, msg, ok := normalize.Failure(body)
-	if !ok && resp.StatusCode < 500 && resp.StatusCode != http.StatusTooManyRequests {
+	if !ok && status < 500 && status != http.StatusTooManyRequests {
 		// A 4xx without a variant B body is not the legacy API talking
 		// (a wrong base_url, a proxy in between): the client's request is
 		// not at fault.
-		return out, fail(Invalid, errors.New("upstream "+resp.Status+" without an envelope"))
+		return out, fail(Invalid, errors.New("upstream "+strconv.Itoa(status)+" "+http.StatusText(status)+" without an envelope"))
 	}
-	err := mapStatus(resp.StatusCode, msg, out.retryAfter)
-	out.asked429 = resp.StatusCode == http.StatusTooManyRequests
+	err := mapStatus(status, msg, out.retryAfter)
+	out.asked429 = status == http.StatusTooManyRequests
 	return out, err
 }
 

@@ -3,13 +3,13 @@ package upstream
 import (
 	"context"
 	"log/slog"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/sony/gobreaker/v2"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"tradergate/limits"
@@ -31,9 +31,9 @@ type Options struct {
 	// Tracer, when set, records a span per Fetch (its attempts and waits)
 	// under the span in the caller's context; nil: none.
 	Tracer trace.Tracer
-	// Transport, when set, wraps the HTTP transport to the legacy host
-	// (tracing's, which sends traceparent); nil: the transport as is.
-	Transport func(http.RoundTripper) http.RoundTripper
+	// Propagator, when set, writes the trace's context (traceparent) into
+	// every legacy call's header; nil: none is sent.
+	Propagator propagation.TextMapPropagator
 }
 
 // Client fetches pages from the legacy host. It is safe for concurrent use.
@@ -59,7 +59,7 @@ func New(cfg Config, routes []*route.Route, opt Options) *Client {
 	}
 	c := &Client{
 		cfg:    cfg,
-		host:   newLegacyHost(cfg, opt.Transport),
+		host:   newLegacyHost(cfg, opt),
 		shield: limits.NewShield(cfg.ShieldConfig),
 		budget: newRetryBudget(cfg.Retry),
 		routes: routes,

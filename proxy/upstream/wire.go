@@ -1,0 +1,210 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"io"
+	"math"
+	"net"
+	"net/url"
+	"time"
+
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttpproxy"
+)
+
+// The legacy call on the wire: HTTP/1.1 over fasthttp's connection pool
+// (HostClient), one request and one answer per connection at a time.
+// fasthttp's client costs about half the CPU of net/http's per call and
+// starts no goroutine per connection (docs/BENCHMARKS.md, "The miss again,
+// nginx's cache on tmpfs"). Its Do cannot be cancelled, and a call must
+// end when its context does (the route's breaker opening mid-call, the
+// edge shutting down), so the exchange is written here on the pool's
+// public parts (AcquireConn, ReleaseConn, CloseConn): a context that ends
+// moves the connection's deadline into the past, which ends any read or
+// write under way at once.
+
+// exchange is one call's request and answer, pooled with the buffers
+// that go with them.
+type exchange struct {
+	req      fasthttp.Request
+	resp     fasthttp.Response
+	target   []byte       // the request target (path and query)
+	raw      bytes.Reader // the answer's body, for the gzip reader
+	limit    io.LimitedReader
+	inflated bytes.Buffer // the body inflated
+}
+
+// staleTries bounds the calls a request makes on kept connections the
+// legacy host had closed while idle before it is given a new one.
+const staleTries = 3
+
+// idleConnTimeout is how long a kept connection may wait for its next call.
+const idleConnTimeout = 90 * time.Second
+
+// newPool is the connection pool to the legacy host at base: dialled
+// directly or through the proxy HTTP_PROXY, HTTPS_PROXY and NO_PROXY name
+// (CONNECT, or SOCKS5), with TLS of its own for an https base, checked
+// against roots (nil: the system's).
+func newPool(c Config, base *url.URL, roots *x509.CertPool) *fasthttp.HostClient {
+	isTLS := base.Scheme == "https"
+	d := &fasthttpproxy.Dialer{Timeout: c.DialTimeout, ConnectTimeout: c.DialTimeout, DialDualStack: true,
+		// Go's resolver on each dial, as net/http's: fasthttp's DNS cache
+		// would start a goroutine that outlives the client by minutes.
+		TCPDialer: fasthttp.TCPDialer{DisableDNSResolution: true}}
+	viaEnv, envErr := d.GetDialFuncForTLS(true, isTLS)
+	dial := func(addr string) (net.Conn, error) {
+		if envErr != nil {
+			// An unreadable proxy variable: every call fails, saying so.
+			return nil, envErr
+		}
+		conn, err := viaEnv(addr)
+		if err != nil || !isTLS {
+			return conn, err
+		}
+		return handshake(conn, &tls.Config{ServerName: base.Hostname(), RootCAs: roots, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}, c.TLSHandshakeTimeout)
+	}
+	return &fasthttp.HostClient{
+		Addr: fasthttp.AddMissingPort(base.Host, isTLS),
+		// TLS is the dial's own (handshake), so that its timeout is
+		// upstream.tls_handshake_timeout; the pool sees a *tls.Conn.
+		Dial: dial,
+		// The shield bounds the calls at once (upstream.max_concurrent);
+		// the pool does not refuse any the shield lets through.
+		MaxConns:            math.MaxInt32,
+		MaxIdleConnDuration: idleConnTimeout,
+	}
+}
+
+// handshake runs the TLS handshake of cfg with the legacy host over conn
+// within timeout.
+func handshake(conn net.Conn, cfg *tls.Config, timeout time.Duration) (net.Conn, error) {
+	tc := tls.Client(conn, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := tc.HandshakeContext(ctx); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return tc, nil
+}
+
+// roundTrip sends x's request and reads its answer, on a kept connection
+// or a new one. answered: the answer's header came, so an error is the
+// body's. A kept connection the legacy host closed while it was idle
+// fails before any answer; the request then goes again on another, as
+// net/http's transport does for a request without a body.
+func (u *legacyHost) roundTrip(ctx context.Context, x *exchange) (answered bool, err error) {
+	for try := 1; ; try++ {
+		var reused bool
+		reused, answered, err = u.exchange(ctx, x)
+		if err == nil || answered || !reused || try == staleTries || ctx.Err() != nil || isTimeout(err) {
+			return answered, err
+		}
+	}
+}
+
+// longAgo is a deadline in the past: it ends a connection's reads and
+// writes under way.
+var longAgo = time.Unix(1, 0)
+
+// exchange is one try of roundTrip on one connection. reused: the
+// connection had served a call before.
+func (u *legacyHost) exchange(ctx context.Context, x *exchange) (reused, answered bool, err error) {
+	x.resp.Reset()
+	cc, err := u.pool.AcquireConn(0, false)
+	if err != nil {
+		return false, false, err
+	}
+	conn := cc.Conn()
+	reused = !cc.LastUseTime().IsZero()
+	deadline, _ := ctx.Deadline() // Fetch's timeout; none: no bound but the header's
+	headerBy := deadline
+	if t := time.Now().Add(u.headerTimeout); u.headerTimeout > 0 && (deadline.IsZero() || t.Before(deadline)) {
+		headerBy = t
+	}
+	keep := false
+	if err = conn.SetWriteDeadline(deadline); err == nil {
+		err = conn.SetReadDeadline(headerBy)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(longAgo) })
+	defer func() {
+		if !stop() {
+			// The context ended: its error, not the deadline's it caused.
+			keep, err = false, ctx.Err()
+		}
+		switch {
+		case keep && u.pool.IdleConnsCount() < u.maxIdle:
+			u.pool.ReleaseConn(cc)
+		default:
+			u.pool.CloseConn(cc)
+		}
+	}()
+	if err != nil {
+		return reused, false, err
+	}
+
+	bw := u.pool.AcquireWriter(conn)
+	err = x.req.Write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	u.pool.ReleaseWriter(bw)
+	if err != nil {
+		return reused, false, err
+	}
+
+	br := u.pool.AcquireReader(conn)
+	defer u.pool.ReleaseReader(br)
+	for {
+		if err = x.resp.Header.Read(br); err != nil {
+			return reused, false, err
+		}
+		if s := x.resp.StatusCode(); s >= 200 || s == fasthttp.StatusSwitchingProtocols {
+			break
+		}
+		// 1xx: an interim answer; the final one follows.
+	}
+	// The header came in time: the body has what is left of the call's.
+	if err = conn.SetReadDeadline(deadline); err != nil {
+		return reused, true, err
+	}
+	if err = ctx.Err(); err != nil {
+		// Ended between the header and the deadline above, which may have
+		// undone the context's.
+		return reused, true, err
+	}
+	n := x.resp.Header.ContentLength()
+	if s := x.resp.StatusCode(); s != fasthttp.StatusNoContent && s != fasthttp.StatusNotModified {
+		if err = x.resp.ReadBody(br, int(u.maxBody)); err == nil && n == -1 {
+			// Chunked: the trailer section ends the answer.
+			if err = x.resp.Header.ReadTrailer(br); err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+		}
+		if err != nil {
+			return reused, true, err
+		}
+	}
+	// A body that ran to the connection's end (no length, not chunked)
+	// leaves nothing to keep.
+	keep = n >= -1 && !x.resp.ConnectionClose()
+	return reused, true, nil
+}
+
+// headerCarrier lets a propagator write traceparent into a request's
+// header.
+type headerCarrier struct{ h *fasthttp.RequestHeader }
+
+func (c headerCarrier) Get(key string) string { return string(c.h.Peek(key)) }
+func (c headerCarrier) Set(key, value string) { c.h.Set(key, value) }
+
+func (c headerCarrier) Keys() []string {
+	var keys []string
+	for k := range c.h.All() {
+		keys = append(keys, string(k))
+	}
+	return keys
+}
