@@ -19,7 +19,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/trace"
-	"golang.org/x/sync/singleflight"
 
 	"tradergate/internal/poison"
 )
@@ -97,13 +96,13 @@ type Options struct {
 
 // Cache is the page cache. It is safe for concurrent use.
 type Cache struct {
-	store  *store
-	group  singleflight.Group
-	z      compressor
-	cfg    atomic.Pointer[settings]
-	now    func() time.Time
-	tracer trace.Tracer // nil: no spans
-	log    *slog.Logger
+	store   *store
+	flights flights // the running flights, by key (miss.go)
+	z       compressor
+	cfg     atomic.Pointer[settings]
+	now     func() time.Time
+	tracer  trace.Tracer // nil: no spans
+	log     *slog.Logger
 
 	// Background work (flights, refreshes) is owned here: it registers in
 	// wg under mu unless closed, and its contexts end with stop.

@@ -3,12 +3,15 @@ package cache
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"tradergate/internal/testkit"
 )
 
 // TestCoalesce: 100 goroutines on one cold key make exactly one fetch
@@ -154,4 +157,35 @@ func TestCoalescedWaitSpans(t *testing.T) {
 	if waits != n-1 {
 		t.Errorf("%d wait spans for %d callers of one flight, want %d", waits, n, n-1)
 	}
+}
+
+// TestFlightGoroutines: a flight costs one goroutine, its runner, however
+// many callers wait on it: the caller that leads it hands it to the runner
+// itself, and the others wait on the flight.
+func TestFlightGoroutines(t *testing.T) {
+	const n = 10
+	c := newTestCache(t, Config{}, newClock(), Options{})
+	release := make(chan struct{})
+	free := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(free) // before the cache's Close, which waits for the flight
+	fetch := func(context.Context, func() bool) ([]byte, Facts, error) {
+		<-release
+		return []byte("page"), liveFacts, nil
+	}
+	base := runtime.NumGoroutine()
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			if _, _, err := c.get(context.Background(), "k", fetch); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	<-waiting(n, c)
+	testkit.Eventually(t, "the callers and one runner", func() bool { return runtime.NumGoroutine()-base == n+1 })
+	if s := c.Stats(); s.Runners != 1 {
+		t.Errorf("%d runners, want 1", s.Runners)
+	}
+	free()
+	wg.Wait()
 }

@@ -464,7 +464,9 @@ func TestL2StaleRefreshedByTheFlight(t *testing.T) {
 	// Nobody receives the flight's result, as when its callers have left.
 	c := f.cs[1]
 	cl := &call{c: c, ctx: context.Background(), key: "k", fetch: versions(&v, liveFacts)}
-	_ = c.group.DoChan("k", cl.run)
+	if f, leader := c.join(cl); leader {
+		c.start(f)
+	}
 	testkit.Eventually(t, "the stale page refreshed", func() bool {
 		e := c.store.get("k")
 		return e != nil && body(e) == "v2"

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -16,13 +15,23 @@ import (
 	"tradergate/cache/fetcherr"
 )
 
-// A miss goes through a flight: one singleflight call per key at a time
-// that checks the store again, fetches (through the shared tier when it is
-// on, l2flight.go), classifies and stores the page, and hands it to every
-// caller waiting on the key.
+// A miss goes through a flight: one per key at a time, that checks the
+// store again, fetches (through the shared tier when it is on,
+// l2flight.go), classifies and stores the page, and hands it to every
+// caller waiting on the key. The first caller of a key leads its flight:
+// it hands the flight to a runner (runners.go) and waits for it like the
+// others, so a miss costs no goroutine of its own, and a caller whose ctx
+// ends stops waiting while the flight goes on for the others and for the
+// store.
 
-// call is one caller's bid to start the flight of a key. Only the first
-// caller's run executes; ran tells the others that they were coalesced.
+// flights are the running flights, one per key at most.
+type flights struct {
+	mu sync.Mutex
+	m  map[string]*call
+}
+
+// call is a flight of a key, as its leader began it; the callers that join
+// it wait on done.
 type call struct {
 	c     *Cache
 	ctx   context.Context
@@ -33,12 +42,11 @@ type call struct {
 	held *Entry
 	// since: a page stored before it does not answer (GetSince).
 	since time.Time
-	ran   atomic.Bool
-	// res and err are the flight's outcome, set by the runner that flew
-	// it before flown is done (runners.go).
-	res   result
-	err   error
-	flown sync.WaitGroup
+	// res and err are the flight's outcome, set before done is closed
+	// (land).
+	res  result
+	err  error
+	done chan struct{}
 }
 
 // result is what a flight hands to its callers.
@@ -51,10 +59,9 @@ type result struct {
 	report  Report
 }
 
-// miss waits for the flight of key, starting it if none runs. DoChan, not
-// Do: a caller whose ctx ends stops waiting, while the flight, in its own
-// goroutine, goes on for the others and for the store; its channel is
-// buffered, so nothing blocks on a caller that left.
+// miss waits for the flight of key, starting it if none runs. A caller
+// whose ctx ends stops waiting; the flight goes on for the others and for
+// the store.
 func (c *Cache) miss(ctx context.Context, key string, fetch Fetch, held *Entry, since time.Time) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		// The client is gone already: no upstream call on its behalf.
@@ -81,10 +88,12 @@ func (c *Cache) miss(ctx context.Context, key string, fetch Fetch, held *Entry, 
 	cl := &call{c: c, ctx: ctx, key: key, fetch: fetch, held: held, since: since}
 	w := c.wants.wait(key)
 	defer c.wants.waited(key, w)
-	if c.tracer != nil {
-		defer c.traceWait(ctx, cl, time.Now())
+	f, leader := c.join(cl)
+	if leader {
+		c.start(f)
+	} else if c.tracer != nil {
+		defer c.traceWait(ctx, time.Now())
 	}
-	ch := c.group.DoChan(key, cl.run)
 	c.stats.waiting.Add(1)
 	defer c.stats.waiting.Add(-1)
 	select {
@@ -93,21 +102,20 @@ func (c *Cache) miss(ctx context.Context, key string, fetch Fetch, held *Entry, 
 		w.kept.Store(true)
 		c.stats.count(Stale)
 		return Result{Entry: held, Status: Stale}, nil
-	case r := <-ch:
-		// The receive orders this load after run's store.
-		ran := cl.ran.Load()
-		if !ran {
+	case <-f.done:
+		// The close orders these loads after land's stores.
+		if !leader {
 			c.stats.coalesced.Add(1)
 		}
-		res, _ := r.Val.(result)
+		res := f.res
 		out := Result{Entry: res.e, Status: res.st}
-		if ran && res.fetched {
+		if leader && res.fetched {
 			out.Fetched, out.Report = true, res.report
 		}
-		if r.Err != nil {
+		if f.err != nil {
 			c.stats.misses.Add(1)
 			out.Entry, out.Status = nil, Miss
-			return out, r.Err
+			return out, f.err
 		}
 		c.stats.count(res.st)
 		return out, nil
@@ -117,12 +125,45 @@ func (c *Cache) miss(ctx context.Context, key string, fetch Fetch, held *Entry, 
 	}
 }
 
+// join returns the flight of cl.key: the one running, or cl, which the
+// caller then leads and starts.
+func (c *Cache) join(cl *call) (f *call, leader bool) {
+	c.flights.mu.Lock()
+	defer c.flights.mu.Unlock()
+	if f := c.flights.m[cl.key]; f != nil {
+		return f, false
+	}
+	if c.flights.m == nil {
+		c.flights.m = make(map[string]*call)
+	}
+	cl.done = make(chan struct{})
+	c.flights.m[cl.key] = cl
+	return cl, true
+}
+
+// forget gives up key's place: a caller from now on starts a flight of
+// its own, while the one running lands for those that joined it.
+func (c *Cache) forget(key string) {
+	c.flights.mu.Lock()
+	delete(c.flights.m, key)
+	c.flights.mu.Unlock()
+}
+
+// land keeps cl's outcome, takes cl out of the running flights (unless
+// forget did) and wakes its callers.
+func (c *Cache) land(cl *call, res result, err error) {
+	cl.res, cl.err = res, err
+	c.flights.mu.Lock()
+	if c.flights.m[cl.key] == cl {
+		delete(c.flights.m, cl.key)
+	}
+	c.flights.mu.Unlock()
+	close(cl.done)
+}
+
 // traceWait records, for a caller that joined another's flight, the span
 // of its wait (the flight's own work is traced by whoever started it).
-func (c *Cache) traceWait(ctx context.Context, cl *call, start time.Time) {
-	if cl.ran.Load() {
-		return
-	}
+func (c *Cache) traceWait(ctx context.Context, start time.Time) {
 	_, span := c.tracer.Start(ctx, "cache.coalesced_wait", trace.WithTimestamp(start))
 	span.End()
 }
@@ -146,7 +187,12 @@ func (c *Cache) refresh(ctx context.Context, key string, e *Entry, fetch Fetch) 
 		// Cleared even on failure, so a later stale hit may try again; on
 		// success e is replaced and the flag no longer matters.
 		defer e.refreshing.Store(false)
-		if _, err, _ := c.group.Do(key, cl.run); err != nil {
+		f, leader := c.join(cl)
+		if leader {
+			c.start(f)
+		}
+		<-f.done // a flight always lands (fly), closed or not
+		if err := f.err; err != nil {
 			// Nobody else receives this error unless a miss joined the
 			// flight, and that miss returns it: a debug line only.
 			c.log.LogAttrs(context.WithoutCancel(ctx), slog.LevelDebug, "cache: background refresh failed",
@@ -155,46 +201,32 @@ func (c *Cache) refresh(ctx context.Context, key string, e *Entry, fetch Fetch) 
 	}()
 }
 
-// run is the flight of cl.key, executed for the first caller only, in a
-// goroutine of its own (DoChan) or of the refresh. It is tracked by the
-// Cache so that Close waits for it. The flight itself runs on a kept
-// goroutine (runners.go), which recovers its panics: singleflight
-// re-panics a DoChan panic in a fresh goroutine, which would end the
-// process.
-func (cl *call) run() (any, error) {
-	cl.ran.Store(true)
-	c := cl.c
-	if !c.enter() {
-		return nil, errClosed
-	}
-	defer c.wg.Done()
-	c.fly(cl)
-	// The result goes with an error too: it carries the Fetch's report.
-	return cl.res, cl.err
-}
-
-// fly runs the flight of cl, keeps its outcome in cl.res and cl.err (a
-// panic as an error) and marks cl flown. A fetch that ends its goroutine
+// fly runs the flight of cl on its runner and lands it with its outcome
+// (the result goes with an error too: it carries the Fetch's report), a
+// panic as an error: recovered here, it is the flight's callers' error,
+// not the end of the process. A fetch that ends its goroutine
 // (runtime.Goexit: a test's FailNow) ends the runner with it; its callers
 // get errFlightExited rather than wait for a result that never comes.
 func (cl *call) fly() {
 	c := cl.c
+	defer c.wg.Done() // the flight's registration (start)
 	returned := false
 	defer func() {
-		if !returned {
-			if p := recover(); p != nil {
-				// The stack is only here: log it once for all the waiters.
-				c.log.LogAttrs(context.WithoutCancel(cl.ctx), slog.LevelError, "cache: panic in flight",
-					slog.String("key", cl.key), slog.Any("panic", p), slog.String("stack", string(debug.Stack())))
-				cl.res, cl.err = result{}, fmt.Errorf("cache: flight of %q panicked: %v", cl.key, p)
-			} else {
-				cl.res, cl.err = result{}, errFlightExited
-			}
+		if returned {
+			return
 		}
-		cl.flown.Done()
+		if p := recover(); p != nil {
+			// The stack is only here: log it once for all the waiters.
+			c.log.LogAttrs(context.WithoutCancel(cl.ctx), slog.LevelError, "cache: panic in flight",
+				slog.String("key", cl.key), slog.Any("panic", p), slog.String("stack", string(debug.Stack())))
+			c.land(cl, result{}, fmt.Errorf("cache: flight of %q panicked: %v", cl.key, p))
+		} else {
+			c.land(cl, result{}, errFlightExited)
+		}
 	}()
-	cl.res, cl.err = c.flight(cl.ctx, cl.key, cl.fetch, cl.held, cl.since)
+	res, err := c.flight(cl.ctx, cl.key, cl.fetch, cl.held, cl.since)
 	returned = true
+	c.land(cl, res, err)
 }
 
 // errFlightExited: the fetch ended its goroutine (runtime.Goexit).

@@ -2,33 +2,36 @@ package cache
 
 import "time"
 
-// A flight runs on a goroutine kept from one flight to the next rather
-// than on the goroutine singleflight starts for it. A fresh goroutine's
-// stack starts small, and a flight (the legacy call, the rewrite's
-// descent through the page) would grow it by copying two or three times
-// on every miss (docs/BENCHMARKS.md, "The miss: flights on kept
-// goroutines", has the profiles). A kept runner's stack has its size
-// already. The goroutine singleflight starts only waits for the runner,
-// and its stack stays small.
+// A flight runs on a goroutine kept from one flight to the next, handed
+// to it by the caller that leads it. A fresh goroutine's stack starts
+// small, and a flight (the legacy call, the rewrite's descent through the
+// page) would grow it by copying two or three times on every miss
+// (docs/BENCHMARKS.md, "The miss: flights on kept goroutines", has the
+// profiles). A kept runner's stack has its size already.
 
 // runnerIdle is how long a runner waits for its next flight before it
 // ends: runners number at most the flights running at once, and those of
 // a burst do not outlive it by more than this.
 const runnerIdle = 10 * time.Second
 
-// fly runs cl's flight on a parked runner, or on a new one when none is
-// parked, and returns when it is done. The caller holds a registration in
-// c.wg (enter), so the Add of a new runner never starts from zero.
-func (c *Cache) fly(cl *call) {
-	cl.flown.Add(1)
+// start hands cl, the flight its caller leads, to a parked runner, or to a
+// new one when none is parked, and returns: the runner lands it (fly).
+// The flight holds a registration in c.wg until it lands, so that Close
+// waits for it; a closed cache lands it at once with errClosed.
+func (c *Cache) start(cl *call) {
+	if !c.enter() {
+		c.land(cl, result{}, errClosed)
+		return
+	}
 	select {
 	case c.runs <- cl:
 	default:
+		// The flight's registration is held: this Add never starts from
+		// zero.
 		c.wg.Add(1)
 		c.stats.runners.Add(1)
 		go c.runner(cl)
 	}
-	cl.flown.Wait()
 }
 
 // runner flies cl, then each flight handed to it, until it has waited
