@@ -104,8 +104,9 @@ func (f *flight) readShared(k sharedKeys, refresh bool) (_ result, ok bool, _ er
 // refreshShared starts the refresh of e, the stale page this flight
 // serves from L2. The refresh is a flight of the same key, and this one
 // still holds the key's place among the running flights: it gives it up
-// first, or the refresh would join it and end with the stale page. A caller that comes
-// from now on finds e in the store and serves it, or joins the refresh.
+// first, or the refresh would join it and end with the stale page. A
+// caller that comes from now on finds e in the store and serves it, or
+// joins the refresh.
 func (f *flight) refreshShared(e *Entry) {
 	f.c.forget(f.key)
 	f.c.refresh(f.ctx, f.key, e, f.fetch)

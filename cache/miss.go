@@ -89,9 +89,7 @@ func (c *Cache) miss(ctx context.Context, key string, fetch Fetch, held *Entry, 
 	w := c.wants.wait(key)
 	defer c.wants.waited(key, w)
 	f, leader := c.join(cl)
-	if leader {
-		c.start(f)
-	} else if c.tracer != nil {
+	if !leader && c.tracer != nil {
 		defer c.traceWait(ctx, time.Now())
 	}
 	c.stats.waiting.Add(1)
@@ -126,11 +124,11 @@ func (c *Cache) miss(ctx context.Context, key string, fetch Fetch, held *Entry, 
 }
 
 // join returns the flight of cl.key: the one running, or cl, which the
-// caller then leads and starts.
+// caller then leads: join starts it.
 func (c *Cache) join(cl *call) (f *call, leader bool) {
 	c.flights.mu.Lock()
-	defer c.flights.mu.Unlock()
 	if f := c.flights.m[cl.key]; f != nil {
+		c.flights.mu.Unlock()
 		return f, false
 	}
 	if c.flights.m == nil {
@@ -138,6 +136,8 @@ func (c *Cache) join(cl *call) (f *call, leader bool) {
 	}
 	cl.done = make(chan struct{})
 	c.flights.m[cl.key] = cl
+	c.flights.mu.Unlock()
+	c.start(cl)
 	return cl, true
 }
 
@@ -187,10 +187,7 @@ func (c *Cache) refresh(ctx context.Context, key string, e *Entry, fetch Fetch) 
 		// Cleared even on failure, so a later stale hit may try again; on
 		// success e is replaced and the flag no longer matters.
 		defer e.refreshing.Store(false)
-		f, leader := c.join(cl)
-		if leader {
-			c.start(f)
-		}
+		f, _ := c.join(cl)
 		<-f.done // a flight always lands (fly), closed or not
 		if err := f.err; err != nil {
 			// Nobody else receives this error unless a miss joined the

@@ -14,8 +14,8 @@ import "time"
 // a burst do not outlive it by more than this.
 const runnerIdle = 10 * time.Second
 
-// start hands cl, the flight its caller leads, to a parked runner, or to a
-// new one when none is parked, and returns: the runner lands it (fly).
+// start hands cl, a flight join has just made, to a parked runner, or to
+// a new one when none is parked, and returns: the runner lands it (fly).
 // The flight holds a registration in c.wg until it lands, so that Close
 // waits for it; a closed cache lands it at once with errClosed.
 func (c *Cache) start(cl *call) {
