@@ -5,10 +5,12 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"io"
 	"math"
 	"net"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -97,10 +99,10 @@ func handshake(conn net.Conn, cfg *tls.Config, timeout time.Duration) (net.Conn,
 // fails before any answer; the request then goes again on another, as
 // net/http's transport does for a request without a body.
 func (u *legacyHost) roundTrip(ctx context.Context, x *exchange) (answered bool, err error) {
-	for try := 1; ; try++ {
+	for n := 1; ; n++ {
 		var reused bool
-		reused, answered, err = u.exchange(ctx, x)
-		if err == nil || answered || !reused || try == staleTries || ctx.Err() != nil || isTimeout(err) {
+		reused, answered, err = u.try(ctx, x)
+		if err == nil || answered || !reused || n == staleTries || ctx.Err() != nil || isTimeout(err) {
 			return answered, err
 		}
 	}
@@ -110,9 +112,16 @@ func (u *legacyHost) roundTrip(ctx context.Context, x *exchange) (answered bool,
 // writes under way.
 var longAgo = time.Unix(1, 0)
 
-// exchange is one try of roundTrip on one connection. reused: the
-// connection had served a call before.
-func (u *legacyHost) exchange(ctx context.Context, x *exchange) (reused, answered bool, err error) {
+// maxInterim bounds the interim (1xx) answers read before the final one.
+// The header deadline bounds them in time already; this bounds them in
+// count, as fasthttp's own client does.
+const maxInterim = 100
+
+var errTooManyInterim = errors.New("legacy host sent " + strconv.Itoa(maxInterim) + " interim (1xx) answers and no final one")
+
+// try is one try of roundTrip on one connection. reused: the connection
+// had served a call before.
+func (u *legacyHost) try(ctx context.Context, x *exchange) (reused, answered bool, err error) {
 	x.resp.Reset()
 	cc, err := u.pool.AcquireConn(0, false)
 	if err != nil {
@@ -135,10 +144,11 @@ func (u *legacyHost) exchange(ctx context.Context, x *exchange) (reused, answere
 			// The context ended: its error, not the deadline's it caused.
 			keep, err = false, ctx.Err()
 		}
-		switch {
-		case keep && u.pool.IdleConnsCount() < u.maxIdle:
+		// The pool has no bound of its own on idle connections, so the
+		// count is read first: one more uncontended lock of the pool's.
+		if keep && u.pool.IdleConnsCount() < u.maxIdle {
 			u.pool.ReleaseConn(cc)
-		default:
+		} else {
 			u.pool.CloseConn(cc)
 		}
 	}()
@@ -158,7 +168,10 @@ func (u *legacyHost) exchange(ctx context.Context, x *exchange) (reused, answere
 
 	br := u.pool.AcquireReader(conn)
 	defer u.pool.ReleaseReader(br)
-	for {
+	for interim := 0; ; interim++ {
+		if interim == maxInterim {
+			return reused, false, errTooManyInterim
+		}
 		if err = x.resp.Header.Read(br); err != nil {
 			return reused, false, err
 		}

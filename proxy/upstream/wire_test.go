@@ -188,7 +188,8 @@ func rawHost(t *testing.T, answer func(net.Conn)) string {
 
 // What goes wrong on the wire, by kind: no header in time is a Timeout,
 // a body that breaks off Failed (with the status that came), a body over
-// max_body_bytes TooLarge, a refused connection Unreachable.
+// max_body_bytes TooLarge, a refused connection or a header that never
+// comes whole Unreachable.
 func TestLegacyCallFailures(t *testing.T) {
 	req := activity(t, "0x"+strings.Repeat("b", 40))
 	for _, tc := range []struct {
@@ -208,6 +209,12 @@ func TestLegacyCallFailures(t *testing.T) {
 			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 4096\r\n\r\n"+strings.Repeat(" ", 4096))
 		}, TooLarge, 200},
 		{"header broken off", func(c net.Conn) { io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Le") }, Unreachable, 0},
+		// Counted, not left to the header's deadline: a Timeout here would
+		// mean the interim answers were read until it.
+		{"interim answers without end", func(c net.Conn) {
+			io.WriteString(c, strings.Repeat("HTTP/1.1 100 Continue\r\n\r\n", 1000))
+			time.Sleep(300 * time.Millisecond)
+		}, Unreachable, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			u := testHost(t, rawHost(t, tc.answer), func(c *Config) {
