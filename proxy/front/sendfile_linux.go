@@ -13,6 +13,11 @@ import (
 // buffered writer, empty after the header flush); sendfile's last bytes
 // go out without MSG_MORE and push the held header block with them. When
 // the file cannot be sent, the bytes go through w.
+//
+// sendfile is an ordinary system call here, not a raw one as the front's
+// socket reads and writes are (rawio_linux.go): the page file lives on a
+// disk (sendfile_dir), and reading it may wait on the disk, during which
+// the scheduler must be free to run other goroutines on the P.
 func (b *fileBody) WriteTo(w io.Writer) (int64, error) {
 	out := b.raw
 	if out == nil {
