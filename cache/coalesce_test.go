@@ -3,7 +3,6 @@ package cache
 import (
 	"context"
 	"errors"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -193,21 +192,9 @@ func TestFlightGoroutines(t *testing.T) {
 
 // flightGoroutines counts the goroutines inside a method of this
 // package's types: a caller in Get, a runner, anything a flight starts.
-// Counting every goroutine (runtime.NumGoroutine) moved with goroutines
-// of earlier tests still winding down, such as a waiting helper's poll,
-// and of the runtime.
 func flightGoroutines() int {
-	buf := make([]byte, 1<<16)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
 	count := 0
-	for g := range strings.SplitSeq(string(buf), "\n\n") {
+	for _, g := range testkit.Goroutines() {
 		for line := range strings.SplitSeq(g, "\n") {
 			// Frames start at the line's start; "created by" lines and
 			// file lines do not.

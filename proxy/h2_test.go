@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -213,9 +212,8 @@ func TestH2ConnServedOffFasthttpGoroutine(t *testing.T) {
 	if resp.StatusCode != 200 || resp.Proto != "HTTP/2.0" {
 		t.Fatalf("%d %s", resp.StatusCode, resp.Proto)
 	}
-	buf := make([]byte, 4<<20)
 	var serving int
-	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+	for _, g := range testkit.Goroutines() {
 		if !strings.Contains(g, "h2edge.(*conn).serve(") {
 			continue
 		}
@@ -262,9 +260,8 @@ func TestH2IdleConnParksThroughTLSFront(t *testing.T) {
 		get(cc)
 	}
 	parked := func() int {
-		buf := make([]byte, 4<<20)
 		k := 0
-		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+		for _, g := range testkit.Goroutines() {
 			if strings.Contains(g, "h2edge.(*conn).serveParked") && strings.Contains(g, "net.(*rawConn).Read") {
 				k++
 			}

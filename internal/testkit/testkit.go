@@ -1,6 +1,7 @@
 // Package testkit is what the tests of every package share: a clock a test
 // moves by hand, a log buffer safe for concurrent writers, one polling
-// helper with one time bound, self-signed certificates, a server run on
+// helper with one time bound, every goroutine's stack (Goroutines),
+// self-signed certificates, a server run on
 // loopback the way main runs the edge (Serve), and a real server program
 // run until it is ready (Process). Its subpackages run real Redis
 // (redistest), Prometheus (promtest) and Chromium (browsertest). It is
@@ -11,6 +12,7 @@ package testkit
 import (
 	"bytes"
 	"log/slog"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -92,5 +94,21 @@ func Eventually(t testing.TB, what string, cond func() bool) {
 			t.Fatalf("gave up waiting for: %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Goroutines returns the stack of every goroutine, one string each, as
+// runtime.Stack writes them, with the buffer grown until the dump fits
+// whole. Tests count the goroutines that run a package's code by the
+// frames on them, rather than counting every goroutine
+// (runtime.NumGoroutine), which moves with goroutines of earlier tests
+// still winding down and of the runtime.
+func Goroutines() []string {
+	buf := make([]byte, 1<<16)
+	for {
+		if n := runtime.Stack(buf, true); n < len(buf) {
+			return strings.Split(string(buf[:n]), "\n\n")
+		}
+		buf = make([]byte, 2*len(buf))
 	}
 }

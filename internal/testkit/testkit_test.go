@@ -46,6 +46,28 @@ func TestEventually(t *testing.T) {
 	}
 }
 
+// Goroutines holds every goroutine's stack, the dump whole even when it
+// is larger than the first buffer.
+func TestGoroutines(t *testing.T) {
+	const n = 2000 // their stacks take far more than 64 KiB
+	release := make(chan struct{})
+	defer close(release)
+	for range n {
+		go parkedForTestGoroutines(release)
+	}
+	Eventually(t, "every goroutine in the dump", func() bool {
+		k := 0
+		for _, g := range Goroutines() {
+			if strings.Contains(g, "testkit.parkedForTestGoroutines(") {
+				k++
+			}
+		}
+		return k == n
+	})
+}
+
+func parkedForTestGoroutines(release <-chan struct{}) { <-release }
+
 func TestSelfSigned(t *testing.T) {
 	notAfter := time.Now().Add(time.Hour).Truncate(time.Second)
 	p := SelfSigned(t, "edge", notAfter, "edge.test")

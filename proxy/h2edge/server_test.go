@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +18,7 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 
+	"tradergate/internal/testkit"
 	"tradergate/proxy/h2edge"
 )
 
@@ -730,11 +730,10 @@ func TestIdleConnHoldsNoWriter(t *testing.T) {
 // server's, not a connection's (runners.go), and are not counted.
 func wantServerGoroutines(t *testing.T, n int) {
 	t.Helper()
-	buf := make([]byte, 1<<20)
 	var ours []string
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		ours = ours[:0]
-		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+		for _, g := range testkit.Goroutines() {
 			waiting := strings.Contains(g, "h2edge.(*runnerPool).runner") && !strings.Contains(g, ").work(")
 			if strings.Contains(g, "proxy/h2edge.(*") && !waiting {
 				ours = append(ours, g)
@@ -762,9 +761,8 @@ func TestIdleConnParks(t *testing.T) {
 		conns[i].answer(1)
 	}
 	parked := func() int {
-		buf := make([]byte, 1<<20)
 		k := 0
-		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+		for _, g := range testkit.Goroutines() {
 			if strings.Contains(g, "h2edge.(*conn).serveParked") && !strings.Contains(g, "h2edge.(*conn).loop") &&
 				strings.Contains(g, "net.(*rawConn).Read") {
 				k++
