@@ -882,6 +882,7 @@ func (b *bench) startNchan(ctx context.Context, n int, sim *server, token, modul
 	if err != nil {
 		return nil, err
 	}
+	srv.scratch = prefix
 	pctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	pub := &publisher{

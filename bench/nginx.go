@@ -86,7 +86,7 @@ func (b *bench) startNginx(ctx context.Context, tuned, withTLS bool, conns int) 
 	_ = os.WriteFile(filepath.Join(b.out, name+".conf"), bytes.ReplaceAll(conf, []byte(b.simKey), []byte("<legacy key>")), 0o644)
 	srv, err := b.serve(ctx, name, b.opt.serverCPU, addr, 10*time.Second, b.nginx, "-p", prefix, "-c", confPath, "-e", "stderr")
 	if srv != nil {
-		srv.tls = withTLS
+		srv.tls, srv.scratch = withTLS, prefix
 	}
 	return srv, err
 }

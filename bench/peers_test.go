@@ -435,3 +435,23 @@ func TestToolVersion(t *testing.T) {
 		t.Fatalf("a missing tool: %q %q", path, v)
 	}
 }
+
+// TestServerStopRemovesScratch: a stopped server's own directory (nginx's
+// cache files) goes with it, so that a later row does not start on a
+// machine with gigabytes of an earlier row's files on tmpfs.
+func TestServerStopRemovesScratch(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "nginx-1")
+	if err := os.MkdirAll(filepath.Join(dir, "cache", "a", "bc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cache", "a", "bc", "page"), []byte("cached"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := &server{addr: "127.0.0.1:1", scratch: dir}
+	s.stop()
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("scratch directory left after stop: %v", err)
+	}
+	s.stop()              // twice: nothing left to remove, no panic
+	(*server)(nil).stop() // a server that never started
+}

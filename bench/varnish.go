@@ -61,5 +61,9 @@ func (b *bench) startVarnish(ctx context.Context) (*server, error) {
 	}
 	_ = os.WriteFile(filepath.Join(b.out, "varnish.vcl"), bytes.ReplaceAll(vcl, []byte(b.simKey), []byte("<legacy key>")), 0o644)
 	// The VCL is compiled with the C compiler at start: give it time.
-	return b.serve(ctx, "varnish", b.opt.serverCPU, addr, 30*time.Second, b.varnish, varnishArgs(addr, vclPath, filepath.Join(dir, "work"))...)
+	srv, err := b.serve(ctx, "varnish", b.opt.serverCPU, addr, 30*time.Second, b.varnish, varnishArgs(addr, vclPath, filepath.Join(dir, "work"))...)
+	if srv != nil {
+		srv.scratch = dir
+	}
+	return srv, err
 }
