@@ -104,12 +104,6 @@ func TestBookLevelsOrdered(t *testing.T) {
 	}
 }
 
-// evKey is an event's place in the ascending order.
-type evKey struct {
-	ts  int64
-	tok string
-}
-
 func TestOrderbookPaging(t *testing.T) {
 	s, srv := fixed(t, Config{})
 	m0, m1 := s.Markets()[0], s.Markets()[1]

@@ -136,7 +136,6 @@ type rawConn struct {
 	fr  *http2.Framer
 	enc *hpack.Encoder
 	buf bytes.Buffer
-	dec *hpack.Decoder
 }
 
 func dialRaw(t testing.TB, addr string, settings ...http2.Setting) *rawConn {

@@ -32,7 +32,6 @@ const testName = "edge.test"
 type handshaker struct {
 	edge *Edge
 	addr string
-	pool *x509.CertPool
 }
 
 func startHandshaker(t *testing.T, cfg Config) *handshaker {
