@@ -33,8 +33,8 @@ func (d *discard) WriteHeader(int)             {}
 // shield lets every miss through at once.
 func benchEdge(b *testing.B) *edge { return benchEdgeWith(b) }
 
-func benchEdgeWith(b *testing.B, opts ...edgeOption) *edge {
-	return newEdge(b, append([]edgeOption{withLimitedKey(1<<50, time.Hour), withConfig(func(c *config.Config) {
+func benchEdgeWith(tb testing.TB, opts ...edgeOption) *edge {
+	return newEdge(tb, append([]edgeOption{withLimitedKey(1<<50, time.Hour), withConfig(func(c *config.Config) {
 		c.Upstream.PerSecond = 1e9
 		c.Upstream.MaxConcurrent = 1 << 20
 	})}, opts...)...)
