@@ -49,21 +49,30 @@ func benchRequest(e *edge, path string, gzip bool) *http.Request {
 	return r
 }
 
+// hitPage is a page the hit benchmark and test ask, by name.
+type hitPage struct{ name, path string }
+
+// hitPages are a transaction, a 20-item page and a 1,000-event order book
+// page of e's legacy host, over settled ranges (an hour back, well past
+// the 5 minute settle window), as the load harness uses: the pages are
+// immutable, so a long run never sees them go stale (a fresh page's TTL
+// is a second).
+func hitPages(e *edge) []hitPage {
+	settled := time.Now().Unix() - 3600
+	return []hitPage{
+		{"tx", "/v1/tx/" + e.sim.TradeTxs()[0]},
+		{"activity20", "/v1/trader/" + e.sim.Wallets()[0] + "/activity?toTimestamp=" + strconv.FormatInt(settled, 10)},
+		{"orderbook1000", "/v1/orderbook/events?tokenId=" + url.QueryEscape(e.sim.Markets()[0].Tokens[0]) + "&limit=1000&to=" + strconv.FormatInt(settled*1000, 10)},
+	}
+}
+
 // BenchmarkHit serves cached pages through the whole chain (auth, limiter
 // in memory, routing, validation, cache lookup, headers), on each front:
 // "fast" is the HTTP/1.1 front (fasthttp, driven in-process with a
 // RequestCtx), "std" the net/http one HTTP/2 uses.
 func BenchmarkHit(b *testing.B) {
 	e := benchEdge(b)
-	// Settled ranges (an hour back, well past the 5 minute settle window),
-	// as the load harness uses: the pages are immutable, so a long run
-	// never sees them go stale (a fresh page's TTL is a second).
-	settled := time.Now().Unix() - 3600
-	pages := []struct{ name, path string }{
-		{"tx", "/v1/tx/" + e.sim.TradeTxs()[0]},
-		{"activity20", "/v1/trader/" + e.sim.Wallets()[0] + "/activity?toTimestamp=" + strconv.FormatInt(settled, 10)},
-		{"orderbook1000", "/v1/orderbook/events?tokenId=" + url.QueryEscape(e.sim.Markets()[0].Tokens[0]) + "&limit=1000&to=" + strconv.FormatInt(settled*1000, 10)},
-	}
+	pages := hitPages(e)
 	// The same edge with tracing on at a 1% ratio (spans to a discarding
 	// exporter): what tracing costs a hit. Tracing off is "fast".
 	traced := benchEdgeWith(b, func(s *edgeSetup) {
