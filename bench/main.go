@@ -172,6 +172,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(rows) == 0 {
 		return fmt.Errorf("-only %q with -servers selects no row", opt.only)
 	}
+	fmt.Fprintf(stderr, "probing host stalls for %v…\n", stallProbeWindow)
+	stalls := b.probeStalls()
 	fmt.Fprintf(stderr, "%d rows × %d, about %v\n", len(rows), opt.repeat, (time.Duration(opt.repeat) * b.estimate(chosen, rows)).Round(time.Second))
 	start := time.Now()
 	rows = b.runMatrix(ctx, chosen, rows)
@@ -180,7 +182,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	computeRatios(rows)
 	verdicts := checkTargets(rows)
-	meta := b.meta(args, time.Since(start))
+	meta := b.meta(args, time.Since(start), stalls)
 	if err := printResults(stdout, rows, verdicts); err != nil {
 		return err
 	}

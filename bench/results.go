@@ -45,6 +45,9 @@ type meta struct {
 	// ScratchFS is the file system of the run's scratch directory, where
 	// nginx keeps its cache files (TMPDIR chooses it).
 	ScratchFS string `json:"scratch_fs,omitempty"`
+	// Stalls is what a thread spinning on each pinned CPU saw before the
+	// rows (hoststall.go).
+	Stalls []stallReport `json:"host_stalls,omitempty"`
 }
 
 type profileResult struct {
@@ -54,7 +57,7 @@ type profileResult struct {
 	Error    string `json:"error,omitempty"`
 }
 
-func (b *bench) meta(args []string, wall time.Duration) meta {
+func (b *bench) meta(args []string, wall time.Duration, stalls []stallReport) meta {
 	m := meta{
 		Date:        time.Now().UTC().Format(time.RFC3339),
 		Command:     strings.TrimSpace("go run ./bench " + strings.Join(args, " ")),
@@ -65,6 +68,7 @@ func (b *bench) meta(args []string, wall time.Duration) meta {
 		CPUs:        fmt.Sprintf("server %d, load generator and legacysim %d", b.opt.serverCPU, b.opt.loadCPU),
 		THP:         thpMode(readTrim("/sys/kernel/mm/transparent_hugepage/enabled")),
 		ScratchFS:   b.tmp + " on " + fsType(b.tmp),
+		Stalls:      stalls,
 		Nginx:       b.nginxVersion,
 		Varnish:     b.varnishVersion,
 		H2load:      b.h2loadVersion,
@@ -149,6 +153,10 @@ func writeMarkdown(w *bytes.Buffer, m meta, rows []row, verdicts []verdict, prof
 		m.Command, m.Commit, m.GoVersion, m.Kernel, m.CPUModel, m.CPUs, m.Duration, m.Warmup, m.Connections)
 	if m.THP != "" || m.ScratchFS != "" {
 		fmt.Fprintf(w, "Transparent huge pages: %s; scratch directory (nginx's cache files): %s.\n\n", cmp.Or(m.THP, "unknown"), cmp.Or(m.ScratchFS, "unknown"))
+	}
+	if len(m.Stalls) > 0 {
+		fmt.Fprintf(w, "Host stalls (a thread spinning %s on each pinned CPU before the rows, while no server was loaded): %s.\n\n",
+			stallProbeWindow, describeStalls(m.Stalls))
 	}
 	writeMarkdownTable(w, rows)
 	writeMarkdownLatency(w, rows)

@@ -127,12 +127,12 @@ type server struct {
 	tls   bool   // serves TLS with the run's certificate
 	proc  *proc
 	// scratch is the server's own directory under the run's scratch
-	// directory (nginx's cache, Varnish's work directory), removed when
-	// the server stops. Kept to the end of the run, nginx's cache files of
-	// the miss rows reach gigabytes on tmpfs over a -repeat run, and the
-	// rows after them start on a machine with that much less free memory:
-	// on a VM whose freed memory goes back to the host, their fresh pages
-	// then cost a fault on the host too (docs/BENCHMARKS.md).
+	// directory (nginx's cache, Varnish's and Nchan's work directories),
+	// removed when the server stops. Kept to the end of the run, nginx's
+	// cache files of the miss rows reach gigabytes on tmpfs over a -repeat
+	// run, and the rows after them start on a machine with that much less
+	// free memory: on a VM whose freed memory goes back to the host, their
+	// fresh pages then cost a fault on the host too (docs/BENCHMARKS.md).
 	scratch string
 }
 
