@@ -108,7 +108,13 @@ func TestLatencyVerdicts(t *testing.T) {
 		latRow("latency-tls-h2-75", kindTradergate, []float64{160}, []float64{100}),
 		latRow("latency-tls-h2-75", kindNginx, []float64{100}, []float64{100}),
 	}
+	// Served figures are reported beside the verdict, not judged.
+	rows[0].ServedP99us, rows[0].ServedP999us = 50, 400
+	rows[1].ServedP99us, rows[1].ServedP999us = 100, 100
 	vs := latencyVerdicts(rows)
+	if want := "without the load generator's own lateness, p99 50µs vs nginx 100µs (×0.50); p99.9 400µs vs nginx 100µs (×4.00)"; !strings.Contains(vs[0].Detail, want) || vs[0].Status != "PASS" {
+		t.Errorf("25%% served: %+v, want %q and PASS", vs[0], want)
+	}
 	checkVerdicts(t, vs, "PASS FAIL PASS info n/a n/a n/a n/a FAIL", map[int]string{
 		0: "at 1000 req/s: p99 100µs vs nginx 100µs (×1.00); p99.9 200µs vs nginx 200µs (×1.00)",
 		2: "run by run ×1.40 ×1.60 ×1.50: median ×1.50",
@@ -141,12 +147,13 @@ func TestLatencyTableAndCombine(t *testing.T) {
 		t.Fatalf("table:\n%s", out)
 	}
 	reps := []row{
-		{Scenario: "s", Server: kindTradergate, Requests: 1, Rate: 100, RPS: 100, P99us: 300, P999us: 900},
+		{Scenario: "s", Server: kindTradergate, Requests: 1, Rate: 100, RPS: 100, P99us: 300, P999us: 900, ServedP99us: 200, ServedP999us: 800},
 		{Scenario: "s", Server: kindTradergate, Failed: "x"},
-		{Scenario: "s", Server: kindTradergate, Requests: 1, Rate: 100, RPS: 101, P99us: 100, P999us: 500},
+		{Scenario: "s", Server: kindTradergate, Requests: 1, Rate: 100, RPS: 101, P99us: 100, P999us: 500, ServedP99us: 90, ServedP999us: 400},
 	}
 	c := combine(reps)
-	if !slices.Equal(c.RunP99us, []float64{300, 0, 100}) || !slices.Equal(c.RunP999us, []float64{900, 0, 500}) || c.P99us != 100 {
+	if !slices.Equal(c.RunP99us, []float64{300, 0, 100}) || !slices.Equal(c.RunP999us, []float64{900, 0, 500}) || c.P99us != 100 ||
+		!slices.Equal(c.RunServedP99us, []float64{200, 0, 90}) || !slices.Equal(c.RunServedP999us, []float64{800, 0, 400}) {
 		t.Fatalf("combined %+v", c)
 	}
 	if !strings.Contains(strings.Join(c.Notes, ";"), "by p99 (p99 100µs–300µs)") {

@@ -34,8 +34,15 @@ type row struct {
 	Rate      float64   `json:"rate,omitempty"`
 	RunP99us  []float64 `json:"p99_us_runs,omitempty"`
 	RunP999us []float64 `json:"p999_us_runs,omitempty"`
-	Requests  int64     `json:"requests"`
-	Errors    int64     `json:"errors"`
+	// ServedP99us and ServedP999us are a fixed-rate row's p99 and p99.9
+	// without the load generator's own lateness (load.Result.Served),
+	// and RunServed... each repetition's.
+	ServedP99us     float64   `json:"served_p99_us,omitempty"`
+	ServedP999us    float64   `json:"served_p999_us,omitempty"`
+	RunServedP99us  []float64 `json:"served_p99_us_runs,omitempty"`
+	RunServedP999us []float64 `json:"served_p999_us_runs,omitempty"`
+	Requests        int64     `json:"requests"`
+	Errors          int64     `json:"errors"`
 	// CPUus is server CPU microseconds per request: busy ticks of the
 	// pinned server CPU in /proc/stat over the window, per request.
 	CPUus float64 `json:"cpu_us_per_req"`

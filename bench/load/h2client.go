@@ -274,6 +274,7 @@ type h2worker struct {
 	pick    *targetPicker
 	c       *h2conn
 	hist    Histogram
+	served  Histogram // open loop: servedLatency
 	status  [600]int64
 	stats   tally
 	kept    []openAnswer
@@ -302,6 +303,9 @@ func (w *h2worker) done(st *h2stream, err error) {
 	d := now.Sub(st.due)
 	w.stats.requests++
 	w.hist.Record(d)
+	if w.open {
+		w.served.Record(servedLatency(d, st.sent.Sub(st.due), st.connWait))
+	}
 	w.stats.body += st.resp.body
 	if st.resp.status < len(w.status) {
 		w.status[st.resp.status]++
@@ -515,11 +519,12 @@ func runH2(ctx context.Context, s *Spec) (*Result, error) {
 		p.fill(res, before, after)
 	}
 	res.Protocol = "h2"
-	var h Histogram
+	var h, served Histogram
 	answers := make([][]openAnswer, len(workers))
 	res.Status = map[int]int64{}
 	for k, w := range workers {
 		h.Merge(&w.hist)
+		served.Merge(&w.served)
 		w.stats.addTo(res, w.status[:])
 		res.Unsent += tallies[k].unsent
 		res.Errors += tallies[k].sendErrors
@@ -529,6 +534,8 @@ func runH2(ctx context.Context, s *Spec) (*Result, error) {
 	finishOpen(res, s, &h, tallies, answers, win)
 	if s.Rate <= 0 {
 		res.Lag = Latency{}
+	} else {
+		res.Served = summarize(&served)
 	}
 	return res, nil
 }

@@ -65,6 +65,19 @@ type openAnswer struct {
 	due, latency, sent, conn int64
 }
 
+// servedLatency is an answer's latency without the load generator's own
+// lateness: late is how long after its due time the request was sent,
+// connWait how much of that it waited for its connection (the answer
+// before it, or every HTTP/2 stream in use), which stays in, as the
+// server's doing. The rest is the load generator's: its timers fire up
+// to a millisecond late (Go's scheduler sleeps in whole milliseconds when
+// it has nothing to run) and its own stops, and every server's latency
+// holds them alike (docs/BENCHMARKS.md, "Where the fixed rate's tail is
+// set").
+func servedLatency(latency, late, connWait time.Duration) time.Duration {
+	return latency - max(late-connWait, 0)
+}
+
 // runOpenH1 sends s.Rate requests a second over s.Connections keep-alive
 // HTTP/1.1 connections (TLS with s.TLS), one request at a time per
 // connection: a request due while its connection still waits for an
@@ -101,14 +114,16 @@ func runOpenH1(ctx context.Context, s *Spec) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	var h Histogram
+	var h, served Histogram
 	res.Status = map[int]int64{}
 	for k, w := range workers {
 		h.Merge(&w.hist)
+		served.Merge(&w.served)
 		w.stats.addTo(res, w.status[:])
 		res.Unsent += tallies[k].unsent
 	}
 	finishOpen(res, s, &h, tallies, answers, win)
+	res.Served = summarize(&served)
 	return res, nil
 }
 
@@ -212,6 +227,7 @@ func (w *worker) runOpen(ctx context.Context, sch schedule, k int, win window, t
 		}
 		if measuring {
 			w.record(resp, d, sample)
+			w.served.Record(servedLatency(d, sent.Sub(due), connWait))
 			if w.spec.KeepAnswers {
 				kept = append(kept, openAnswer{due.Sub(win.from).Microseconds(), d.Microseconds(), sent.Sub(due).Microseconds(), connWait.Microseconds()})
 			}

@@ -122,6 +122,12 @@ func checkPaused(t *testing.T, res *Result, rate float64) {
 	if l.P50 > 15*time.Millisecond || l.P90 < 2*time.Millisecond || l.P99 < 10*time.Millisecond || l.Max < 15*time.Millisecond || l.Max > 250*time.Millisecond {
 		t.Fatalf("latencies %+v do not show 20ms pauses every 100ms", l)
 	}
+	// The pauses are the server's: taking the load generator's own
+	// lateness out leaves them in, and takes nothing else.
+	s := res.Served
+	if s.P99 < 10*time.Millisecond || s.Max < 15*time.Millisecond || s.P99 > l.P99 || s.Max > l.Max {
+		t.Fatalf("served %+v against latencies %+v: the pauses should stay in", s, l)
+	}
 	if int64(len(res.Answers)) != res.Requests {
 		t.Fatalf("%d answers kept of %d", len(res.Answers), res.Requests)
 	}
@@ -168,6 +174,23 @@ func TestOpenLoopH2(t *testing.T) {
 	}
 	if res.Requests < 100 || res.Errors != 0 || res.Status[200] != res.Requests || res.Unsent != 0 {
 		t.Fatalf("closed loop: %d requests, %d errors, status %v", res.Requests, res.Errors, res.Status)
+	}
+}
+
+// TestServedLatency: the load generator's own lateness comes out of an
+// answer's latency; the wait for a busy connection stays in.
+func TestServedLatency(t *testing.T) {
+	ms := time.Millisecond
+	for _, c := range []struct{ latency, late, connWait, want time.Duration }{
+		{10 * ms, 0, 0, 10 * ms},           // sent on time
+		{10 * ms, 3 * ms, 0, 7 * ms},       // the load generator woke late
+		{10 * ms, 3 * ms, 3 * ms, 10 * ms}, // all of it waiting for the connection
+		{10 * ms, 5 * ms, 2 * ms, 7 * ms},  // some of each
+		{10 * ms, 1 * ms, 2 * ms, 10 * ms}, // the clocks disagree by a little: nothing taken
+	} {
+		if got := servedLatency(c.latency, c.late, c.connWait); got != c.want {
+			t.Errorf("servedLatency(%v, late %v, connWait %v) = %v, want %v", c.latency, c.late, c.connWait, got, c.want)
+		}
 	}
 }
 

@@ -47,11 +47,14 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 // worker is one connection of a timed run, with its own tallies so that
 // nothing is shared on the hot path but the phase.
 type worker struct {
-	spec   *Spec
-	tls    *tls.Config // nil: plain TCP
-	pick   picker
-	c      *conn
-	hist   Histogram
+	spec *Spec
+	tls  *tls.Config // nil: plain TCP
+	pick picker
+	c    *conn
+	hist Histogram
+	// served is an open-loop run's latencies without the load
+	// generator's own lateness (servedLatency).
+	served Histogram
 	status [600]int64
 	stats  tally
 	n      int

@@ -298,6 +298,10 @@ type Result struct {
 	Rate   float64 `json:",omitempty"`
 	Unsent int64   `json:",omitempty"`
 	Lag    Latency
+	// Served is an open-loop run's Latency with the load generator's own
+	// lateness taken out of each answer (servedLatency): what the server
+	// and the wait for a busy connection made. Zero in a closed loop.
+	Served Latency
 	// WindowStart is when the measured window opened; Answers, with
 	// Spec.KeepAnswers, are every answer of the window, in microseconds:
 	// when its request was due after WindowStart, its latency, how long
