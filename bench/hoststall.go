@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -73,10 +74,9 @@ func (b *bench) probeStalls() []stallReport {
 	runtime.GOMAXPROCS(prev + len(cpus))
 	defer runtime.GOMAXPROCS(prev)
 	out := make([]stallReport, len(cpus))
-	done := make(chan struct{})
+	var wg sync.WaitGroup
 	for i, c := range cpus {
-		go func() {
-			defer func() { done <- struct{}{} }()
+		wg.Go(func() {
 			r := stallReport{CPU: c.cpu, Role: c.role, Window: stallProbeWindow.String()}
 			longest, n, lost, err := spinOn(c.cpu, b.opt.nice, stallProbeWindow)
 			if err != nil {
@@ -87,11 +87,9 @@ func (b *bench) probeStalls() []stallReport {
 				r.LostPct = 100 * lost.Seconds() / stallProbeWindow.Seconds()
 			}
 			out[i] = r
-		}()
+		})
 	}
-	for range cpus {
-		<-done
-	}
+	wg.Wait()
 	return out
 }
 
