@@ -59,6 +59,27 @@ func FuzzRewrite(f *testing.F) {
 		if err != nil || !bytes.Equal(again, body) || meta2 != meta {
 			t.Fatalf("output read back: %v, Meta %+v (was %+v)\n%s\n%s", err, meta2, meta, body, again)
 		}
+		// Whitespace in the source changes nothing but whitespace (order
+		// book data and variant A pass through as they came): the compact
+		// source, whose members the rewrite copies in runs, gives the page
+		// of an indented one, whose members it copies one by one.
+		compact, indented := jsontext.Value(bytes.Clone(src)), jsontext.Value(bytes.Clone(src))
+		if compact.Compact() != nil || indented.Indent() != nil {
+			t.Fatalf("jsontext refused %q, which Rewrite accepted", src)
+		}
+		want := jsontext.Value(bytes.Clone(body))
+		if err := want.Compact(); err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range []jsontext.Value{compact, indented} {
+			got, meta3, err := Rewrite(nil, in, opt)
+			if err == nil {
+				err = (*jsontext.Value)(&got).Compact()
+			}
+			if err != nil || !bytes.Equal(got, want) || meta3 != meta {
+				t.Fatalf("source %q: %v, Meta %+v (was %+v)\ngot:  %s\nwant: %s", in, err, meta3, meta, got, want)
+			}
+		}
 	})
 }
 

@@ -36,6 +36,8 @@ func TestRewrite(t *testing.T) {
 			Options{Shape: Transaction}, ok + `null}`},
 		{"whitespace everywhere", " \n{ \"success\" : true ,\t\"data\" : { \"items\" : [ { \"price\" : \"5\" , \"x\" : [ 1 , { \"y\" : 2 } ] } ] } } \n",
 			activity, ok + `{"items":[{"price":"0.05","x":[1,{"y":2}]}]}}`},
+		{"whitespace between compact members", b(`{"items":[{"a":1 ,"b":2, "c":"3","d":{"e" : 1},"f":[ ],"g":null,"size":"1","h":true}]}`),
+			activity, ok + `{"items":[{"a":1,"b":2,"c":"3","d":{"e":1},"f":[],"g":null,"size":"1","h":true}]}}`},
 		{"escaped names", `{"succ\u0065ss":true,"d\u0061ta":{"items":[{"pr\u0069ce":"5"}]}}`,
 			activity, ok + `{"items":[{"pr\u0069ce":"0.05"}]}}`},
 
@@ -90,6 +92,8 @@ func TestRewrite(t *testing.T) {
 			Options{Shape: Transaction}, ok + `{"traderAddress":"0xa","actions":null,"comboActions":null}}`},
 		{"fill renames collide: first wins", b(`{"actions":[{"tokenId":"1","assetId":"2","shares":3,"size":"4","marketLogo":"l","logo":"m","actor":"0xa"}]}`),
 			Options{Shape: Transaction}, ok + `{"actions":[{"tokenId":"1","size":"3","logo":"l","traderAddress":"0xa"}],"comboActions":null}}`},
+		{"fill: the other name of a field between kept ones", b(`{"actions":[{"tokenId":"1","assetId":"2","fee":"0.1","x":1,"logo":"l","marketLogo":"m"}]}`),
+			Options{Shape: Transaction}, ok + `{"actions":[{"tokenId":"1","fee":"0.1","x":1,"logo":"l"}],"comboActions":null}}`},
 		{"combo before sourceType", b(`{"marketSlug":"","marketId":"","actions":[{"shares":"2","price":"50","legs":null}],"sourceType":"COMBO"}`),
 			Options{Shape: Transaction, ShiftCents: true}, ok + `{"marketSlug":null,"marketId":null,"actions":null,"sourceType":"COMBO","comboActions":[{"size":"2","price":"0.5","legs":null}]}}`},
 		{"combo laid out as A", b(`{"sourceType":"COMBO","actions":null,"comboActions":[{"price":"50"}]}`),

@@ -62,12 +62,26 @@ func (r *rewriter) key(nameAt, at int) {
 
 // object rewrites the object at src[at] ('{') and returns the offset past
 // it. timed marks a list item, whose TimeField feeds Meta.
+//
+// Most members come out as they went in: a kept name with a scalar value,
+// or a decimal that is a string already. When the body is compact, as the
+// legacy host sends it, such members side by side are one span of the
+// body, and they are copied as one (a verbatim run) instead of a name, a
+// colon and a value each: most of an activity item is one run.
 func (r *rewriter) object(at, depth int, fields fieldFunc, timed bool) (int, error) {
 	s := &r.scan
 	timed = timed && r.opt.TimeField != ""
 	var seen uint32 // slots written
 	var t int64
 	hasTime := false
+	// The run not yet written: src[runAt:runEnd], runEnd 0 when none.
+	var runAt, runEnd int
+	flush := func() {
+		if runEnd != 0 {
+			r.out = append(r.out, s.src[runAt:runEnd]...)
+			runEnd = 0
+		}
+	}
 	r.out = append(r.out, '{')
 	end, err := s.members(at, depth, func(name []byte, nameAt, at int) (int, error) {
 		isTime := timed && string(name) == r.opt.TimeField
@@ -78,6 +92,43 @@ func (r *rewriter) object(at, depth int, fields fieldFunc, timed bool) (int, err
 			}
 			seen |= 1 << f.slot
 		}
+		if f.rename == "" && (f.kind == keep || f.kind == dec) {
+			end, err := s.value(at, depth)
+			if err != nil {
+				return end, err
+			}
+			if c := s.src[at]; c == '"' || c == 'n' || f.kind == keep && c != '{' && c != '[' {
+				if isTime {
+					t, hasTime = parseInt(s.src[at:end])
+				}
+				// Written as it came (see keep and decimal). The member
+				// joins the run if only a comma lies between them and
+				// nothing between its name, colon and value.
+				compact := s.src[at-1] == ':' && s.src[at-2] == '"'
+				switch {
+				case runEnd != 0 && compact && nameAt == runEnd+1 && s.src[runEnd] == ',':
+					runEnd = end
+				case compact:
+					flush()
+					if r.out[len(r.out)-1] != '{' {
+						r.out = append(r.out, ',')
+					}
+					runAt, runEnd = nameAt, end
+				default:
+					flush()
+					r.key(nameAt, at)
+					r.out = append(r.out, s.src[at:end]...)
+				}
+				return end, nil
+			}
+			flush()
+			r.key(nameAt, at)
+			if err := r.written(at, end, f.kind); err != nil {
+				return at, err
+			}
+			return end, nil
+		}
+		flush()
 		if f.rename != "" {
 			r.out = appendKey(r.out, f.rename)
 		} else {
@@ -92,6 +143,7 @@ func (r *rewriter) object(at, depth int, fields fieldFunc, timed bool) (int, err
 	if err != nil {
 		return end, err
 	}
+	flush()
 	r.out = append(r.out, '}')
 	if timed {
 		r.itemTime(t, hasTime)
@@ -137,42 +189,51 @@ func (r *rewriter) objectsOrNull(at, depth int, fields fieldFunc, what string) (
 // and returns the offset past it.
 func (r *rewriter) fieldValue(at, depth int, kind fieldKind) (int, error) {
 	s := &r.scan
-	switch kind {
-	case keep:
-		return r.keep(at, depth)
-	case legs:
+	if kind == legs {
 		return r.objectsOrNull(at, depth, legFields, "legs")
 	}
 	end, err := s.value(at, depth)
 	if err != nil {
 		return end, err
 	}
-	v := s.src[at:end]
-	if kind == dec {
+	if err := r.written(at, end, kind); err != nil {
+		return at, err
+	}
+	return end, nil
+}
+
+// written writes the value src[at:end], already scanned, of a member of
+// the given kind (not legs).
+func (r *rewriter) written(at, end int, kind fieldKind) error {
+	v := r.scan.src[at:end]
+	var err error
+	switch kind {
+	case keep:
+		if v[0] == '{' || v[0] == '[' {
+			r.out = appendCompact(r.out, v)
+		} else {
+			r.out = append(r.out, v...)
+		}
+		return nil
+	case dec:
 		err = r.decimal(v)
-	} else {
+	default:
 		err = r.price(v)
 	}
 	if err != nil {
-		return at, fmt.Errorf("%w (offset %d)", err, at)
+		return fmt.Errorf("%w (offset %d)", err, at)
 	}
-	return end, nil
+	return nil
 }
 
 // keep copies the value at src[at], compacted, and returns the offset past
 // it.
 func (r *rewriter) keep(at, depth int) (int, error) {
-	s := &r.scan
-	end, err := s.value(at, depth)
+	end, err := r.scan.value(at, depth)
 	if err != nil {
 		return end, err
 	}
-	if v := s.src[at:end]; v[0] == '{' || v[0] == '[' {
-		r.out = appendCompact(r.out, v)
-	} else {
-		r.out = append(r.out, v...)
-	}
-	return end, nil
+	return end, r.written(at, end, keep)
 }
 
 // decimal writes a decimal field (SHAPES.md "Per endpoint"): strings and
