@@ -17,7 +17,8 @@
 //     is validated while Meta is gathered, then copied byte for byte.
 //   - Data that is rewritten is written member by member into the caller's
 //     buffer as the scanner reads it: compact, member order kept, renames
-//     in place (values.go).
+//     in place (values.go). Members that come out as they went in, side by
+//     side in a compact body, are copied as one span.
 //
 // The scanner is the package's own rather than jsontext's decoder because
 // the decoder scans strings a byte at a time and checks duplicate names by
