@@ -15,6 +15,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttpproxy"
+	"golang.org/x/net/http/httpproxy"
 )
 
 // The legacy call on the wire: HTTP/1.1 over fasthttp's connection pool
@@ -50,29 +51,45 @@ const idleConnTimeout = 90 * time.Second
 // directly or through the proxy HTTP_PROXY, HTTPS_PROXY and NO_PROXY name
 // (CONNECT, or SOCKS5), with TLS of its own for an https base, checked
 // against roots (nil: the system's).
+//
+// A dial gets what is left of its call's time (try passes it to
+// AcquireConn): the connect, a proxy's CONNECT and the TLS handshake end
+// by the call's deadline as well as by their own timeouts, so a call that
+// dials late in upstream.timeout still ends with it. A context cancelled
+// without a deadline does not stop a dial; the dial's own timeouts bound it.
 func newPool(c Config, base *url.URL, roots *x509.CertPool) *fasthttp.HostClient {
 	isTLS := base.Scheme == "https"
-	d := &fasthttpproxy.Dialer{Timeout: c.DialTimeout, ConnectTimeout: c.DialTimeout, DialDualStack: true,
-		// Go's resolver on each dial, as net/http's: fasthttp's DNS cache
-		// would start a goroutine that outlives the client by minutes.
-		TCPDialer: fasthttp.TCPDialer{DisableDNSResolution: true}}
-	viaEnv, envErr := d.GetDialFuncForTLS(true, isTLS)
-	dial := func(addr string) (net.Conn, error) {
-		if envErr != nil {
-			// An unreadable proxy variable: every call fails, saying so.
-			return nil, envErr
+	proxies := httpproxy.FromEnvironment() // read once, as net/http does
+	dial := func(addr string, within time.Duration) (net.Conn, error) {
+		start := time.Now()
+		timeout := c.DialTimeout
+		if within > 0 && within < timeout {
+			timeout = within
 		}
-		conn, err := viaEnv(addr)
+		d := &fasthttpproxy.Dialer{Config: *proxies, Timeout: timeout, ConnectTimeout: timeout, DialDualStack: true,
+			// Go's resolver on each dial, as net/http's: fasthttp's DNS cache
+			// would start a goroutine that outlives the client by minutes.
+			TCPDialer: fasthttp.TCPDialer{DisableDNSResolution: true}}
+		viaProxy, err := d.GetDialFuncForTLS(false, isTLS)
+		if err != nil {
+			// An unreadable proxy variable: every call fails, saying so.
+			return nil, err
+		}
+		conn, err := viaProxy(addr)
 		if err != nil || !isTLS {
 			return conn, err
 		}
-		return handshake(conn, &tls.Config{ServerName: base.Hostname(), RootCAs: roots, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}, c.TLSHandshakeTimeout)
+		timeout = c.TLSHandshakeTimeout
+		if left := within - time.Since(start); within > 0 && left < timeout {
+			timeout = left
+		}
+		return handshake(conn, &tls.Config{ServerName: base.Hostname(), RootCAs: roots, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}, timeout)
 	}
 	return &fasthttp.HostClient{
 		Addr: fasthttp.AddMissingPort(base.Host, isTLS),
 		// TLS is the dial's own (handshake), so that its timeout is
 		// upstream.tls_handshake_timeout; the pool sees a *tls.Conn.
-		Dial: dial,
+		DialTimeout: dial,
 		// The shield bounds the calls at once (upstream.max_concurrent);
 		// the pool does not refuse any the shield lets through.
 		MaxConns:            math.MaxInt32,
@@ -123,7 +140,13 @@ var errTooManyInterim = errors.New("legacy host sent " + strconv.Itoa(maxInterim
 // had served a call before.
 func (u *legacyHost) try(ctx context.Context, x *exchange) (reused, answered bool, err error) {
 	x.resp.Reset()
-	cc, err := u.pool.AcquireConn(0, false)
+	var within time.Duration // what is left of the call's time, for a dial; 0: no deadline
+	if deadline, ok := ctx.Deadline(); ok {
+		if within = time.Until(deadline); within <= 0 {
+			return false, false, context.DeadlineExceeded
+		}
+	}
+	cc, err := u.pool.AcquireConn(within, false)
 	if err != nil {
 		return false, false, err
 	}
