@@ -9,10 +9,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -273,65 +271,28 @@ func TestLegacyCallOverTLS(t *testing.T) {
 	}
 }
 
-// A dial late in a call ends with the call: the connect and the TLS
-// handshake get what is left of its time, not their own whole timeouts.
-func TestLegacyDialEndsWithTheCall(t *testing.T) {
-	req := activity(t, "0x"+strings.Repeat("a", 40))
-	slow := func(c *Config) { c.DialTimeout, c.TLSHandshakeTimeout = 5*time.Second, 5*time.Second }
-	hosts := map[string]string{
-		// A listener whose accept queue is full: the kernel drops the
-		// next SYN, and the connect waits.
-		"connect": "http://" + fullBacklog(t) + "/open-api",
-		// A host that takes the connection and never answers the
-		// handshake.
-		"handshake": "https" + strings.TrimPrefix(rawHost(t, func(net.Conn) { time.Sleep(1500 * time.Millisecond) }), "http"),
-	}
-	for name, base := range hosts {
-		t.Run(name, func(t *testing.T) {
-			u := testHost(t, base, slow)
-			ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
-			defer cancel()
-			start := time.Now()
-			_, _, err := u.call(ctx, req, "rid")
-			if took := time.Since(start); err == nil || took > time.Second {
-				t.Fatalf("a call of 200ms ended after %v with %v, want an error at its deadline", took, err)
-			}
-			if reason(err) != Timeout.String() {
-				t.Errorf("error %v (%s), want a Timeout", err, reason(err))
-			}
-		})
-	}
+// A handshake late in a call ends with the call: it gets what is left
+// of the call's time, not tls_handshake_timeout whole. (The connect:
+// wire_linux_test.go.)
+func TestLegacyHandshakeEndsWithTheCall(t *testing.T) {
+	// A host that takes the connection and never answers the handshake.
+	stall := rawHost(t, func(net.Conn) { time.Sleep(1500 * time.Millisecond) })
+	endsWithTheCall(t, "https"+strings.TrimPrefix(stall, "http"))
 }
 
-// fullBacklog returns the address of a loopback listener that accepts no
-// connection and whose accept queue (backlog 0: one connection) is full.
-func fullBacklog(t *testing.T) string {
+// endsWithTheCall fails unless a call of 200ms to base, whose dial and
+// handshake timeouts are 5s, ends with a Timeout within a second.
+func endsWithTheCall(t *testing.T, base string) {
 	t.Helper()
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
-	if err != nil {
-		t.Fatal(err)
+	u := testHost(t, base, func(c *Config) { c.DialTimeout, c.TLSHandshakeTimeout = 5*time.Second, 5*time.Second })
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, _, err := u.call(ctx, activity(t, "0x"+strings.Repeat("a", 40)), "rid")
+	if took := time.Since(start); err == nil || took > time.Second {
+		t.Fatalf("a call of 200ms ended after %v with %v, want an error at its deadline", took, err)
 	}
-	t.Cleanup(func() { syscall.Close(fd) })
-	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		t.Fatal(err)
+	if reason(err) != Timeout.String() {
+		t.Errorf("error %v (%s), want a Timeout", err, reason(err))
 	}
-	if err := syscall.Listen(fd, 0); err != nil {
-		t.Fatal(err)
-	}
-	sa, err := syscall.Getsockname(fd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*syscall.SockaddrInet4).Port))
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	// The queue is full once a second connect cannot complete.
-	if c2, err := net.DialTimeout("tcp", addr, 100*time.Millisecond); err == nil {
-		c2.Close()
-		t.Skip("the kernel queued a second connection on a backlog of 0")
-	}
-	return addr
 }
