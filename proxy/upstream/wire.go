@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net"
@@ -148,6 +149,12 @@ func (u *legacyHost) try(ctx context.Context, x *exchange) (reused, answered boo
 	}
 	cc, err := u.pool.AcquireConn(within, false)
 	if err != nil {
+		if within > 0 && within < u.dialTimeout && errors.Is(err, fasthttp.ErrDialTimeout) {
+			// The connect had only what was left of the call's time: the
+			// call's deadline ended it, a Timeout, not an unreachable
+			// host, whether or not the context has noticed yet.
+			err = fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
+		}
 		return false, false, err
 	}
 	conn := cc.Conn()
