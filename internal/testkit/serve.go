@@ -55,14 +55,19 @@ var FasthttpGoroutines = []goleak.Option{
 }
 
 // ToxiproxyGoroutines are goleak options for toxiproxy's own goroutines,
-// for the TestMain of a package whose tests run a toxiproxy in process:
-// its noop toxic (toxics/noop.go, v2.5.0) sends a chunk on its stub's
-// output without watching the stub's interrupt, so a proxy stopped (or a
-// link closed) while a chunk is in flight leaves that goroutine blocked
-// for good. It is toxiproxy's, holds no connection of the edge's, and
-// turns up only when a fault stops Redis's proxy mid-transfer.
+// for the TestMain of a package whose tests run a toxiproxy in process.
+// A link's chunks go through channels whose ends do not watch each
+// other's interrupt (v2.5.0), so a proxy stopped (or a link closed) while
+// a chunk is in flight leaves one of two goroutines blocked for good: the
+// noop toxic sending on its stub's output (toxics/noop.go), or the link's
+// reader sending the chunk it has just read into the toxic chain's input
+// (stream/io_chan.go's ChanWriter, from link.go's read), once the stub
+// that read that input has stopped. Both are toxiproxy's, hold no
+// connection of the edge's, and turn up only when a fault stops Redis's
+// proxy mid-transfer.
 var ToxiproxyGoroutines = []goleak.Option{
 	goleak.IgnoreTopFunction("github.com/Shopify/toxiproxy/v2/toxics.(*NoopToxic).Pipe"),
+	goleak.IgnoreTopFunction("github.com/Shopify/toxiproxy/v2/stream.(*ChanWriter).Write"),
 }
 
 // TCPPair returns the two ends of a loopback TCP connection, both closed
