@@ -160,15 +160,22 @@ func TestStatusPageShowsStreams(t *testing.T) {
 	_, r := openStream(t, e, "/v1/orderbook/stream?tokenId="+token)
 	got := readEvents(t, r, 3)
 
-	s := statusJSON(t, e)
-	if s.Streams == nil {
-		t.Fatal("no streams panel with a stream open")
-	}
-	i := slices.IndexFunc(s.Streams.Routes, func(r status.StreamRoute) bool { return r.Name == "orderbook_events" })
-	if i < 0 {
-		t.Fatalf("streams %+v, no orderbook_events", s.Streams.Routes)
-	}
-	book := s.Streams.Routes[i]
+	// The panel's event count (tradergate_stream_events_total) is added
+	// after the edge's write returns, which can be a moment after the
+	// subscriber has read the event.
+	var book status.StreamRoute
+	testkit.Eventually(t, "the streams panel counting the events read", func() bool {
+		s := statusJSON(t, e)
+		if s.Streams == nil {
+			t.Fatal("no streams panel with a stream open")
+		}
+		i := slices.IndexFunc(s.Streams.Routes, func(r status.StreamRoute) bool { return r.Name == "orderbook_events" })
+		if i < 0 {
+			t.Fatalf("streams %+v, no orderbook_events", s.Streams.Routes)
+		}
+		book = s.Streams.Routes[i]
+		return book.EventsTotal >= int64(len(got))
+	})
 	if book.Open != 1 || book.Shared != 1 || book.MostPerStream != 1 || book.Polling != 1 {
 		t.Errorf("order book streams %+v, want one open, shared by one, polled here", book)
 	}
