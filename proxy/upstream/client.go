@@ -54,15 +54,12 @@ type legacyHost struct {
 	// headerTimeout bounds the wait for the answer's header after the
 	// request is sent (upstream.response_header_timeout).
 	headerTimeout time.Duration
-	// dialTimeout is upstream.dial_timeout: a connect that times out
-	// sooner was cut short by its call's deadline (try).
-	dialTimeout time.Duration
-	maxBody     int64
-	shift       bool
-	gzip        bool      // ask for gzip (upstream.compression)
-	exchanges   sync.Pool // *exchange
-	zrs         sync.Pool // *gzip.Reader
-	outs        sync.Pool // *[]byte, rewrite scratch
+	maxBody       int64
+	shift         bool
+	gzip          bool      // ask for gzip (upstream.compression)
+	exchanges     sync.Pool // *exchange
+	zrs           sync.Pool // *gzip.Reader
+	outs          sync.Pool // *[]byte, rewrite scratch
 	// tracer and propagator, when set: a client span per call, and its
 	// traceparent to the legacy host.
 	tracer     trace.Tracer
@@ -84,7 +81,6 @@ func newLegacyHost(c Config, opt Options) *legacyHost {
 		auth:          "Bearer " + c.Key,
 		maxIdle:       c.MaxIdleConns,
 		headerTimeout: c.ResponseHeaderTimeout,
-		dialTimeout:   c.DialTimeout,
 		maxBody:       c.MaxBodyBytes,
 		shift:         c.PriceScale == PriceScaleCents,
 		gzip:          c.Compression != compressionNone,

@@ -64,7 +64,8 @@ func newPool(c Config, base *url.URL, roots *x509.CertPool) *fasthttp.HostClient
 	dial := func(addr string, within time.Duration) (net.Conn, error) {
 		start := time.Now()
 		timeout := c.DialTimeout
-		if within > 0 && within < timeout {
+		byCall := within > 0 && within < timeout // the call's deadline bounds the connect
+		if byCall {
 			timeout = within
 		}
 		d := &fasthttpproxy.Dialer{Config: *proxies, Timeout: timeout, ConnectTimeout: timeout, DialDualStack: true,
@@ -77,6 +78,12 @@ func newPool(c Config, base *url.URL, roots *x509.CertPool) *fasthttp.HostClient
 			return nil, err
 		}
 		conn, err := viaProxy(addr)
+		if byCall && errors.Is(err, fasthttp.ErrDialTimeout) {
+			// The call's deadline ended the connect: a Timeout, not an
+			// unreachable host, whether or not the context has noticed
+			// yet (fasthttp's error does not say which bound it hit).
+			err = fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
+		}
 		if err != nil || !isTLS {
 			return conn, err
 		}
@@ -149,12 +156,6 @@ func (u *legacyHost) try(ctx context.Context, x *exchange) (reused, answered boo
 	}
 	cc, err := u.pool.AcquireConn(within, false)
 	if err != nil {
-		if within > 0 && within < u.dialTimeout && errors.Is(err, fasthttp.ErrDialTimeout) {
-			// The connect had only what was left of the call's time: the
-			// call's deadline ended it, a Timeout, not an unreachable
-			// host, whether or not the context has noticed yet.
-			err = fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
-		}
 		return false, false, err
 	}
 	conn := cc.Conn()
