@@ -109,6 +109,9 @@ type conn struct {
 	// (flood.go); reason is why the connection ends, once known.
 	flood   int
 	floodAt time.Time // when flood was last refilled
+	// spent is the score added since it was last at or below zero, by
+	// spendReasons: a cut names the largest.
+	spent [len(spendReasons)]int
 	// closedWindow is what the client may still give back, by
 	// WINDOW_UPDATEs for streams already closed, without spending the
 	// flood budget: what those streams were sent and had not been given

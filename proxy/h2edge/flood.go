@@ -85,8 +85,16 @@ type calmError struct{ reason string }
 
 func (e calmError) Error() string { return "h2edge: flood budget spent: " + e.reason }
 
-// uselessLocked adds n to the flood score; past the limit it returns the
-// error that ends the connection, for reason.
+// spendReasons are the reasons a connection's flood budget is spent
+// for; conn.spent counts by them, in this order.
+var spendReasons = [...]string{ReasonFlood, ReasonRapidReset, ReasonHeaderBudget}
+
+// uselessLocked adds n to the flood score, for reason; past the limit it
+// returns the error that ends the connection, for the reason that spent
+// most of the score since it was last at or below zero. A client that
+// mixes frames (a PING now and then among requests past the header
+// budget, say) is named for what it mostly did, not for the frame that
+// happened to come last.
 func (c *conn) uselessLocked(n int, reason string) error {
 	now := time.Now()
 	if c.floodAt.IsZero() {
@@ -98,11 +106,26 @@ func (c *conn) uselessLocked(n int, reason string) error {
 			c.flood = max(c.flood-k, 0)
 		}
 	}
-	c.flood += n
-	if c.flood > floodLimit {
-		return calmError{reason}
+	if c.flood <= 0 {
+		c.spent = [len(spendReasons)]int{}
 	}
-	return nil
+	c.flood += n
+	at := 0
+	for i, r := range spendReasons {
+		if r == reason {
+			c.spent[i] += n
+			at = i
+		}
+	}
+	if c.flood <= floodLimit {
+		return nil
+	}
+	for i, v := range c.spent { // ties go to this frame's reason
+		if v > c.spent[at] {
+			at = i
+		}
+	}
+	return calmError{spendReasons[at]}
 }
 
 // usefulLocked: an answer was sent whole.

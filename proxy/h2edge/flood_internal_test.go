@@ -73,6 +73,53 @@ func TestFloodScore(t *testing.T) {
 	}
 }
 
+// A cut names what spent most of the score since it was last at or
+// below zero, not the frame that came last: a client that sends
+// requests past the header budget with a PING now and then is cut for
+// header_budget even when a PING is the last straw, and PINGs that an
+// answer or time already paid for do not count against a later reset
+// flood.
+func TestFloodCutNamesWhatSpentTheBudget(t *testing.T) {
+	cut := func(c *conn, n int, reason string) string {
+		t.Helper()
+		err := c.uselessLocked(n, reason)
+		if err == nil {
+			return ""
+		}
+		var calm calmError
+		if !errors.As(err, &calm) {
+			t.Fatalf("error %v", err)
+		}
+		return calm.reason
+	}
+	c := &conn{}
+	for range floodLimit/2 - 1 { // 198 by requests past the budget
+		if r := cut(c, 2, ReasonHeaderBudget); r != "" {
+			t.Fatalf("cut early, for %s", r)
+		}
+	}
+	for _, want := range []string{"", "", ReasonHeaderBudget} { // 199, 200, 201 by PINGs
+		if r := cut(c, 1, ReasonFlood); r != want {
+			t.Fatalf("at score %d cut for %q, want %q", c.flood, r, want)
+		}
+	}
+
+	c = &conn{}
+	for range floodLimit {
+		cut(c, 1, ReasonFlood)
+	}
+	for range floodLimit + 1 { // an answer each: the PINGs are paid for
+		c.usefulLocked()
+	}
+	r := ""
+	for i := 0; r == "" && i < 10*floodLimit; i++ {
+		r = cut(c, 1, ReasonRapidReset)
+	}
+	if r != ReasonRapidReset {
+		t.Errorf("resets after paid-for PINGs cut for %q, want %s", r, ReasonRapidReset)
+	}
+}
+
 // A WINDOW_UPDATE for a closed stream is free while it gives back no
 // more than what is left to give back, each counted as at least
 // closedWindowMin; past that each adds to the flood score.
