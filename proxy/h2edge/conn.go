@@ -839,13 +839,17 @@ func (c *conn) handlerDone(st *Stream) {
 		c.w.hold--
 		write = c.w.claimLocked()
 	}
+	// Other handlers of the connection still running may add their
+	// answers to this write if it waits a round; with none, nothing of
+	// this connection's would come of the wait (writer).
+	yield := c.handlers > 0
 	c.wakeIfQuietLocked()
 	c.mu.Unlock()
 	if p != nil && c.srv.Log != nil {
 		c.srv.Log.Error("h2edge: handler panicked", "panic", p)
 	}
 	if write {
-		c.w.run() // the answer, and what came with it (writer.hold)
+		c.w.write(yield) // the answer, and what came with it (writer.hold)
 	}
 }
 

@@ -35,7 +35,10 @@ import (
 // are ready to run (the read loop, the handlers of the connection's other
 // streams) take their turn, then writes everything they appended in one
 // Write, one TLS record per 16 KiB rather than one per answer. No timer:
-// a lone answer waits only for the scheduler's round.
+// a lone answer waits only for the scheduler's round. A handler whose
+// connection has no other handler running skips even that: its answer
+// would wait behind every other connection's ready work for frames that
+// nothing of its own connection is making (conn.handlerDone).
 type writer struct {
 	c   *conn
 	buf []byte // frames not yet handed to the connection; nil when none
@@ -80,8 +83,14 @@ func (w *writer) init(c *conn) {
 
 // run is the writer's part of a runner: it writes what is buffered until
 // the buffer stays empty, then returns.
-func (w *writer) run() {
-	runtime.Gosched()
+func (w *writer) run() { w.write(true) }
+
+// write writes what is buffered until the buffer stays empty, first
+// letting the goroutines ready to run append theirs when yield is set.
+func (w *writer) write(yield bool) {
+	if yield {
+		runtime.Gosched()
+	}
 	c := w.c
 	for {
 		for w.flushOnce() {
