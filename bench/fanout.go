@@ -866,6 +866,8 @@ func (b *bench) startNchan(ctx context.Context, n int, sim *server, token, modul
 	if err != nil {
 		return nil, err
 	}
+	var srv *server // the directory is its once it starts (ownScratch)
+	defer ownScratch(&srv, prefix)
 	_ = os.Chmod(prefix, 0o755)
 	c := nchanConfFor(n)
 	c.Module, c.Prefix, c.Listen = module, prefix, addr
@@ -878,11 +880,11 @@ func (b *bench) startNchan(ctx context.Context, n int, sim *server, token, modul
 		return nil, err
 	}
 	_ = os.WriteFile(filepath.Join(b.out, "nchan.conf"), conf.Bytes(), 0o644)
-	srv, err := b.serve(ctx, "nchan", b.opt.serverCPU, addr, 10*time.Second, b.nginx, "-p", prefix, "-c", confPath, "-e", "stderr")
+	srv, err = b.serve(ctx, "nchan", b.opt.serverCPU, addr, 10*time.Second, b.nginx, "-p", prefix, "-c", confPath, "-e", "stderr")
 	if err != nil {
 		return nil, err
 	}
-	srv.scratch = prefix
+	srv.scratch = prefix // now: the stop below, if the publisher fails, removes it
 	pctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	pub := &publisher{

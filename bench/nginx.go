@@ -40,7 +40,7 @@ func nginxVersion() (path, version string) {
 // nginx-tuned row's configuration; withTLS, on TLS with the run's
 // certificate; conns, when above nginx's 4096, the connections it must
 // hold (the idle rows).
-func (b *bench) startNginx(ctx context.Context, tuned, withTLS bool, conns int) (*server, error) {
+func (b *bench) startNginx(ctx context.Context, tuned, withTLS bool, conns int) (srv *server, err error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -49,6 +49,7 @@ func (b *bench) startNginx(ctx context.Context, tuned, withTLS bool, conns int) 
 	if err != nil {
 		return nil, err
 	}
+	defer ownScratch(&srv, prefix)
 	// Run as root, nginx's workers switch to an unprivileged user, which
 	// must reach the cache and temp directories.
 	for _, d := range []string{"cache", "tmp", "logs"} {
@@ -84,9 +85,9 @@ func (b *bench) startNginx(ctx context.Context, tuned, withTLS bool, conns int) 
 		name = "nginx-tls"
 	}
 	_ = os.WriteFile(filepath.Join(b.out, name+".conf"), bytes.ReplaceAll(conf, []byte(b.simKey), []byte("<legacy key>")), 0o644)
-	srv, err := b.serve(ctx, name, b.opt.serverCPU, addr, 10*time.Second, b.nginx, "-p", prefix, "-c", confPath, "-e", "stderr")
+	srv, err = b.serve(ctx, name, b.opt.serverCPU, addr, 10*time.Second, b.nginx, "-p", prefix, "-c", confPath, "-e", "stderr")
 	if srv != nil {
-		srv.tls, srv.scratch = withTLS, prefix
+		srv.tls = withTLS
 	}
 	return srv, err
 }

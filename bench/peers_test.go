@@ -455,3 +455,33 @@ func TestServerStopRemovesScratch(t *testing.T) {
 	s.stop()              // twice: nothing left to remove, no panic
 	(*server)(nil).stop() // a server that never started
 }
+
+// A peer that fails to start leaves no directory behind in the run's
+// scratch directory: nginx's, Varnish's and Nchan's are removed at once,
+// not at the end of the run.
+func TestFailedStartLeavesNoScratch(t *testing.T) {
+	scratch := t.TempDir()
+	missing := filepath.Join(t.TempDir(), "not-installed")
+	b := &bench{tmp: scratch, out: t.TempDir(), nginx: missing, varnish: missing, simKey: "k", upstream: &server{addr: "127.0.0.1:1"}}
+	b.procs = newProcs(t.TempDir(), t.TempDir(), 0)
+	ctx := t.Context()
+	if srv, err := b.startNginx(ctx, false, false, 0); err == nil {
+		srv.stop()
+		t.Error("nginx started from a missing binary")
+	}
+	if srv, err := b.startVarnish(ctx); err == nil {
+		srv.stop()
+		t.Error("Varnish started from a missing binary")
+	}
+	if ft, err := b.startNchan(ctx, 1, &server{addr: "127.0.0.1:1"}, "token", missing); err == nil {
+		ft.stop()
+		t.Error("Nchan started from a missing binary")
+	}
+	left, err := os.ReadDir(scratch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range left {
+		t.Errorf("left in the scratch directory: %s", e.Name())
+	}
+}

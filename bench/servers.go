@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -258,6 +259,18 @@ func (b *bench) serve(ctx context.Context, name string, cpu int, addr string, wa
 		return nil, errorWithTail(err, p)
 	}
 	return &server{addr: addr, proc: p}, nil
+}
+
+// ownScratch, deferred by a start function once it has made dir, the
+// server's own directory: a server that started owns dir and removes it
+// when it stops; when the start failed, dir is removed now, rather than
+// with the run's scratch directory at the end of the run.
+func ownScratch(srv **server, dir string) {
+	if *srv != nil {
+		(*srv).scratch = dir
+		return
+	}
+	_ = os.RemoveAll(dir)
 }
 
 func errorWithTail(err error, p *proc) error {

@@ -37,7 +37,7 @@ func varnishArgs(listen, vcl, workDir string) []string {
 
 // startVarnish starts varnishd with a fresh work directory (an empty
 // cache), its manager and cache process both pinned to the server CPU.
-func (b *bench) startVarnish(ctx context.Context) (*server, error) {
+func (b *bench) startVarnish(ctx context.Context) (srv *server, err error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -46,6 +46,7 @@ func (b *bench) startVarnish(ctx context.Context) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer ownScratch(&srv, dir)
 	_ = os.Chmod(dir, 0o755)
 	host, port, err := net.SplitHostPort(b.upstream.addr)
 	if err != nil {
@@ -61,9 +62,5 @@ func (b *bench) startVarnish(ctx context.Context) (*server, error) {
 	}
 	_ = os.WriteFile(filepath.Join(b.out, "varnish.vcl"), bytes.ReplaceAll(vcl, []byte(b.simKey), []byte("<legacy key>")), 0o644)
 	// The VCL is compiled with the C compiler at start: give it time.
-	srv, err := b.serve(ctx, "varnish", b.opt.serverCPU, addr, 30*time.Second, b.varnish, varnishArgs(addr, vclPath, filepath.Join(dir, "work"))...)
-	if srv != nil {
-		srv.scratch = dir
-	}
-	return srv, err
+	return b.serve(ctx, "varnish", b.opt.serverCPU, addr, 30*time.Second, b.varnish, varnishArgs(addr, vclPath, filepath.Join(dir, "work"))...)
 }
