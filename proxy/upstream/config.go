@@ -98,6 +98,9 @@ func (c *Config) Validate(getenv func(string) string) error {
 		add("base_url", "must be an http(s) URL without query or credentials, got %q", c.BaseURL)
 	} else {
 		c.BaseURL = strings.TrimSuffix(c.BaseURL, "/")
+		if _, err := legacyProxy(bu, proxyVars(getenv)); err != nil {
+			errs.AddHint("upstream.base_url", "fix the variable, or name the host in NO_PROXY to dial it directly", "is reached through a proxy: %v", err)
+		}
 	}
 	if c.Key = getenv(c.KeyEnv); c.Key == "" {
 		add("key_env", "environment variable %s (the edge's legacy API key) is not set", c.KeyEnv)

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -11,7 +12,9 @@ import (
 	"math"
 	"net"
 	"net/url"
+	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -60,24 +63,37 @@ const idleConnTimeout = 90 * time.Second
 // without a deadline does not stop a dial; the dial's own timeouts bound it.
 func newPool(c Config, base *url.URL, roots *x509.CertPool) *fasthttp.HostClient {
 	isTLS := base.Scheme == "https"
-	proxies := httpproxy.FromEnvironment() // read once, as net/http does
+	// The pool has one host, so whether it goes through a proxy is decided
+	// once (legacyProxy), with the variables read at start as net/http
+	// reads them. Config.Validate has refused a variable it cannot use.
+	via, viaErr := legacyProxy(base, proxyVars(os.Getenv))
+	var proxies httpproxy.Config
+	if via != nil {
+		proxies = httpproxy.Config{HTTPProxy: via.String(), HTTPSProxy: via.String()}
+	}
 	dial := func(addr string, within time.Duration) (net.Conn, error) {
+		if viaErr != nil {
+			return nil, viaErr
+		}
 		start := time.Now()
 		timeout := c.DialTimeout
 		byCall := within > 0 && within < timeout // the call's deadline bounds the connect
 		if byCall {
 			timeout = within
 		}
-		d := &fasthttpproxy.Dialer{Config: *proxies, Timeout: timeout, ConnectTimeout: timeout, DialDualStack: true,
+		d := &fasthttpproxy.Dialer{Config: proxies, Timeout: timeout, ConnectTimeout: timeout, DialDualStack: true,
 			// Go's resolver on each dial, as net/http's: fasthttp's DNS cache
 			// would start a goroutine that outlives the client by minutes.
 			TCPDialer: fasthttp.TCPDialer{DisableDNSResolution: true}}
-		viaProxy, err := d.GetDialFuncForTLS(false, isTLS)
-		if err != nil {
-			// An unreadable proxy variable: every call fails, saying so.
-			return nil, err
+		dialer := func(addr string) (net.Conn, error) { return d.Dial("tcp", addr) } // direct
+		if via != nil {
+			viaProxy, err := d.GetDialFuncForTLS(false, isTLS)
+			if err != nil {
+				return nil, err
+			}
+			dialer = viaProxy
 		}
-		conn, err := viaProxy(addr)
+		conn, err := dialer(addr)
 		if byCall && errors.Is(err, fasthttp.ErrDialTimeout) {
 			// The call's deadline ended the connect: a Timeout, not an
 			// unreachable host, whether or not the context has noticed
@@ -108,6 +124,56 @@ func newPool(c Config, base *url.URL, roots *x509.CertPool) *fasthttp.HostClient
 		// idle connection's, so the bytes are held only by calls under way.
 		ReadBufferSize: legacyReadBuffer,
 	}
+}
+
+// proxyVars are the proxy variables of getenv, upper case first, as
+// net/http reads them (httpproxy.FromEnvironment).
+func proxyVars(getenv func(string) string) httpproxy.Config {
+	either := func(upper, lower string) string { return cmp.Or(getenv(upper), getenv(lower)) }
+	return httpproxy.Config{
+		HTTPProxy:  either("HTTP_PROXY", "http_proxy"),
+		HTTPSProxy: either("HTTPS_PROXY", "https_proxy"),
+		NoProxy:    either("NO_PROXY", "no_proxy"),
+		CGI:        getenv("REQUEST_METHOD") != "",
+	}
+}
+
+// legacyProxy is the proxy through which the legacy host at base is
+// dialled under the variables p, or nil to dial it directly: none is set
+// for its scheme, NO_PROXY names it, or it is localhost or a loopback
+// address. That is net/http's rule; fasthttpproxy's own decides by a
+// placeholder host whenever NO_PROXY is empty, which would send a legacy
+// host on loopback through the proxy.
+//
+// A variable that applies but cannot be used is an error naming it and
+// never quoting it (it may hold credentials): net/http would skip it
+// without a word and dial directly, and fasthttpproxy fails every call on
+// a scheme it does not speak.
+func legacyProxy(base *url.URL, p httpproxy.Config) (*url.URL, error) {
+	name, raw := "HTTP_PROXY", p.HTTPProxy
+	if base.Scheme == "https" {
+		name, raw = "HTTPS_PROXY", p.HTTPSProxy
+	}
+	if raw == "" {
+		return nil, nil
+	}
+	// net/http's rule with a value it can parse: does the proxy apply?
+	probe := p
+	probe.HTTPProxy, probe.HTTPSProxy = "proxy.invalid:1", "proxy.invalid:1"
+	if u, err := probe.ProxyFunc()(&url.URL{Scheme: base.Scheme, Host: base.Host}); u == nil || err != nil {
+		return nil, err // direct, or refused in a CGI environment
+	}
+	if !strings.Contains(raw, "://") {
+		raw = "http://" + raw // a bare host:port, as net/http reads it
+	}
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || u.Host == "":
+		return nil, fmt.Errorf("%s (or its lower-case form) is not a proxy URL", name)
+	case u.Scheme != "http" && u.Scheme != "socks5" && u.Scheme != "socks5h":
+		return nil, fmt.Errorf("%s has the scheme %q: the legacy host is reached through a proxy by http (CONNECT) or socks5", name, u.Scheme)
+	}
+	return u, nil
 }
 
 // legacyReadBuffer is the read buffer of a legacy call (roundTrip):

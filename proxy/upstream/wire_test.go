@@ -5,11 +5,14 @@ import (
 	"crypto/x509"
 	"errors"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -34,7 +37,7 @@ func testConfig(t *testing.T, base string, edit func(*Config)) Config {
 	if edit != nil {
 		edit(&c)
 	}
-	if err := c.Validate(func(string) string { return "k" }); err != nil {
+	if err := c.Validate(func(v string) string { return map[string]string{"K": "k"}[v] }); err != nil {
 		t.Fatal(err)
 	}
 	return c
@@ -294,5 +297,127 @@ func endsWithTheCall(t *testing.T, base string) {
 	}
 	if reason(err) != Timeout.String() {
 		t.Errorf("error %v (%s), want a Timeout", err, reason(err))
+	}
+}
+
+// connectProxy is an HTTP proxy on loopback that only tunnels (CONNECT),
+// every tunnel to the address to whatever host the client names. It
+// returns the proxy's URL and, as they come, the hosts named.
+func connectProxy(t *testing.T, to string) (string, <-chan string) {
+	t.Helper()
+	named := make(chan string, 16)
+	var tunnels sync.WaitGroup
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodConnect {
+			http.Error(w, "CONNECT only", http.StatusMethodNotAllowed)
+			return
+		}
+		named <- r.Host
+		up, err := net.Dial("tcp", to)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+		client, rw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			up.Close()
+			return
+		}
+		tunnels.Add(2)
+		pipe := func(dst net.Conn, src io.Reader) {
+			defer tunnels.Done()
+			_, _ = io.Copy(dst, src)
+			// Either side ending ends the tunnel.
+			dst.Close()
+			up.Close()
+			client.Close()
+		}
+		go pipe(up, rw) // what the client sent after CONNECT may be buffered
+		go pipe(client, up)
+	}))
+	t.Cleanup(func() { srv.Close(); tunnels.Wait() })
+	return srv.URL, named
+}
+
+// A legacy host named in HTTP_PROXY's reach is called through a CONNECT
+// tunnel; one on loopback is called directly whatever the proxy variables
+// say, as net/http's clients (the native backend's among them) do.
+func TestLegacyCallThroughAProxy(t *testing.T) {
+	sim := legacysim.New(legacysim.Config{Key: "k"})
+	srv := httptest.NewServer(sim)
+	t.Cleanup(srv.Close)
+	target := strings.TrimPrefix(srv.URL, "http://")
+	_, port, _ := net.SplitHostPort(target)
+	proxyURL, named := connectProxy(t, target)
+	for _, v := range []string{"http_proxy", "https_proxy", "no_proxy", "HTTPS_PROXY", "NO_PROXY", "REQUEST_METHOD"} {
+		t.Setenv(v, "")
+	}
+	t.Setenv("HTTP_PROXY", proxyURL)
+	req := activity(t, sim.Wallets()[0])
+
+	for _, tc := range []struct {
+		name, base, tunnel string
+	}{
+		// legacy.invalid resolves nowhere (RFC 6761): only the proxy, which
+		// sends it to the simulator, can reach it.
+		{"named host through the proxy", "http://legacy.invalid:" + port + "/open-api", "legacy.invalid:" + port},
+		{"loopback directly", srv.URL + "/open-api", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := testHost(t, tc.base, nil)
+			for range 2 {
+				if _, out, err := call(t, u, req); err != nil || out.status != http.StatusOK {
+					t.Fatalf("call: %v, status %d", err, out.status)
+				}
+			}
+			var got []string
+			for len(named) > 0 {
+				got = append(got, <-named)
+			}
+			want := []string{tc.tunnel} // one tunnel, kept for both calls
+			if tc.tunnel == "" {
+				want = nil
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("tunnels to %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// A proxy variable the legacy pool cannot use is refused at start, named
+// and never quoted; one that does not apply to the host (its scheme's
+// other variable, NO_PROXY, loopback) is not looked at.
+func TestProxyVariablesAreChecked(t *testing.T) {
+	for _, tc := range []struct {
+		base string
+		env  map[string]string
+		want string // "": valid
+	}{
+		{"http://legacy.example/open-api", map[string]string{"HTTP_PROXY": "http://user:s3cret@proxy.example:3128"}, ""},
+		{"http://legacy.example/open-api", map[string]string{"http_proxy": "proxy.example:3128"}, ""},
+		{"https://legacy.example/open-api", map[string]string{"HTTPS_PROXY": "socks5://user:s3cret@proxy.example:1080"}, ""},
+		{"https://legacy.example/open-api", map[string]string{"HTTPS_PROXY": "https://user:s3cret@proxy.example:3129"}, `HTTPS_PROXY has the scheme "https"`},
+		{"http://legacy.example/open-api", map[string]string{"HTTP_PROXY": "http://user:s3cret@[::1"}, "HTTP_PROXY (or its lower-case form) is not a proxy URL"},
+		{"http://legacy.example/open-api", map[string]string{"HTTP_PROXY": "http://user:s3cret@[::1", "REQUEST_METHOD": "GET"}, "refusing to use HTTP_PROXY value in CGI environment"},
+		// Variables that do not apply to the host.
+		{"http://legacy.example/open-api", map[string]string{"HTTPS_PROXY": "https://user:s3cret@proxy.example"}, ""},
+		{"https://legacy.example/open-api", map[string]string{"HTTPS_PROXY": "https://user:s3cret@proxy.example", "NO_PROXY": ".example"}, ""},
+		{"http://127.0.0.1:8080/open-api", map[string]string{"HTTP_PROXY": "https://user:s3cret@proxy.example"}, ""},
+	} {
+		env := map[string]string{"K": "k"}
+		maps.Copy(env, tc.env)
+		c := Config{BaseURL: tc.base, KeyEnv: "K"}
+		c.ApplyDefaults()
+		err := c.Validate(func(v string) string { return env[v] })
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s %v: %v", tc.base, tc.env, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), "upstream.base_url: is reached through a proxy: "+tc.want)):
+			t.Errorf("%s %v: %v, want %q", tc.base, tc.env, err, tc.want)
+		case err != nil && strings.Contains(err.Error(), "s3cret"):
+			t.Errorf("the error quotes the variable: %v", err)
+		}
 	}
 }
