@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -73,7 +74,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.tradergate, "tradergate", "", "use this tradergate binary instead of building the working tree")
 	fs.IntVar(&o.repeat, "repeat", 1, "run the whole matrix this many times, rows interleaved, and report each row's median run")
 	fs.StringVar(&o.latencyPage, "latency-page", "activity20-gzip", "hit page of the latency rows: tx, activity20 or orderbook1000, each also with -gzip")
-	fs.StringVar(&o.trace, "trace", "", "after the table, run this row (a fixed-rate one, e.g. latency-h1-75, or a plain HTTP/1.1 hit row, e.g. hit-activity20-gzip) once more on tradergate under a Go execution trace, and report what its slowest answers waited on")
+	fs.StringVar(&o.trace, "trace", "", "after the table, run this row (a fixed-rate one, e.g. latency-h1-75, or a plain HTTP/1.1 hit row, e.g. hit-activity20-gzip, or miss or miss-full) once more on tradergate under a Go execution trace, and report what its slowest answers waited on")
 	fs.StringVar(&o.fanout, "fanout", "1,100,1000,10000", "subscriber counts of the fanout rows (-only fanout): one order book stream, each count a point on a fresh server")
 	fs.DurationVar(&o.fanoutWindow, "fanout-window", 10*time.Second, "measured time of each fanout point (after the subscribers connect and settle 2s); at most 20s")
 	fs.IntVar(&o.fanoutReplicas, "fanout-replicas", 1, "above 1, the fanout rows also run on a fleet of this many edges sharing a Redis the harness starts, the subscribers spread evenly over them (at most 8)")
@@ -141,7 +142,7 @@ func checkLatencyFlags(page, trace string) error {
 	if base != "tx" && base != "activity20" && base != "orderbook1000" {
 		return fmt.Errorf("-latency-page %q: want tx, activity20 or orderbook1000, each also with -gzip", page)
 	}
-	if trace == "" || strings.HasPrefix(trace, "hit-") && !strings.HasSuffix(trace, "-redis") {
+	if trace == "" || slices.Contains(tracedMisses, trace) || strings.HasPrefix(trace, "hit-") && !strings.HasSuffix(trace, "-redis") {
 		return nil
 	}
 	for _, g := range latencyGroups() {
@@ -151,5 +152,5 @@ func checkLatencyFlags(page, trace string) error {
 			}
 		}
 	}
-	return fmt.Errorf("-trace %q: want a fixed-rate row, latency-<h1|tls-h1|tls-h2>-<25|50|75>, or a plain hit row, hit-<page>", trace)
+	return fmt.Errorf("-trace %q: want a fixed-rate row, latency-<h1|tls-h1|tls-h2>-<25|50|75>, a plain hit row, hit-<page>, or miss or miss-full", trace)
 }

@@ -68,12 +68,12 @@ func TestLatencyScenariosAndSpecs(t *testing.T) {
 }
 
 func TestLatencyFlags(t *testing.T) {
-	for _, ok := range [][2]string{{"activity20-gzip", ""}, {"tx", "latency-h1-75"}, {"tx", "hit-activity20-gzip"}, {"orderbook1000-gzip", "latency-tls-h2-25"}} {
+	for _, ok := range [][2]string{{"activity20-gzip", ""}, {"tx", "latency-h1-75"}, {"tx", "hit-activity20-gzip"}, {"orderbook1000-gzip", "latency-tls-h2-25"}, {"tx", "miss"}, {"tx", "miss-full"}} {
 		if err := checkLatencyFlags(ok[0], ok[1]); err != nil {
 			t.Errorf("%v: %v", ok, err)
 		}
 	}
-	for _, bad := range [][2]string{{"activity21", ""}, {"tx", "latency-h1-max"}, {"tx", "latency-h2-50"}} {
+	for _, bad := range [][2]string{{"activity21", ""}, {"tx", "latency-h1-max"}, {"tx", "latency-h2-50"}, {"tx", "miss-tls"}, {"tx", "stampede"}} {
 		if err := checkLatencyFlags(bad[0], bad[1]); err == nil {
 			t.Errorf("%v accepted", bad)
 		}

@@ -40,9 +40,14 @@ func (b *bench) traceRow(ctx context.Context, w io.Writer, scs []*scenario, rows
 	return p
 }
 
+// tracedMisses are the miss rows -trace takes besides the list rows: a
+// miss's answer waits on the legacy host as well as on the edge, and the
+// trace says which of the edge's waits the slowest ones spent longest in.
+var tracedMisses = []string{"miss", "miss-full"}
+
 func (b *bench) traceRun(ctx context.Context, sc *scenario) (string, error) {
-	if sc == nil || sc.mode != load.ModeList || sc.proto.h2load() || sc.proto == protoGoH2 && sc.rate == nil || !slices.Contains(sc.servers, kindTradergate) {
-		return "", errors.New("not a fixed-rate row or a plain hit row of tradergate in this run (is it in -only?)")
+	if sc == nil || (sc.mode != load.ModeList && !slices.Contains(tracedMisses, sc.name)) || sc.proto.h2load() || sc.proto == protoGoH2 && sc.rate == nil || !slices.Contains(sc.servers, kindTradergate) {
+		return "", errors.New("not a fixed-rate row, a plain hit row or a miss row of tradergate in this run (is it in -only?)")
 	}
 	var rate float64
 	if sc.rate != nil {
