@@ -67,6 +67,10 @@ type Config struct {
 
 	// Key is the resolved value of KeyEnv (Validate sets it); never printed.
 	Key string `yaml:"-"`
+	// Proxy is the proxy the legacy host is dialled through, resolved from
+	// the proxy variables (Validate sets it, legacyProxy); nil: directly.
+	// Never printed: it may hold credentials.
+	Proxy *url.URL `yaml:"-"`
 }
 
 // ApplyDefaults fills the zero fields with the defaults their comments name.
@@ -85,8 +89,8 @@ func (c *Config) ApplyDefaults() {
 	c.Breaker.applyDefaults()
 }
 
-// Validate checks the section and resolves Key from getenv. Each problem is
-// one line naming its field.
+// Validate checks the section and resolves Key and Proxy from getenv.
+// Each problem is one line naming its field.
 func (c *Config) Validate(getenv func(string) string) error {
 	var errs configerr.List
 	add := func(field, format string, args ...any) { errs.Add("upstream."+field, format, args...) }
@@ -98,7 +102,8 @@ func (c *Config) Validate(getenv func(string) string) error {
 		add("base_url", "must be an http(s) URL without query or credentials, got %q", c.BaseURL)
 	} else {
 		c.BaseURL = strings.TrimSuffix(c.BaseURL, "/")
-		if _, err := legacyProxy(bu, proxyVars(getenv)); err != nil {
+		var err error
+		if c.Proxy, err = legacyProxy(bu, proxyVars(getenv)); err != nil {
 			errs.AddHint("upstream.base_url", "fix the variable, or name the host in NO_PROXY to dial it directly", "is reached through a proxy: %v", err)
 		}
 	}

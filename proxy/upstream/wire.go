@@ -12,7 +12,6 @@ import (
 	"math"
 	"net"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -52,9 +51,8 @@ const staleTries = 3
 const idleConnTimeout = 90 * time.Second
 
 // newPool is the connection pool to the legacy host at base: dialled
-// directly or through the proxy HTTP_PROXY, HTTPS_PROXY and NO_PROXY name
-// (CONNECT, or SOCKS5), with TLS of its own for an https base, checked
-// against roots (nil: the system's).
+// directly or through c.Proxy (CONNECT, or SOCKS5), with TLS of its own
+// for an https base, checked against roots (nil: the system's).
 //
 // A dial gets what is left of its call's time (try passes it to
 // AcquireConn): the connect, a proxy's CONNECT and the TLS handshake end
@@ -63,18 +61,13 @@ const idleConnTimeout = 90 * time.Second
 // without a deadline does not stop a dial; the dial's own timeouts bound it.
 func newPool(c Config, base *url.URL, roots *x509.CertPool) *fasthttp.HostClient {
 	isTLS := base.Scheme == "https"
-	// The pool has one host, so whether it goes through a proxy is decided
-	// once (legacyProxy), with the variables read at start as net/http
-	// reads them. Config.Validate has refused a variable it cannot use.
-	via, viaErr := legacyProxy(base, proxyVars(os.Getenv))
+	// The pool has one host, so whether it goes through a proxy was
+	// decided once, by Config.Validate (c.Proxy, legacyProxy).
 	var proxies httpproxy.Config
-	if via != nil {
-		proxies = httpproxy.Config{HTTPProxy: via.String(), HTTPSProxy: via.String()}
+	if c.Proxy != nil {
+		proxies = httpproxy.Config{HTTPProxy: c.Proxy.String(), HTTPSProxy: c.Proxy.String()}
 	}
 	dial := func(addr string, within time.Duration) (net.Conn, error) {
-		if viaErr != nil {
-			return nil, viaErr
-		}
 		start := time.Now()
 		timeout := c.DialTimeout
 		byCall := within > 0 && within < timeout // the call's deadline bounds the connect
@@ -86,7 +79,7 @@ func newPool(c Config, base *url.URL, roots *x509.CertPool) *fasthttp.HostClient
 			// would start a goroutine that outlives the client by minutes.
 			TCPDialer: fasthttp.TCPDialer{DisableDNSResolution: true}}
 		dialer := func(addr string) (net.Conn, error) { return d.Dial("tcp", addr) } // direct
-		if via != nil {
+		if c.Proxy != nil {
 			viaProxy, err := d.GetDialFuncForTLS(false, isTLS)
 			if err != nil {
 				return nil, err

@@ -32,12 +32,25 @@ func testHost(t *testing.T, base string, edit func(*Config)) *legacyHost {
 
 func testConfig(t *testing.T, base string, edit func(*Config)) Config {
 	t.Helper()
+	return testConfigEnv(t, base, nil, edit)
+}
+
+// testConfigEnv is testConfig with the variables env set besides the
+// key's (K): the process's own environment is never read.
+func testConfigEnv(t *testing.T, base string, env map[string]string, edit func(*Config)) Config {
+	t.Helper()
 	c := Config{BaseURL: base, KeyEnv: "K"}
 	c.ApplyDefaults()
 	if edit != nil {
 		edit(&c)
 	}
-	if err := c.Validate(func(v string) string { return map[string]string{"K": "k"}[v] }); err != nil {
+	getenv := func(v string) string {
+		if v == "K" {
+			return "k"
+		}
+		return env[v]
+	}
+	if err := c.Validate(getenv); err != nil {
 		t.Fatal(err)
 	}
 	return c
@@ -350,10 +363,7 @@ func TestLegacyCallThroughAProxy(t *testing.T) {
 	target := strings.TrimPrefix(srv.URL, "http://")
 	_, port, _ := net.SplitHostPort(target)
 	proxyURL, named := connectProxy(t, target)
-	for _, v := range []string{"http_proxy", "https_proxy", "no_proxy", "HTTPS_PROXY", "NO_PROXY", "REQUEST_METHOD"} {
-		t.Setenv(v, "")
-	}
-	t.Setenv("HTTP_PROXY", proxyURL)
+	env := map[string]string{"HTTP_PROXY": proxyURL}
 	req := activity(t, sim.Wallets()[0])
 
 	for _, tc := range []struct {
@@ -365,7 +375,8 @@ func TestLegacyCallThroughAProxy(t *testing.T) {
 		{"loopback directly", srv.URL + "/open-api", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			u := testHost(t, tc.base, nil)
+			u := newLegacyHost(testConfigEnv(t, tc.base, env, nil), Options{})
+			t.Cleanup(u.close)
 			for range 2 {
 				if _, out, err := call(t, u, req); err != nil || out.status != http.StatusOK {
 					t.Fatalf("call: %v, status %d", err, out.status)
