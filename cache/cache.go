@@ -92,6 +92,14 @@ type Options struct {
 	// flight and one for each visit of the shared tier, under the span in
 	// the caller's context. nil: no spans.
 	Tracer trace.Tracer
+	// Inline says whether a caller under ctx leads its flight on its own
+	// goroutine rather than handing it to a runner (runners.go). It may
+	// when ctx ends only when the ctx of every other caller does, as the
+	// HTTP/1.1 front's does at the drain's deadline: such a leader never
+	// stops waiting before the others would, so the flight, which then
+	// ends with its ctx, is cut short for nobody. nil: every flight goes
+	// to a runner.
+	Inline func(ctx context.Context) bool
 }
 
 // Cache is the page cache. It is safe for concurrent use.
@@ -103,6 +111,7 @@ type Cache struct {
 	now     func() time.Time
 	tracer  trace.Tracer // nil: no spans
 	log     *slog.Logger
+	inline  func(context.Context) bool // Options.Inline; nil: never
 
 	// Background work (flights, refreshes) is owned here: it registers in
 	// wg under mu unless closed, and its contexts end with stop.
@@ -144,6 +153,7 @@ func New(cfg Config, opt Options) (*Cache, error) {
 		now:    opt.Now,
 		log:    opt.Logger,
 		tracer: opt.Tracer,
+		inline: opt.Inline,
 		runs:   make(chan *call),
 		// Set once here: tests shorten it before the first flight.
 		runnerIdle: runnerIdle,

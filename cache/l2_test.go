@@ -464,7 +464,7 @@ func TestL2StaleRefreshedByTheFlight(t *testing.T) {
 	// Nobody receives the flight's result, as when its callers have left.
 	c := f.cs[1]
 	cl := &call{c: c, ctx: context.Background(), key: "k", fetch: versions(&v, liveFacts)}
-	c.join(cl)
+	c.join(cl, false)
 	testkit.Eventually(t, "the stale page refreshed", func() bool {
 		e := c.store.get("k")
 		return e != nil && body(e) == "v2"

@@ -22,7 +22,9 @@ import (
 // it hands the flight to a runner (runners.go) and waits for it like the
 // others, so a miss costs no goroutine of its own, and a caller whose ctx
 // ends stops waiting while the flight goes on for the others and for the
-// store.
+// store. A leader whose ctx ends only when everyone's does
+// (Options.Inline), and that has no held page to serve in the meantime,
+// runs the flight itself, under its ctx.
 
 // flights are the running flights, one per key at most.
 type flights struct {
@@ -42,6 +44,9 @@ type call struct {
 	held *Entry
 	// since: a page stored before it does not answer (GetSince).
 	since time.Time
+	// inline: the leader runs the flight on its own goroutine (start),
+	// under its ctx (fly).
+	inline bool
 	// res and err are the flight's outcome, set before done is closed
 	// (land).
 	res  result
@@ -85,15 +90,22 @@ func (c *Cache) miss(ctx context.Context, key string, fetch Fetch, held *Entry, 
 		defer t.Stop()
 		staleAfter = t.C
 	}
-	cl := &call{c: c, ctx: ctx, key: key, fetch: fetch, held: held, since: since}
+	cl := &call{c: c, ctx: ctx, key: key, fetch: fetch, held: held, since: since,
+		// A held page served at stale_after needs a leader free to leave.
+		inline: staleAfter == nil && c.inline != nil && c.inline(ctx)}
 	w := c.wants.wait(key)
 	defer c.wants.waited(key, w)
-	f, leader := c.join(cl)
+	f, leader := c.join(cl, true) // an inline leader's flight has landed
+	defer c.stats.waiting.Add(-1)
 	if !leader && c.tracer != nil {
 		defer c.traceWait(ctx, time.Now())
 	}
-	c.stats.waiting.Add(1)
-	defer c.stats.waiting.Add(-1)
+	if leader && cl.inline && ctx.Err() != nil {
+		// The flight ended with ctx (fly): this caller's answer is the
+		// end of its ctx, as a caller's who left the wait.
+		c.stats.misses.Add(1)
+		return Result{Status: Miss}, ctx.Err()
+	}
 	select {
 	case <-staleAfter:
 		// The fetch goes on, as the page's refresh: not abandoned.
@@ -124,11 +136,16 @@ func (c *Cache) miss(ctx context.Context, key string, fetch Fetch, held *Entry, 
 }
 
 // join returns the flight of cl.key: the one running, or cl, which the
-// caller then leads: join starts it.
-func (c *Cache) join(cl *call) (f *call, leader bool) {
+// caller then leads: join starts it (and, inline, runs it: start). A
+// caller that waits (a miss, not a refresh) is counted in stats.waiting
+// once it has joined, before an inline flight runs; it takes itself off.
+func (c *Cache) join(cl *call, waits bool) (f *call, leader bool) {
 	c.flights.mu.Lock()
 	if f := c.flights.m[cl.key]; f != nil {
 		c.flights.mu.Unlock()
+		if waits {
+			c.stats.waiting.Add(1)
+		}
 		return f, false
 	}
 	if c.flights.m == nil {
@@ -137,6 +154,9 @@ func (c *Cache) join(cl *call) (f *call, leader bool) {
 	cl.done = make(chan struct{})
 	c.flights.m[cl.key] = cl
 	c.flights.mu.Unlock()
+	if waits {
+		c.stats.waiting.Add(1)
+	}
 	c.start(cl)
 	return cl, true
 }
@@ -187,7 +207,7 @@ func (c *Cache) refresh(ctx context.Context, key string, e *Entry, fetch Fetch) 
 		// Cleared even on failure, so a later stale hit may try again; on
 		// success e is replaced and the flag no longer matters.
 		defer e.refreshing.Store(false)
-		f, _ := c.join(cl)
+		f, _ := c.join(cl, false)
 		<-f.done // a flight always lands (fly), closed or not
 		if err := f.err; err != nil {
 			// Nobody else receives this error unless a miss joined the
@@ -198,12 +218,21 @@ func (c *Cache) refresh(ctx context.Context, key string, e *Entry, fetch Fetch) 
 	}()
 }
 
-// fly runs the flight of cl on its runner and lands it with its outcome
-// (the result goes with an error too: it carries the Fetch's report), a
-// panic as an error: recovered here, it is the flight's callers' error,
-// not the end of the process. A fetch that ends its goroutine
-// (runtime.Goexit: a test's FailNow) ends the runner with it; its callers
-// get errFlightExited rather than wait for a result that never comes.
+// fly runs the flight of cl on its runner (or its leader's goroutine,
+// inline) and lands it with its outcome (the result goes with an error
+// too: it carries the Fetch's report), a panic as an error: recovered
+// here, it is the flight's callers' error, not the end of the process. A
+// fetch that ends its goroutine (runtime.Goexit: a test's FailNow) ends
+// the runner with it; its callers get errFlightExited rather than wait
+// for a result that never comes.
+//
+// The flight's context carries the leader's values and, run on a runner,
+// ends only with Close: it serves every caller and the store, so no one
+// caller's cancellation may end it. Inline, it ends with the leader's
+// ctx too, which ends only when every caller's does (Options.Inline); a
+// flight that failed then gives the callers that joined it the ctx's
+// cause (wire.ErrShuttingDown on the HTTP/1.1 front), not the fetch's
+// cancellation, which would read as their own client gone.
 func (cl *call) fly() {
 	c := cl.c
 	defer c.wg.Done() // the flight's registration (start)
@@ -221,8 +250,15 @@ func (cl *call) fly() {
 			c.land(cl, result{}, errFlightExited)
 		}
 	}()
-	res, err := c.flight(cl.ctx, cl.key, cl.fetch, cl.held, cl.since)
+	parent := cl.ctx
+	if !cl.inline {
+		parent = context.WithoutCancel(parent)
+	}
+	res, err := c.flight(parent, cl.key, cl.fetch, cl.held, cl.since)
 	returned = true
+	if err != nil && cl.inline && cl.ctx.Err() != nil {
+		err = fmt.Errorf("cache: the flight's leader stopped: %w", context.Cause(cl.ctx))
+	}
 	c.land(cl, res, err)
 }
 
@@ -232,9 +268,8 @@ var errFlightExited = errors.New("cache: the flight's goroutine exited")
 // flight is the running flight of one key: what its steps share.
 type flight struct {
 	c *Cache
-	// ctx carries the starting caller's values (request id) and ends only
-	// with Close: the fetch serves every waiter and the store, so no one
-	// caller's cancellation may end it.
+	// ctx carries the leader's values (request id) and ends with Close
+	// (and, inline, with the leader's ctx: fly).
 	ctx   context.Context
 	key   string
 	fetch Fetch
@@ -251,7 +286,8 @@ type flight struct {
 }
 
 // flight checks the store again, then asks the shared tier (l2flight.go)
-// or fetches and stores the page itself.
+// or fetches and stores the page itself, under a context that ends with
+// parent or Close.
 func (c *Cache) flight(parent context.Context, key string, fetch Fetch, held *Entry, since time.Time) (result, error) {
 	// Check again inside the flight (groupcache load()): a flight that ended
 	// between the caller's lookup and this one has stored the page.
@@ -264,7 +300,7 @@ func (c *Cache) flight(parent context.Context, key string, fetch Fetch, held *En
 		}
 	}
 
-	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
+	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	defer context.AfterFunc(c.stop, cancel)()
 	w := c.wants.acquire(key)

@@ -8,19 +8,30 @@ import "time"
 // page) would grow it by copying two or three times on every miss
 // (docs/BENCHMARKS.md, "The miss: flights on kept goroutines", has the
 // profiles). A kept runner's stack has its size already.
+//
+// A leader that cannot stop waiting before the flight's other callers
+// would (Options.Inline) runs its flight itself instead: the hand-off to
+// a runner and back, two goroutine switches and another stack's caches,
+// cost a miss more than its stack does on the HTTP/1.1 front's kept
+// workers (docs/BENCHMARKS.md, "Flights on their leaders' goroutines").
 
 // runnerIdle is how long a runner waits for its next flight before it
 // ends: runners number at most the flights running at once, and those of
 // a burst do not outlive it by more than this.
 const runnerIdle = 10 * time.Second
 
-// start hands cl, a flight join has just made, to a parked runner, or to
-// a new one when none is parked, and returns: the runner lands it (fly).
-// The flight holds a registration in c.wg until it lands, so that Close
-// waits for it; a closed cache lands it at once with errClosed.
+// start runs cl, a flight join has just made: here when it is inline,
+// else on a parked runner, or on a new one when none is parked, and
+// returns (the runner lands it: fly). The flight holds a registration in
+// c.wg until it lands, so that Close waits for it; a closed cache lands
+// it at once with errClosed.
 func (c *Cache) start(cl *call) {
 	if !c.enter() {
 		c.land(cl, result{}, errClosed)
+		return
+	}
+	if cl.inline {
+		cl.fly()
 		return
 	}
 	select {

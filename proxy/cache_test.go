@@ -91,6 +91,33 @@ func TestCoalescing(t *testing.T) {
 	}
 }
 
+// A miss on the HTTP/1.1 front runs its flight on the request's own
+// goroutine, since its context ends only with the edge's drain
+// (wire.Shared, cache.Options.Inline); one whose request can end on its
+// own, as net/http's can, hands its flight to a runner.
+func TestHTTP1MissFliesInline(t *testing.T) {
+	e := newEdge(t)
+	resp, body := e.get(activity(e, 0))
+	if resp.StatusCode != 200 || resp.Header.Get("X-Cache") != "MISS" {
+		t.Fatalf("%d %s %.100s", resp.StatusCode, resp.Header.Get("X-Cache"), body)
+	}
+	if st := e.srv.CacheStats(); st.Runners != 0 || st.Fetches != 1 {
+		t.Fatalf("after an HTTP/1.1 miss: %d flight runners, %d fetches; want 0 and 1", st.Runners, st.Fetches)
+	}
+	std := httptest.NewServer(e.srv.Handler())
+	t.Cleanup(std.Close)
+	req, _ := http.NewRequest(http.MethodGet, std.URL+activity(e, 1), nil)
+	req.Header.Set("Authorization", "Bearer "+keyAll)
+	resp, err := std.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if st := e.srv.CacheStats(); resp.StatusCode != 200 || st.Runners != 1 || st.Fetches != 2 {
+		t.Fatalf("after a miss through net/http: %d, %d flight runners, %d fetches; want 200, 1 and 2", resp.StatusCode, st.Runners, st.Fetches)
+	}
+}
+
 func TestFreshnessAndStaleWhileRevalidate(t *testing.T) {
 	base := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 	edgeClock, simClock := testkit.NewClock(base), testkit.NewClock(base)

@@ -176,6 +176,10 @@ func asError(err error) *edgeError {
 		return &edgeError{kind: failUpstreamBusy, RetryAfter: e.RetryAfter, Err: err}
 	}
 	switch {
+	case errors.Is(err, wire.ErrShuttingDown):
+		// A flight this request joined ended with its leader's request,
+		// at the drain's deadline (cache.Options.Inline).
+		return &edgeError{kind: failShuttingDown, RetryAfter: time.Second, Err: err}
 	case errors.Is(err, context.Canceled):
 		return &edgeError{kind: failClientClosed, Err: err}
 	case errors.Is(err, context.DeadlineExceeded):

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"strconv"
@@ -80,6 +81,7 @@ func TestAsError(t *testing.T) {
 		{"shield full", &limits.ShieldFullError{RetryAfter: time.Second}, 503, "Upstream busy", time.Second},
 		{"deadline", context.DeadlineExceeded, 504, "Upstream timeout", 0},
 		{"client gone", context.Canceled, wire.StatusClientClosed, "Client closed request", 0},
+		{"a joined flight's leader stopped with the edge", fmt.Errorf("cache: the flight's leader stopped: %w", wire.ErrShuttingDown), 503, "Server shutting down", time.Second},
 		{"anything else", errors.New("bug"), http.StatusInternalServerError, "Internal server error", 0},
 		{"wrapped", errors.Join(errors.New("ctx"), &route.Error{Message: "m"}), 400, "m", 0},
 	}

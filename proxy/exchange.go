@@ -190,6 +190,8 @@ func (x *exchange) fail(err error) {
 		// Not the client that left: the edge is stopping. Say so, and
 		// when to come back (to another replica, or this one restarted).
 		e = &edgeError{kind: failShuttingDown, RetryAfter: time.Second, Err: err}
+	}
+	if e.kind == failShuttingDown {
 		x.CloseConn = true
 	}
 	if e.RetryAfter > 0 {

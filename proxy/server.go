@@ -46,6 +46,7 @@ import (
 	"tradergate/proxy/tlsedge"
 	"tradergate/proxy/tracing"
 	"tradergate/proxy/upstream"
+	"tradergate/proxy/wire"
 )
 
 // Options are the parts a Server takes from its caller rather than from the
@@ -175,7 +176,9 @@ func (s *Server) build(cfg *config.Config, opt Options) error {
 	if s.trace, err = tracing.New(cfg.Tracing, tracing.Options{SpanProcessor: opt.SpanProcessor}); err != nil {
 		return err
 	}
-	copt := cache.Options{Now: s.now, Logger: s.log}
+	// A miss on the HTTP/1.1 front runs its flight on the request's own
+	// goroutine (cache/runners.go says why).
+	copt := cache.Options{Now: s.now, Logger: s.log, Inline: wire.IsShared}
 	uopt := upstream.Options{Logger: s.log, Observe: s.observeUpstream}
 	if s.trace != nil {
 		copt.Tracer = s.trace.Tracer

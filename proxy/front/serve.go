@@ -32,6 +32,7 @@ func (e *Edge) Serve(ctx context.Context, ln net.Listener, beside Beside) error 
 	// cut off.
 	base, hardStop := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer hardStop(nil)
+	base = wire.Shared(base) // one end for every HTTP/1.1 request
 	e.base.Store(&base)
 
 	// Every connection the fronts take counts against the cap, from

@@ -121,6 +121,26 @@ const StatusClientClosed = 499
 // steps answer 503 rather than leave the client with nothing.
 var ErrShuttingDown = errors.New("server shutting down")
 
+// Shared marks ctx as a front's shared context: every request the front
+// serves runs under it, and it ends for all of them at once, at the
+// drain's deadline, never for one client. The HTTP/1.1 front's is one
+// (fasthttp never tells a handler that its client left); the HTTP/2
+// front's streams each have their own. The cache lets a request under a
+// shared context run the flight it leads itself (cache.Options.Inline).
+func Shared(ctx context.Context) context.Context {
+	return context.WithValue(ctx, sharedKey{}, ctx.Done())
+}
+
+// IsShared reports whether ctx ends exactly when a Shared context does:
+// one marked, or one derived from it that adds values but no end of its
+// own (a tracing span's). One with a cancel or deadline of its own is not.
+func IsShared(ctx context.Context) bool {
+	done, ok := ctx.Value(sharedKey{}).(<-chan struct{})
+	return ok && done == ctx.Done()
+}
+
+type sharedKey struct{}
+
 // Field names a request field the steps read; the fronts find them, each
 // in its own way, and keep them with ReadField.
 type Field uint8

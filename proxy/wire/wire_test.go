@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"context"
 	"strings"
 	"testing"
 )
@@ -79,6 +80,33 @@ func TestBearer(t *testing.T) {
 		got, ok := Bearer(h)
 		if got != want || ok != (want != "") {
 			t.Errorf("Bearer(%.20q) = %.20q, %v; want %.20q", h, got, ok, want)
+		}
+	}
+}
+
+// A shared context is told from one that can end on its own: a value
+// added under it keeps its end, a cancel or deadline of its own does not.
+func TestShared(t *testing.T) {
+	base, stop := context.WithCancelCause(context.Background())
+	defer stop(nil)
+	shared := Shared(base)
+	type spanKey struct{}
+	own, cancel := context.WithCancel(shared)
+	defer cancel()
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		want bool
+	}{
+		{"marked", shared, true},
+		{"a value under it", context.WithValue(shared, spanKey{}, 1), true},
+		{"a cancel of its own", own, false},
+		{"a value under that", context.WithValue(own, spanKey{}, 1), false},
+		{"not marked", base, false},
+		{"the background, marked", Shared(context.Background()), true},
+	} {
+		if got := IsShared(tc.ctx); got != tc.want {
+			t.Errorf("%s: IsShared %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
