@@ -21,9 +21,14 @@ var benchSizes = []struct {
 }
 
 func benchCache(b *testing.B) *Cache {
+	return benchCacheWith(b, Options{})
+}
+
+func benchCacheWith(b *testing.B, opt Options) *Cache {
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	// A clock that stands still: hits stay hits for the whole run.
-	return newTestCache(b, Config{}, nil, Options{Now: func() time.Time { return t0 }})
+	opt.Now = func() time.Time { return t0 }
+	return newTestCache(b, Config{}, nil, opt)
 }
 
 // BenchmarkGetHit: the hit path, from all Ps at once, on one hot key and
@@ -70,7 +75,11 @@ func mustGetB(b *testing.B, c *Cache, key string, body []byte) {
 // missBench is a cache for a benchmark of misses and a fetch of an n-byte
 // page that costs nothing.
 func missBench(b *testing.B, n int) (*Cache, Fetch) {
-	c := benchCache(b)
+	return missBenchWith(b, n, Options{})
+}
+
+func missBenchWith(b *testing.B, n int, opt Options) (*Cache, Fetch) {
+	c := benchCacheWith(b, opt)
 	body := page(n, 1)
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
@@ -79,20 +88,30 @@ func missBench(b *testing.B, n int) (*Cache, Fetch) {
 
 // BenchmarkGetMiss: the miss path on unique keys with a fetch that costs
 // nothing, so what is measured is the cache's own work: flight, policy,
-// ETag, Set and Wait (the gzip copy waits for the first gzip hit).
+// ETag, Set and Wait (the gzip copy waits for the first gzip hit). fresh
+// hands each flight to a runner; inline runs it on the caller's goroutine
+// (Options.Inline), as an HTTP/1.1 request's is.
 func BenchmarkGetMiss(b *testing.B) {
 	for _, size := range benchSizes {
-		b.Run(size.name+"/fresh", func(b *testing.B) {
-			c, fetch := missBench(b, size.n)
-			ctx := context.Background()
-			i := 0
-			for b.Loop() {
-				i++
-				if _, st, err := c.get(ctx, "k"+strconv.Itoa(i), fetch); err != nil || st != Miss {
-					b.Fatalf("%v %v", st, err)
+		for _, way := range []struct {
+			name string
+			opt  Options
+		}{
+			{"fresh", Options{}},
+			{"inline", Options{Inline: func(context.Context) bool { return true }}},
+		} {
+			b.Run(size.name+"/"+way.name, func(b *testing.B) {
+				c, fetch := missBenchWith(b, size.n, way.opt)
+				ctx := context.Background()
+				i := 0
+				for b.Loop() {
+					i++
+					if _, st, err := c.get(ctx, "k"+strconv.Itoa(i), fetch); err != nil || st != Miss {
+						b.Fatalf("%v %v", st, err)
+					}
 				}
-			}
-		})
+			})
+		}
 	}
 }
 
