@@ -239,6 +239,17 @@ func TestFileClosedWhenPageLeaves(t *testing.T) {
 	if st := c.Stats(); st.Files != 1 {
 		t.Errorf("%d files open, want 1", st.Files)
 	}
+	// A form made on a hit sets the held entry again (grow): ristretto
+	// gives the entry back to OnExit as it replaces it with itself, and
+	// the entry stays held, its file open.
+	if cur.GzipBody() == nil {
+		t.Fatal("no gzip form")
+	}
+	c.store.rc.Wait()
+	if old.holds.Load() != 0 || cur.holds.Load() != 1 || !isOpen(cur.File(false)) || c.store.get("k") != cur {
+		t.Errorf("holds: replaced %d, current %d (want 0 and 1); the current page's file open %v",
+			old.holds.Load(), cur.holds.Load(), isOpen(cur.File(false)))
+	}
 
 	// Dropped, as a shared-tier page whose identity would not inflate is
 	// (forms.go). Before the evictions below: in a full store ristretto's
@@ -270,6 +281,12 @@ func TestFileClosedWhenPageLeaves(t *testing.T) {
 	if st := c.Stats(); st.Files != held || st.Evictions == 0 {
 		t.Errorf("%d files open, %d held by stored pages (evictions %d)", st.Files, held, st.Evictions)
 	}
+	c.store.rc.IterValues(func(e *Entry) bool {
+		if n := e.holds.Load(); n != 1 {
+			t.Errorf("a stored page with %d holds", n)
+		}
+		return false
+	})
 
 	c.Close()
 	if st := c.Stats(); st.Files != 0 || st.FileBytes != 0 {

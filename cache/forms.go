@@ -32,6 +32,10 @@ type forms struct {
 	// cost is the bytes charged to the store (store.go); it grows when a
 	// form or a page file is made.
 	cost atomic.Int64
+	// holds counts the times the store handed the entry to ristretto
+	// (put, grow) that ristretto has not given back (OnExit): above zero,
+	// the store still holds it (store.go).
+	holds atomic.Int32
 
 	// The page files of the two forms (files.go).
 	idFile, gzFile pageFile

@@ -83,22 +83,35 @@ func (s *store) onEvict(it *ristretto.Item[*Entry]) {
 	}
 }
 
-// onExit runs whenever ristretto lets go of a value, also when grow
-// replaces an entry with itself: an entry the store still holds has not
-// left. One that has left gets its page files closed (files.go); an entry
-// that a grow re-adds after its eviction is then served from the heap.
-// While closing, ristretto calls this under its own shard lock, where a Get
-// would deadlock; every entry is leaving then anyway.
+// onExit runs whenever ristretto lets go of a value: evicted, expired,
+// rejected, deleted, or replaced, also with itself when grow sets it again.
+// Each gives back one of the entry's holds (put, grow), and an entry whose
+// last hold is back has left the store: its page files close (files.go).
+// An entry that a grow re-adds after its eviction is then served from the
+// heap. The count, not a lookup, says whether the store still holds it:
+// ristretto's Get records an access, and a lookup here would count every
+// evicted key as read once more, toward its admission again. While
+// closing, every entry is leaving.
 func (s *store) onExit(e *Entry) {
 	if e == nil {
 		return
 	}
-	if !s.closing.Load() {
-		if cur, ok := s.rc.Get(e.key); ok && cur == e {
-			return
-		}
+	if e.holds.Add(-1) > 0 && !s.closing.Load() {
+		return
 	}
 	e.closeFiles()
+}
+
+// set hands e to ristretto under key, counting the hold it gives (onExit
+// gives it back); a set ristretto drops (its buffer full) gives it back
+// here. Under the key's lock.
+func (s *store) set(key string, e *Entry, cost int64, ttl time.Duration) bool {
+	e.holds.Add(1)
+	if !s.rc.SetWithTTL(key, e, cost, ttl) {
+		s.onExit(e)
+		return false
+	}
+	return true
 }
 
 func (s *store) get(key string) *Entry {
@@ -130,7 +143,7 @@ func (s *store) put(key string, e *Entry, ttl time.Duration) {
 	mu.Lock()
 	defer mu.Unlock()
 	s.rc.Del(key)
-	if !s.rc.SetWithTTL(key, e, cost, ttl) {
+	if !s.set(key, e, cost, ttl) {
 		s.rejected.Add(1) // the set buffer was full: dropped
 		return
 	}
@@ -150,7 +163,7 @@ func (s *store) grow(e *Entry, n int64) {
 	if ttl <= 0 {
 		return
 	}
-	s.rc.SetWithTTL(e.key, e, e.cost.Add(n), ttl)
+	s.set(e.key, e, e.cost.Add(n), ttl)
 }
 
 // drop removes e if the store still holds it.
