@@ -20,11 +20,7 @@ var benchSizes = []struct {
 	{"1000events", 400 << 10},
 }
 
-func benchCache(b *testing.B) *Cache {
-	return benchCacheWith(b, Options{})
-}
-
-func benchCacheWith(b *testing.B, opt Options) *Cache {
+func benchCache(b *testing.B, opt Options) *Cache {
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	// A clock that stands still: hits stay hits for the whole run.
 	opt.Now = func() time.Time { return t0 }
@@ -37,7 +33,7 @@ func BenchmarkGetHit(b *testing.B) {
 	for _, size := range benchSizes {
 		for _, keys := range []int{1, 256} {
 			b.Run(fmt.Sprintf("%s/keys=%d", size.name, keys), func(b *testing.B) {
-				c := benchCache(b)
+				c := benchCache(b, Options{})
 				body := page(size.n, 1)
 				names := make([]string, keys)
 				for i := range names {
@@ -74,12 +70,8 @@ func mustGetB(b *testing.B, c *Cache, key string, body []byte) {
 
 // missBench is a cache for a benchmark of misses and a fetch of an n-byte
 // page that costs nothing.
-func missBench(b *testing.B, n int) (*Cache, Fetch) {
-	return missBenchWith(b, n, Options{})
-}
-
-func missBenchWith(b *testing.B, n int, opt Options) (*Cache, Fetch) {
-	c := benchCacheWith(b, opt)
+func missBench(b *testing.B, n int, opt Options) (*Cache, Fetch) {
+	c := benchCache(b, opt)
 	body := page(n, 1)
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
@@ -101,7 +93,7 @@ func BenchmarkGetMiss(b *testing.B) {
 			{"inline", Options{Inline: func(context.Context) bool { return true }}},
 		} {
 			b.Run(size.name+"/"+way.name, func(b *testing.B) {
-				c, fetch := missBenchWith(b, size.n, way.opt)
+				c, fetch := missBench(b, size.n, way.opt)
 				ctx := context.Background()
 				i := 0
 				for b.Loop() {
@@ -121,7 +113,7 @@ func BenchmarkGetMiss(b *testing.B) {
 func BenchmarkFirstGzipHit(b *testing.B) {
 	for _, size := range benchSizes {
 		b.Run(size.name, func(b *testing.B) {
-			c, fetch := missBench(b, size.n)
+			c, fetch := missBench(b, size.n, Options{})
 			ctx := context.Background()
 			i := 0
 			for b.Loop() {
