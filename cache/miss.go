@@ -141,24 +141,23 @@ func (c *Cache) miss(ctx context.Context, key string, fetch Fetch, held *Entry, 
 // once it has joined, before an inline flight runs; it takes itself off.
 func (c *Cache) join(cl *call, waits bool) (f *call, leader bool) {
 	c.flights.mu.Lock()
-	if f := c.flights.m[cl.key]; f != nil {
-		c.flights.mu.Unlock()
-		if waits {
-			c.stats.waiting.Add(1)
+	f = c.flights.m[cl.key]
+	if leader = f == nil; leader {
+		if c.flights.m == nil {
+			c.flights.m = make(map[string]*call)
 		}
-		return f, false
+		cl.done = make(chan struct{})
+		c.flights.m[cl.key] = cl
+		f = cl
 	}
-	if c.flights.m == nil {
-		c.flights.m = make(map[string]*call)
-	}
-	cl.done = make(chan struct{})
-	c.flights.m[cl.key] = cl
 	c.flights.mu.Unlock()
 	if waits {
 		c.stats.waiting.Add(1)
 	}
-	c.start(cl)
-	return cl, true
+	if leader {
+		c.start(cl)
+	}
+	return f, leader
 }
 
 // forget gives up key's place: a caller from now on starts a flight of
