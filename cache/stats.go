@@ -73,6 +73,9 @@ func (k *counters) count(s Status) {
 // from a metrics scrape, not per request.
 func (c *Cache) Stats() Stats {
 	k := &c.stats
+	// ristretto's ledger and its callbacks' counts, with every store so
+	// far (store.go, "Settling").
+	c.store.applied()
 	return Stats{
 		Hits:      k.hits.Load(),
 		Misses:    k.misses.Load(),

@@ -12,8 +12,8 @@ import (
 // The L1 store: ristretto, bounded in bytes. An entry is charged what it
 // holds: its forms (forms.go), its key and entryOverhead, which counts
 // ristretto's own record (hence IgnoreInternalCost). A Set may be refused,
-// so a flight hands its entry to its waiters itself, and put Waits so that
-// the next flight's re-check finds it (miss.go). A replacement is a Del
+// so a flight hands its entry to its waiters itself, and put settles it so that
+// the callers after it find it (see "Settling"). A replacement is a Del
 // then a Set (an update in place would not evict for its cost). Growth: a
 // form made on a hit is charged by setting the same entry again (a Del would
 // drop a hot page); the ledger may pass MaxBytes by such forms until the
@@ -31,11 +31,32 @@ const entryOverhead = 672
 // about 3 bytes, so the counters add ~1.5% to MaxBytes, outside the bound.
 const avgEntryBytes = 2 << 10
 
+// Settling. ristretto applies a Set later, on its own goroutine, and until
+// then its Get does not find the entry. The page a flight stores must be
+// found by the callers after it, or each would start a flight and a legacy
+// call of its own. So put keeps the entry in settling, where get finds it,
+// until ristretto has applied the set. Waiting for that in put (ristretto's
+// Wait) would hand every miss to ristretto's goroutine and back before its
+// answer (docs/BENCHMARKS.md, "Settling"): a settler goroutine waits
+// instead, once for all the puts since its last wait, then lets them go.
+// It runs while puts are queued and ends when none are.
+
 type store struct {
 	rc *ristretto.Cache[string, *Entry]
 	// max is the bound; the check before Set saves ristretto the work of
 	// refusing an entry that can never fit.
 	max int64
+
+	// settling holds the entries put whose Set ristretto may not have
+	// applied yet, by key (string → *Entry); get looks here after
+	// ristretto.
+	settling sync.Map
+	settler  struct {
+		mu      sync.Mutex
+		queued  []*Entry // put since the settler's last wait
+		running bool
+		wg      sync.WaitGroup
+	}
 
 	// locks order put, grow and drop of one key (see "Growth").
 	locks [64]sync.Mutex
@@ -115,9 +136,58 @@ func (s *store) set(key string, e *Entry, cost int64, ttl time.Duration) bool {
 }
 
 func (s *store) get(key string) *Entry {
-	e, _ := s.rc.Get(key)
-	return e
+	if e, ok := s.rc.Get(key); ok {
+		return e
+	}
+	if e, ok := s.settling.Load(key); ok {
+		return e.(*Entry)
+	}
+	return nil
 }
+
+// settle keeps e, just set, where get finds it until ristretto has applied
+// its set (see "Settling"), starting the settler if it is not running.
+func (s *store) settle(e *Entry) {
+	s.settling.Store(e.key, e)
+	st := &s.settler
+	st.mu.Lock()
+	st.queued = append(st.queued, e)
+	start := !st.running
+	st.running = true
+	st.mu.Unlock()
+	if start {
+		st.wg.Add(1)
+		go s.settle1()
+	}
+}
+
+// settle1 is the settler: it waits until ristretto has applied every set
+// queued before the wait, then takes those entries out of settling (unless
+// a later put of the key replaced one there), until none is queued.
+func (s *store) settle1() {
+	st := &s.settler
+	defer st.wg.Done()
+	var batch []*Entry
+	for {
+		st.mu.Lock()
+		batch, st.queued = st.queued, batch[:0]
+		if len(batch) == 0 {
+			st.running = false
+			st.mu.Unlock()
+			return
+		}
+		st.mu.Unlock()
+		s.rc.Wait()
+		for i, e := range batch {
+			s.settling.CompareAndDelete(e.key, e)
+			batch[i] = nil // nothing settled stays reachable from here
+		}
+	}
+}
+
+// applied waits until ristretto has applied every set and Del made so
+// far, so that its ledger counts them (Stats).
+func (s *store) applied() { s.rc.Wait() }
 
 // put stores e under key for ttl, replacing whatever is held. The Del runs
 // even when the flight saw no entry: ristretto's Get hides an entry past its
@@ -147,7 +217,7 @@ func (s *store) put(key string, e *Entry, ttl time.Duration) {
 		s.rejected.Add(1) // the set buffer was full: dropped
 		return
 	}
-	s.rc.Wait()
+	s.settle(e)
 }
 
 // grow adds n bytes to the cost of e, in place, if the store still holds it
@@ -156,7 +226,15 @@ func (s *store) grow(e *Entry, n int64) {
 	mu := s.lock(e.key)
 	mu.Lock()
 	defer mu.Unlock()
-	if cur, ok := s.rc.Get(e.key); !ok || cur != e {
+	cur, ok := s.rc.Get(e.key)
+	if !ok && s.get(e.key) == e {
+		// Its set is not applied yet; another set now would be a second
+		// insert of the key. Rare: a form made on a hit just after the
+		// miss.
+		s.rc.Wait()
+		cur, ok = s.rc.Get(e.key)
+	}
+	if !ok || cur != e {
 		return
 	}
 	ttl := time.Until(e.expires)
@@ -171,8 +249,9 @@ func (s *store) drop(e *Entry) {
 	mu := s.lock(e.key)
 	mu.Lock()
 	defer mu.Unlock()
-	if cur, ok := s.rc.Get(e.key); ok && cur == e {
-		s.rc.Del(e.key)
+	if s.get(e.key) == e {
+		s.rc.Del(e.key) // queued after e's set, if that is not applied yet
+		s.settling.CompareAndDelete(e.key, e)
 	}
 }
 
@@ -192,5 +271,6 @@ func (s *store) entries() uint64 {
 
 func (s *store) close() {
 	s.closing.Store(true)
+	s.settler.wg.Wait() // no put runs now (Cache.Close): it ends
 	s.rc.Close()
 }

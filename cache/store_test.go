@@ -5,11 +5,14 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
+
+	"tradergate/internal/testkit"
 )
 
 // page returns a JSON-like body of about n bytes: compressible, like the
@@ -142,5 +145,65 @@ func TestEntryOverhead(t *testing.T) {
 	e, eg := etags([]byte("x"))
 	if got := int(unsafe.Sizeof(Entry{})) + len(e) + len(eg) + 300; got > entryOverhead {
 		t.Errorf("an entry takes about %d B beyond its bodies, entryOverhead is %d", got, entryOverhead)
+	}
+}
+
+// settled reports whether nothing is left settling and the settler has
+// ended (store.go, "Settling").
+func settled(c *Cache) bool {
+	left := 0
+	c.store.settling.Range(func(any, any) bool { left++; return true })
+	st := &c.store.settler
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return left == 0 && !st.running && len(st.queued) == 0
+}
+
+// TestSettledPageFound: the page a miss stored is found by the next call
+// of its key at once, though ristretto applies its set later on its own
+// goroutine: one fetch per key, however soon the second call comes. Once
+// the settler has run, nothing is left settling and it has ended.
+func TestSettledPageFound(t *testing.T) {
+	c := newTestCache(t, Config{}, newClock(), Options{})
+	var n atomic.Int64
+	const keys = 500
+	for i := range keys {
+		key := "k" + strconv.Itoa(i)
+		mustGet(t, c, key, counting(&n, "{}", liveFacts), Miss)
+		mustGet(t, c, key, counting(&n, "{}", liveFacts), Hit)
+	}
+	if n.Load() != keys {
+		t.Fatalf("%d fetches for %d keys", n.Load(), keys)
+	}
+	testkit.Eventually(t, "nothing left settling", func() bool { return settled(c) })
+	if s := c.Stats(); s.Entries != keys {
+		t.Fatalf("%d entries, want %d", s.Entries, keys)
+	}
+}
+
+// TestGrowWhileSettling: a form made on a hit before ristretto has applied
+// the set of its miss is charged all the same (grow waits for the set).
+func TestGrowWhileSettling(t *testing.T) {
+	c := newTestCache(t, Config{}, newClock(), Options{})
+	var n atomic.Int64
+	const grown = 1000
+	var es []*Entry
+	for i := range 200 {
+		e := mustGet(t, c, "k"+strconv.Itoa(i), counting(&n, "{}", liveFacts), Miss)
+		before := e.cost.Load()
+		c.store.grow(e, grown)
+		if got := e.cost.Load(); got != before+grown {
+			t.Fatalf("entry %d: cost %d after growing by %d from %d", i, got, grown, before)
+		}
+		es = append(es, e)
+	}
+	c.store.applied()
+	if held, ledger := heldCost(c), c.store.bytes(); held != ledger {
+		t.Fatalf("entries held cost %d, ristretto's ledger %d", held, ledger)
+	}
+	for i, e := range es {
+		if c.store.get(e.key) != e || e.holds.Load() != 1 {
+			t.Fatalf("entry %d: held %v, %d holds", i, c.store.get(e.key) == e, e.holds.Load())
+		}
 	}
 }
