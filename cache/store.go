@@ -37,9 +37,9 @@ const avgEntryBytes = 2 << 10
 // call of its own. So put keeps the entry in settling, where get finds it,
 // until ristretto has applied the set. Waiting for that in put (ristretto's
 // Wait) would hand every miss to ristretto's goroutine and back before its
-// answer (docs/BENCHMARKS.md, "Settling"): a settler goroutine waits
-// instead, once for all the puts since its last wait, then lets them go.
-// It runs while puts are queued and ends when none are.
+// answer (docs/BENCHMARKS.md, "Settling"): the store's settler goroutine
+// waits instead, once for all the puts since its last wait, then lets them
+// go. settling is striped like the locks, by the same hash.
 
 type store struct {
 	rc *ristretto.Cache[string, *Entry]
@@ -48,14 +48,18 @@ type store struct {
 	max int64
 
 	// settling holds the entries put whose Set ristretto may not have
-	// applied yet, by key (string → *Entry); get looks here after
-	// ristretto.
-	settling sync.Map
-	settler  struct {
-		mu      sync.Mutex
-		queued  []*Entry // put since the settler's last wait
-		running bool
-		wg      sync.WaitGroup
+	// applied yet, by key; get looks here after ristretto. The settler
+	// takes them out (settle).
+	settling [64]struct {
+		mu sync.Mutex
+		m  map[string]*Entry
+	}
+	settler struct {
+		mu     sync.Mutex
+		queued []*Entry // put since the settler's last wait
+		woken  bool     // a wake is sent and not yet taken
+		wake   chan struct{}
+		done   chan struct{}
 	}
 
 	// locks order put, grow and drop of one key (see "Growth").
@@ -65,9 +69,10 @@ type store struct {
 	closing                      atomic.Bool
 }
 
-func (s *store) lock(key string) *sync.Mutex {
-	return &s.locks[xxhash.Sum64String(key)%uint64(len(s.locks))]
-}
+func (s *store) lock(key string) *sync.Mutex { return &s.locks[stripe(key)] }
+
+// stripe is key's index in locks and settling.
+func stripe(key string) uint64 { return xxhash.Sum64String(key) % 64 }
 
 func newStore(maxBytes int64) (*store, error) {
 	s := &store{max: maxBytes}
@@ -84,6 +89,11 @@ func newStore(maxBytes int64) (*store, error) {
 		return nil, err
 	}
 	s.rc = rc
+	for i := range s.settling {
+		s.settling[i].m = make(map[string]*Entry)
+	}
+	s.settler.wake, s.settler.done = make(chan struct{}, 1), make(chan struct{})
+	go s.settle()
 	return s, nil
 }
 
@@ -139,48 +149,64 @@ func (s *store) get(key string) *Entry {
 	if e, ok := s.rc.Get(key); ok {
 		return e
 	}
-	if e, ok := s.settling.Load(key); ok {
-		return e.(*Entry)
-	}
-	return nil
+	sh := &s.settling[stripe(key)]
+	sh.mu.Lock()
+	e := sh.m[key]
+	sh.mu.Unlock()
+	return e
 }
 
-// settle keeps e, just set, where get finds it until ristretto has applied
-// its set (see "Settling"), starting the settler if it is not running.
-func (s *store) settle(e *Entry) {
-	s.settling.Store(e.key, e)
+// settleLater keeps e, just set, where get finds it until ristretto has
+// applied its set (see "Settling"), and wakes the settler.
+func (s *store) settleLater(e *Entry) {
+	sh := &s.settling[stripe(e.key)]
+	sh.mu.Lock()
+	sh.m[e.key] = e
+	sh.mu.Unlock()
 	st := &s.settler
 	st.mu.Lock()
 	st.queued = append(st.queued, e)
-	start := !st.running
-	st.running = true
+	wake := !st.woken
+	st.woken = true
 	st.mu.Unlock()
-	if start {
-		st.wg.Add(1)
-		go s.settle1()
+	if wake {
+		st.wake <- struct{}{} // never blocks: one wake at most is pending
 	}
 }
 
-// settle1 is the settler: it waits until ristretto has applied every set
-// queued before the wait, then takes those entries out of settling (unless
-// a later put of the key replaced one there), until none is queued.
-func (s *store) settle1() {
+// unsettle takes e out of settling, unless a later put of its key replaced
+// it there.
+func (s *store) unsettle(e *Entry) {
+	sh := &s.settling[stripe(e.key)]
+	sh.mu.Lock()
+	if sh.m[e.key] == e {
+		delete(sh.m, e.key)
+	}
+	sh.mu.Unlock()
+}
+
+// settle is the settler: woken by a put, it waits until ristretto has
+// applied every set queued before the wait, takes those entries out of
+// settling, and goes on while more are queued. It ends at close.
+func (s *store) settle() {
 	st := &s.settler
-	defer st.wg.Done()
+	defer close(st.done)
 	var batch []*Entry
-	for {
-		st.mu.Lock()
-		batch, st.queued = st.queued, batch[:0]
-		if len(batch) == 0 {
-			st.running = false
+	for range st.wake {
+		for {
+			st.mu.Lock()
+			batch, st.queued = st.queued, batch[:0]
+			if len(batch) == 0 {
+				st.woken = false
+				st.mu.Unlock()
+				break
+			}
 			st.mu.Unlock()
-			return
-		}
-		st.mu.Unlock()
-		s.rc.Wait()
-		for i, e := range batch {
-			s.settling.CompareAndDelete(e.key, e)
-			batch[i] = nil // nothing settled stays reachable from here
+			s.rc.Wait()
+			for i, e := range batch {
+				s.unsettle(e)
+				batch[i] = nil // nothing settled stays reachable from here
+			}
 		}
 	}
 }
@@ -217,7 +243,7 @@ func (s *store) put(key string, e *Entry, ttl time.Duration) {
 		s.rejected.Add(1) // the set buffer was full: dropped
 		return
 	}
-	s.settle(e)
+	s.settleLater(e)
 }
 
 // grow adds n bytes to the cost of e, in place, if the store still holds it
@@ -251,7 +277,7 @@ func (s *store) drop(e *Entry) {
 	defer mu.Unlock()
 	if s.get(e.key) == e {
 		s.rc.Del(e.key) // queued after e's set, if that is not applied yet
-		s.settling.CompareAndDelete(e.key, e)
+		s.unsettle(e)
 	}
 }
 
@@ -271,6 +297,7 @@ func (s *store) entries() uint64 {
 
 func (s *store) close() {
 	s.closing.Store(true)
-	s.settler.wg.Wait() // no put runs now (Cache.Close): it ends
+	close(s.settler.wake) // no put runs now (Cache.Close)
+	<-s.settler.done
 	s.rc.Close()
 }

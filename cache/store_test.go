@@ -148,21 +148,26 @@ func TestEntryOverhead(t *testing.T) {
 	}
 }
 
-// settled reports whether nothing is left settling and the settler has
-// ended (store.go, "Settling").
+// settled reports whether nothing is left settling and the settler waits
+// for its next wake (store.go, "Settling").
 func settled(c *Cache) bool {
 	left := 0
-	c.store.settling.Range(func(any, any) bool { left++; return true })
+	for i := range c.store.settling {
+		sh := &c.store.settling[i]
+		sh.mu.Lock()
+		left += len(sh.m)
+		sh.mu.Unlock()
+	}
 	st := &c.store.settler
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return left == 0 && !st.running && len(st.queued) == 0
+	return left == 0 && !st.woken && len(st.queued) == 0
 }
 
 // TestSettledPageFound: the page a miss stored is found by the next call
 // of its key at once, though ristretto applies its set later on its own
 // goroutine: one fetch per key, however soon the second call comes. Once
-// the settler has run, nothing is left settling and it has ended.
+// the settler has run, nothing is left settling.
 func TestSettledPageFound(t *testing.T) {
 	c := newTestCache(t, Config{}, newClock(), Options{})
 	var n atomic.Int64
