@@ -12,7 +12,7 @@ import (
 // The L1 store: ristretto, bounded in bytes. An entry is charged what it
 // holds: its forms (forms.go), its key and entryOverhead, which counts
 // ristretto's own record (hence IgnoreInternalCost). A Set may be refused,
-// so a flight hands its entry to its waiters itself, and put settles it so that
+// so a flight hands its entry to its waiters itself, and put keeps it where
 // the callers after it find it (see "Settling"). A replacement is a Del
 // then a Set (an update in place would not evict for its cost). Growth: a
 // form made on a hit is charged by setting the same entry again (a Del would
@@ -149,11 +149,16 @@ func (s *store) get(key string) *Entry {
 	if e, ok := s.rc.Get(key); ok {
 		return e
 	}
+	return s.unapplied(key)
+}
+
+// unapplied returns the entry put under key whose set ristretto may not
+// have applied yet, or nil.
+func (s *store) unapplied(key string) *Entry {
 	sh := &s.settling[stripe(key)]
 	sh.mu.Lock()
-	e := sh.m[key]
-	sh.mu.Unlock()
-	return e
+	defer sh.mu.Unlock()
+	return sh.m[key]
 }
 
 // settleLater keeps e, just set, where get finds it until ristretto has
@@ -253,7 +258,7 @@ func (s *store) grow(e *Entry, n int64) {
 	mu.Lock()
 	defer mu.Unlock()
 	cur, ok := s.rc.Get(e.key)
-	if !ok && s.get(e.key) == e {
+	if !ok && s.unapplied(e.key) == e {
 		// Its set is not applied yet; another set now would be a second
 		// insert of the key. Rare: a form made on a hit just after the
 		// miss.
