@@ -50,7 +50,7 @@ type store struct {
 	// settling holds the entries put whose Set ristretto may not have
 	// applied yet, by key; get looks here after ristretto. The settler
 	// takes them out (settle).
-	settling [64]struct {
+	settling [stripes]struct {
 		mu sync.Mutex
 		m  map[string]*Entry
 	}
@@ -63,7 +63,7 @@ type store struct {
 	}
 
 	// locks order put, grow and drop of one key (see "Growth").
-	locks [64]sync.Mutex
+	locks [stripes]sync.Mutex
 
 	evictions, expired, rejected atomic.Uint64
 	closing                      atomic.Bool
@@ -71,8 +71,11 @@ type store struct {
 
 func (s *store) lock(key string) *sync.Mutex { return &s.locks[stripe(key)] }
 
+// stripes is how many locks and settling maps the keys share.
+const stripes = 64
+
 // stripe is key's index in locks and settling.
-func stripe(key string) uint64 { return xxhash.Sum64String(key) % 64 }
+func stripe(key string) uint64 { return xxhash.Sum64String(key) % stripes }
 
 func newStore(maxBytes int64) (*store, error) {
 	s := &store{max: maxBytes}
