@@ -210,7 +210,7 @@ func (s *store) settle() {
 				break
 			}
 			st.mu.Unlock()
-			s.rc.Wait()
+			s.applied()
 			for i, e := range batch {
 				s.unsettle(e)
 				batch[i] = nil // nothing settled stays reachable from here
@@ -220,7 +220,8 @@ func (s *store) settle() {
 }
 
 // applied waits until ristretto has applied every set and Del made so
-// far, so that its ledger counts them (Stats).
+// far: for the settler, for grow, and so that its ledger counts them
+// (Stats).
 func (s *store) applied() { s.rc.Wait() }
 
 // put stores e under key for ttl, replacing whatever is held. The Del runs
@@ -265,7 +266,7 @@ func (s *store) grow(e *Entry, n int64) {
 		// Its set is not applied yet; another set now would be a second
 		// insert of the key. Rare: a form made on a hit just after the
 		// miss.
-		s.rc.Wait()
+		s.applied()
 		cur, ok = s.rc.Get(e.key)
 	}
 	if !ok || cur != e {
