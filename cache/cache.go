@@ -97,8 +97,10 @@ type Options struct {
 	// when ctx ends only when the ctx of every other caller does, as the
 	// HTTP/1.1 front's does at the drain's deadline: such a leader never
 	// stops waiting before the others would, so the flight, which then
-	// ends with its ctx, is cut short for nobody. nil: every flight goes
-	// to a runner.
+	// ends with its ctx, is cut short for nobody. Such a ctx must also
+	// end before Close is called, as the front's ends when it stops
+	// serving: Close waits for an inline flight and does not end it. nil:
+	// every flight goes to a runner.
 	Inline func(ctx context.Context) bool
 }
 
@@ -201,8 +203,8 @@ func (c *Cache) SetConfig(cfg Config) error {
 	return nil
 }
 
-// Close cancels the contexts of running fetches, waits for every flight and
-// background refresh to end, and closes the store. Calls of Get that are
+// Close cancels the contexts of fetches running on runners, waits for every
+// flight and background refresh to end, and closes the store. Calls of Get that are
 // still running may return an error saying the cache is closed, or a fetch
 // error; call Close after the server has stopped serving.
 func (c *Cache) Close() {

@@ -3,10 +3,12 @@ package cache
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -111,6 +113,67 @@ func TestCoalesceCancelledWaiter(t *testing.T) {
 		t.Errorf("fetches = %d, want 1", fetches.Load())
 	}
 	mustGet(t, c, "k", fetch, Hit) // the abandoned flight still stored the page
+}
+
+// TestFlightContext: a flight on a runner runs under a context with its
+// leader's values but not its deadline, which ends with Close; and a
+// context the fetch derives from it (the upstream call's timeout) is
+// registered with the cache's own end. The context package would start a
+// goroutine to watch each derived context whose parent's cancellation it
+// cannot find.
+func TestFlightContext(t *testing.T) {
+	c := newTestCache(t, Config{}, newClock(), Options{})
+	leader, cancel := context.WithTimeout(context.WithValue(context.Background(), ctxKey{}, "req-1"), time.Hour)
+	defer cancel()
+	const derived = 100
+	type seen struct {
+		deadline bool
+		val      any
+		watchers int
+		err      error
+	}
+	seenCh, entered := make(chan seen, 1), make(chan struct{})
+	fetch := func(ctx context.Context, _ func() bool) ([]byte, Facts, error) {
+		_, deadline := ctx.Deadline()
+		before := runtime.NumGoroutine()
+		var cancels [derived]context.CancelFunc
+		for i := range cancels {
+			_, cancels[i] = context.WithTimeout(ctx, time.Hour)
+		}
+		watchers := runtime.NumGoroutine() - before
+		for _, cancel := range cancels {
+			cancel()
+		}
+		close(entered)
+		<-ctx.Done()
+		seenCh <- seen{deadline, ctx.Value(ctxKey{}), watchers, ctx.Err()}
+		return nil, Facts{}, ctx.Err()
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, _, err := c.get(leader, "k", fetch)
+		errc <- err
+	}()
+	<-entered
+	c.Close()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Errorf("the leader: %v, want the cancellation of Close", err)
+	}
+	got := <-seenCh
+	if got.deadline {
+		t.Error("the flight's context has the leader's deadline")
+	}
+	if got.val != "req-1" {
+		t.Errorf("the flight's context lost the leader's values: %v", got.val)
+	}
+	if got.err != context.Canceled {
+		t.Errorf("the flight's context ended with %v, want Close's cancellation", got.err)
+	}
+	// Other goroutines may start meanwhile; one per derived context would
+	// be all of them.
+	if got.watchers >= derived/2 {
+		t.Errorf("%d goroutines started for %d contexts derived from the flight's", got.watchers, derived)
+	}
 }
 
 // TestCancelledBeforeGet: a caller already gone starts no fetch.

@@ -226,12 +226,13 @@ func (c *Cache) refresh(ctx context.Context, key string, e *Entry, fetch Fetch) 
 // for a result that never comes.
 //
 // The flight's context carries the leader's values and, run on a runner,
-// ends only with Close: it serves every caller and the store, so no one
-// caller's cancellation may end it. Inline, it ends with the leader's
-// ctx too, which ends only when every caller's does (Options.Inline); a
-// flight that failed then gives the callers that joined it the ctx's
-// cause (wire.ErrShuttingDown on the HTTP/1.1 front), not the fetch's
-// cancellation, which would read as their own client gone.
+// ends only with Close (flightContext): it serves every caller and the
+// store, so no one caller's cancellation may end it. Inline, it is the
+// leader's ctx, which ends only when every caller's does, and before
+// Close is called (Options.Inline); a flight that failed then gives the
+// callers that joined it the ctx's cause (wire.ErrShuttingDown on the
+// HTTP/1.1 front), not the fetch's cancellation, which would read as
+// their own client gone.
 func (cl *call) fly() {
 	c := cl.c
 	defer c.wg.Done() // the flight's registration (start)
@@ -249,11 +250,11 @@ func (cl *call) fly() {
 			c.land(cl, result{}, errFlightExited)
 		}
 	}()
-	parent := cl.ctx
+	ctx := cl.ctx
 	if !cl.inline {
-		parent = context.WithoutCancel(parent)
+		ctx = flightContext{Context: c.stop, values: ctx}
 	}
-	res, err := c.flight(parent, cl.key, cl.fetch, cl.held, cl.since)
+	res, err := c.flight(ctx, cl.key, cl.fetch, cl.held, cl.since)
 	returned = true
 	if err != nil && cl.inline && cl.ctx.Err() != nil {
 		err = fmt.Errorf("cache: the flight's leader stopped: %w", context.Cause(cl.ctx))
@@ -264,11 +265,34 @@ func (cl *call) fly() {
 // errFlightExited: the fetch ended its goroutine (runtime.Goexit).
 var errFlightExited = errors.New("cache: the flight's goroutine exited")
 
+// flightContext is the context of a flight on a runner: it ends with its
+// Context, the cache's stop (Close), and carries the values of the
+// leader's. It is what context.WithoutCancel of the leader's, cancelled by
+// a context.AfterFunc on stop, would be, less a context, a cancel and a
+// registration on stop per miss: its Done is stop's own channel.
+type flightContext struct {
+	context.Context // stop: the end, and no values of its own
+	values          context.Context
+}
+
+// Value asks stop first. stop holds no values but the context package's
+// own record of its cancellation, and finding that here registers a
+// context derived from the flight's (the fetch's timeout) with stop
+// itself, rather than with a goroutine that watches the flight's Done. The
+// leader's record of its own cancellation is hidden, as WithoutCancel
+// hides it.
+func (f flightContext) Value(key any) any {
+	if v := f.Context.Value(key); v != nil {
+		return v
+	}
+	return f.values.Value(key)
+}
+
 // flight is the running flight of one key: what its steps share.
 type flight struct {
 	c *Cache
-	// ctx carries the leader's values (request id) and ends with Close
-	// (and, inline, with the leader's ctx: fly).
+	// ctx carries the leader's values (request id) and ends with Close,
+	// or, inline, is the leader's (fly).
 	ctx   context.Context
 	key   string
 	fetch Fetch
@@ -285,9 +309,8 @@ type flight struct {
 }
 
 // flight checks the store again, then asks the shared tier (l2flight.go)
-// or fetches and stores the page itself, under a context that ends with
-// parent or Close.
-func (c *Cache) flight(parent context.Context, key string, fetch Fetch, held *Entry, since time.Time) (result, error) {
+// or fetches and stores the page itself, under ctx (fly).
+func (c *Cache) flight(ctx context.Context, key string, fetch Fetch, held *Entry, since time.Time) (result, error) {
 	// Check again inside the flight (groupcache load()): a flight that ended
 	// between the caller's lookup and this one has stored the page.
 	if e := c.store.get(key); e != nil {
@@ -299,9 +322,6 @@ func (c *Cache) flight(parent context.Context, key string, fetch Fetch, held *En
 		}
 	}
 
-	ctx, cancel := context.WithCancel(parent)
-	defer cancel()
-	defer context.AfterFunc(c.stop, cancel)()
 	w := c.wants.acquire(key)
 	defer c.wants.release(key, w)
 	f := &flight{c: c, ctx: ctx, key: key, fetch: fetch, want: w, held: held, since: since}
