@@ -203,10 +203,11 @@ func (c *Cache) SetConfig(cfg Config) error {
 	return nil
 }
 
-// Close cancels the contexts of fetches running on runners, waits for every
-// flight and background refresh to end, and closes the store. Calls of Get that are
-// still running may return an error saying the cache is closed, or a fetch
-// error; call Close after the server has stopped serving.
+// Close cancels the contexts of fetches running on runners, waits for
+// every flight and background refresh to end, and closes the store. Calls
+// of Get that are still running may return an error saying the cache is
+// closed, or a fetch error; call Close after the server has stopped
+// serving.
 func (c *Cache) Close() {
 	c.mu.Lock()
 	if c.closed {
