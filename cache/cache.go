@@ -169,6 +169,8 @@ func New(cfg Config, opt Options) (*Cache, error) {
 	c.maxFiles = maxPageFiles()
 	c.fileSettings(s)
 	c.cfg.Store(s)
+	// Of Background, with no values: a flight's context asks stop for a
+	// value before its leader's (flightContext).
 	c.stop, c.cancel = context.WithCancel(context.Background())
 	if opt.L2 != nil {
 		if c.l2, err = newL2(opt); err != nil {
