@@ -261,14 +261,15 @@ func (s *store) grow(e *Entry, n int64) {
 	mu := s.lock(e.key)
 	mu.Lock()
 	defer mu.Unlock()
-	cur, ok := s.rc.Get(e.key)
-	if !ok && s.unapplied(e.key) == e {
-		// Its set is not applied yet; another set now would be a second
-		// insert of the key. Rare: a form made on a hit just after the
-		// miss.
+	if s.unapplied(e.key) == e {
+		// Its set may not be applied yet; another set now would be a
+		// second insert of the key. Rare: a form made on a hit just after
+		// the miss. Settling is asked before ristretto: asked after a Get
+		// that missed, the settler could have applied the set and let the
+		// entry go in between, and the growth would be lost.
 		s.applied()
-		cur, ok = s.rc.Get(e.key)
 	}
+	cur, ok := s.rc.Get(e.key)
 	if !ok || cur != e {
 		return
 	}
