@@ -285,10 +285,14 @@ func (s *store) drop(e *Entry) {
 	mu := s.lock(e.key)
 	mu.Lock()
 	defer mu.Unlock()
-	if s.get(e.key) == e {
-		s.rc.Del(e.key) // queued after e's set, if that is not applied yet
-		s.unsettle(e)
+	// Settling first, for the reason grow gives.
+	if s.unapplied(e.key) != e {
+		if cur, ok := s.rc.Get(e.key); !ok || cur != e {
+			return
+		}
 	}
+	s.rc.Del(e.key) // queued after e's set, if that is not applied yet
+	s.unsettle(e)
 }
 
 // bytes is ristretto's own ledger of the costs it holds.

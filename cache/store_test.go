@@ -212,3 +212,22 @@ func TestGrowWhileSettling(t *testing.T) {
 		}
 	}
 }
+
+// TestDropWhileSettling: an entry dropped just after its miss, before or
+// while ristretto applies its set, leaves the store all the same.
+func TestDropWhileSettling(t *testing.T) {
+	c := newTestCache(t, Config{}, newClock(), Options{})
+	var n atomic.Int64
+	var es []*Entry
+	for i := range 200 {
+		e := mustGet(t, c, "k"+strconv.Itoa(i), counting(&n, "{}", liveFacts), Miss)
+		c.store.drop(e)
+		es = append(es, e)
+	}
+	c.store.applied()
+	for i, e := range es {
+		if c.store.get(e.key) != nil || e.holds.Load() != 0 {
+			t.Fatalf("entry %d: still held (%v, %d holds) after its drop", i, c.store.get(e.key) == e, e.holds.Load())
+		}
+	}
+}
